@@ -1,0 +1,33 @@
+/**
+ * `npm run bench`: runs every `benchmarks/*.bench.ts` (or those named on the command line) in its own
+ * Node process, one after another, so that each one's peak memory is its own. Each bench prints its
+ * figures next to a baseline measured in the same run; this runner only sequences them.
+ */
+import { spawnSync } from 'node:child_process'
+import { readdirSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const wanted = process.argv.slice(2)
+const files = readdirSync(here)
+  .filter((name) => name.endsWith('.bench.ts'))
+  .filter((name) => !wanted.length || wanted.some((w) => name.includes(w)))
+  .sort()
+
+if (!files.length) {
+  console.error(`No benchmark matches ${wanted.join(', ')}. Available: ${readdirSync(here).filter((n) => n.endsWith('.bench.ts')).join(', ')}`)
+  process.exit(1)
+}
+
+let failed = 0
+for (const name of files) {
+  console.log(`\n== ${name} ==`)
+  const started = Date.now()
+  const result = spawnSync(process.execPath, ['--import', 'tsx', '--conditions', 'source', '--expose-gc', join(here, name)], {
+    stdio: 'inherit',
+  })
+  console.log(`(${name}: ${((Date.now() - started) / 1000).toFixed(1)} s, exit ${result.status})`)
+  if (result.status !== 0) failed++
+}
+process.exit(failed ? 1 : 0)

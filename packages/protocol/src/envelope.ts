@@ -1,0 +1,33 @@
+import Schema from 'schemastery'
+
+/** The session event type that carries every plugin's durable state. */
+export const RECORD_EVENT_TYPE = 'extension/record'
+
+/**
+ * A plugin's durable record: the data of an `extension/record` session event. `schemaVersion` is the
+ * version of `payload`'s shape within `namespace`; readers upgrade older versions on read.
+ */
+export interface RecordEnvelope<P = unknown> {
+  namespace: string
+  schemaVersion: number
+  kind: string
+  recordId: string
+  payload: P
+}
+
+export const RecordEnvelope: Schema<RecordEnvelope> = Schema.object({
+  namespace: Schema.string().pattern(/^[a-z0-9][a-z0-9-]*$/).required(),
+  schemaVersion: Schema.natural().min(1).required(),
+  kind: Schema.string().min(1).required(),
+  recordId: Schema.string().min(1).required(),
+  payload: Schema.any().required(),
+}) as Schema<RecordEnvelope>
+
+export function isRecordEnvelope(value: unknown): value is RecordEnvelope {
+  try {
+    RecordEnvelope(value as RecordEnvelope)
+    return true
+  } catch {
+    return false
+  }
+}

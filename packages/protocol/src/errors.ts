@@ -1,0 +1,111 @@
+/**
+ * Every refusal in Taskward is a `TaskwardError`: a stable `code` that callers branch on, and a
+ * message written for the person who has to act next. Codes are fields; never parse messages.
+ */
+export const ERROR_CODES = [
+  'ACTIVE_TASK_CONFLICT',
+  'ARTIFACT_CHANGED',
+  'ARTIFACT_LIMIT',
+  'ARTIFACT_UNAVAILABLE',
+  'ARTIFACT_UNSUPPORTED',
+  'REPAIR_STALE',
+  'REPAIR_CONFIRMATION_REQUIRED',
+  'REPAIR_EVIDENCE_INVALID',
+  'REPAIR_NOT_DURABLE',
+  'INVALID_REPAIR_SCOPE',
+  'TASK_NOT_COMPLETE',
+  'TASK_COMPLETED',
+  'TASK_NOT_EXECUTING',
+  'TASK_STALE',
+  'TASK_NOT_FOUND',
+  'TASK_INVALID',
+  'TASK_STATE_UNAVAILABLE',
+  'SUPERVISOR_DISABLED',
+  'SUPERVISOR_POISONED',
+  'READER_UNAVAILABLE',
+  'RECORD_UNSUPPORTED',
+  'SEQ_CONFLICT',
+  'SESSION_NOT_FOUND',
+  'AGENT_BUSY',
+  'MODEL_NOT_FOUND',
+  'MODEL_SCRIPT_EXHAUSTED',
+  'TOOL_NOT_FOUND',
+  'TOOL_INVALID_ARGS',
+  'TOOL_FAILED',
+  'PATH_OUTSIDE_WORKSPACE',
+  'COMMAND_NOT_FOUND',
+  'CONFIG_INVALID',
+  'UNAUTHORIZED',
+  'FORBIDDEN',
+  'BAD_REQUEST',
+  'NOT_FOUND',
+  'SERVICE_UNAVAILABLE',
+  'VERDICT_NEGATIVE',
+  'VALIDATION_MISSING',
+  'BUDGET_EXHAUSTED',
+  'CANDIDATE_ILLEGAL',
+  'ABORTED',
+  'INTERNAL',
+] as const
+
+export type ErrorCode = typeof ERROR_CODES[number]
+
+export class TaskwardError extends Error {
+  override name = 'TaskwardError'
+
+  constructor(
+    public readonly code: ErrorCode,
+    message: string,
+    public readonly details?: Record<string, unknown>,
+  ) {
+    super(message)
+  }
+
+  toJSON() {
+    return { error: this.message, code: this.code, ...(this.details ? { details: this.details } : {}) }
+  }
+
+  static is(value: unknown, code?: ErrorCode): value is TaskwardError {
+    return value instanceof TaskwardError && (code === undefined || value.code === code)
+  }
+}
+
+/** HTTP status for a code: the connection endpoint answers `{error, code}` with it. */
+export function httpStatusOf(code: ErrorCode): number {
+  switch (code) {
+    case 'BAD_REQUEST':
+    case 'TOOL_INVALID_ARGS':
+    case 'INVALID_REPAIR_SCOPE':
+    case 'REPAIR_EVIDENCE_INVALID':
+    case 'CONFIG_INVALID':
+    case 'TASK_INVALID':
+      return 400
+    case 'UNAUTHORIZED':
+      return 401
+    case 'FORBIDDEN':
+    case 'PATH_OUTSIDE_WORKSPACE':
+      return 403
+    case 'NOT_FOUND':
+    case 'SESSION_NOT_FOUND':
+    case 'TASK_NOT_FOUND':
+    case 'COMMAND_NOT_FOUND':
+    case 'TOOL_NOT_FOUND':
+    case 'MODEL_NOT_FOUND':
+      return 404
+    case 'SERVICE_UNAVAILABLE':
+    case 'ARTIFACT_UNAVAILABLE':
+    case 'READER_UNAVAILABLE':
+      return 503
+    case 'INTERNAL':
+      return 500
+    default:
+      return 409
+  }
+}
+
+/** Wrap anything thrown into a TaskwardError without losing a code that is already there. */
+export function asTaskwardError(error: unknown, fallback: ErrorCode = 'INTERNAL'): TaskwardError {
+  if (error instanceof TaskwardError) return error
+  const message = error instanceof Error ? error.message : String(error)
+  return new TaskwardError(fallback, message)
+}

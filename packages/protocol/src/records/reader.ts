@@ -1,0 +1,125 @@
+import Schema from 'schemastery'
+import { TaskwardError } from '../errors'
+import { RecordEnvelope } from '../envelope'
+
+/**
+ * How one kind of record looks across schema versions. `schemas[v]` validates a payload written at
+ * version `v`; a version without its own entry uses the nearest lower one (the shape did not change).
+ * `upgrades[v]` turns a version-`v` payload into the version-`v+1` shape. Upgrades must never
+ * fabricate: a field an old record lacks stays absent.
+ */
+export interface KindSpec<T = any> {
+  schemas: Record<number, Schema<any, any>>
+  upgrades?: Record<number, (payload: any) => any>
+  /** Phantom: today's shape, for typing `read`. */
+  readonly __today?: T
+}
+
+export interface ReaderSpec {
+  namespace: string
+  /** The version this code writes (today's shape). */
+  writes: number
+  /** The lowest version this reader still reads; it reads `minVersion..writes`. */
+  minVersion: number
+  kinds: Record<string, KindSpec>
+}
+
+/** A record read into today's shape, with where it came from. */
+export interface ReadRecord<T = any> {
+  namespace: string
+  /** The version the record was written at (before upgrading). */
+  schemaVersion: number
+  kind: string
+  recordId: string
+  seq: number
+  payload: T
+}
+
+export interface RecordReader {
+  readonly namespace: string
+  readonly minVersion: number
+  readonly maxVersion: number
+  readonly kinds: readonly string[]
+  reads(version: number): boolean
+  /** Validate and upgrade; throws `RECORD_UNSUPPORTED` naming namespace, version, kind and seq. */
+  read<T = any>(envelope: RecordEnvelope, seq: number): ReadRecord<T>
+}
+
+function unsupported(envelope: Partial<RecordEnvelope>, seq: number, why: string): TaskwardError {
+  return new TaskwardError('RECORD_UNSUPPORTED',
+    `Record at seq ${seq} (${envelope.namespace ?? '?'} v${envelope.schemaVersion ?? '?'} ${envelope.kind ?? '?'}) `
+    + `cannot be read: ${why}. Install a plugin version that reads it, or inspect the session log.`,
+    { namespace: envelope.namespace, schemaVersion: envelope.schemaVersion, kind: envelope.kind, seq })
+}
+
+function schemaFor(spec: KindSpec, version: number) {
+  let best = -Infinity
+  for (const key of Object.keys(spec.schemas)) {
+    const v = Number(key)
+    if (v <= version && v > best) best = v
+  }
+  return Number.isFinite(best) ? spec.schemas[best] : undefined
+}
+
+export function defineReader(spec: ReaderSpec): RecordReader {
+  if (!Number.isSafeInteger(spec.minVersion) || !Number.isSafeInteger(spec.writes)
+    || spec.minVersion < 1 || spec.writes < spec.minVersion) {
+    throw new TaskwardError('CONFIG_INVALID', `Reader ${spec.namespace}: versions ${spec.minVersion}..${spec.writes} are not a valid range.`)
+  }
+  const reader: RecordReader = {
+    namespace: spec.namespace,
+    minVersion: spec.minVersion,
+    maxVersion: spec.writes,
+    kinds: Object.keys(spec.kinds),
+    reads: (version) => Number.isSafeInteger(version) && version >= spec.minVersion && version <= spec.writes,
+    read(envelope, seq) {
+      if (envelope.namespace !== spec.namespace) {
+        throw unsupported(envelope, seq, `this reader reads namespace ${spec.namespace}`)
+      }
+      if (!reader.reads(envelope.schemaVersion)) {
+        throw unsupported(envelope, seq, `schema version ${envelope.schemaVersion} is outside ${spec.minVersion}..${spec.writes}`)
+      }
+      const kind = spec.kinds[envelope.kind]
+      if (!kind) throw unsupported(envelope, seq, `unknown kind "${envelope.kind}"`)
+      const schema = schemaFor(kind, envelope.schemaVersion)
+      if (!schema) throw unsupported(envelope, seq, `no schema for version ${envelope.schemaVersion}`)
+      let payload: any
+      try {
+        // Validate a copy so that the caller's frozen event data is never touched.
+        payload = schema(structuredClone(envelope.payload))
+      } catch (error) {
+        throw unsupported(envelope, seq, `invalid payload: ${(error as Error).message}`)
+      }
+      for (let v = envelope.schemaVersion; v < spec.writes; v++) {
+        const upgrade = kind.upgrades?.[v]
+        if (upgrade) payload = upgrade(payload)
+      }
+      return {
+        namespace: envelope.namespace,
+        schemaVersion: envelope.schemaVersion,
+        kind: envelope.kind,
+        recordId: envelope.recordId,
+        seq,
+        payload,
+      }
+    },
+  }
+  return reader
+}
+
+/** Drop keys whose value is `undefined`, so that absent stays absent after schema resolution. */
+export function dropUndefined<T extends object>(value: T): T {
+  for (const key of Object.keys(value) as (keyof T)[]) {
+    if (value[key] === undefined) delete value[key]
+  }
+  return value
+}
+
+/**
+ * schemastery fills an absent object with `{}` and an absent array with `[]`. Record schemas must not
+ * fabricate, so optional object and array fields are declared through `optional(...)`, which leaves an
+ * absent field absent and still validates a present one.
+ */
+export function optional<S, T>(schema: Schema<S, T>): Schema<S | undefined, T | undefined> {
+  return Schema.union([schema, Schema.const(undefined)]) as any
+}
