@@ -1,0 +1,109 @@
+import { Context, Schema, Service } from 'cordis'
+import { TaskwardError, asTaskwardError } from '@taskward/protocol'
+import { Agent, TurnSummary } from './agent'
+import type { Session } from '../sessions/session'
+
+export interface CreateAgentOptions {
+  sessionId?: string
+  cwd?: string
+  preset?: string
+  model: string
+  role?: string
+  parentId?: string
+}
+
+declare module 'cordis' {
+  interface Context {
+    agents: Agents
+  }
+  interface Events {
+    /** Return (or throw) a TaskwardError to refuse the step. */
+    'agent/before-step'(agent: Agent): any
+    /** Return (or throw) a TaskwardError to refuse the resume. */
+    'agent/before-resume'(session: Session): any
+    'agent/turn-end'(agent: Agent, summary: TurnSummary): void
+    'agent/state'(agent: Agent): void
+  }
+}
+
+export namespace Agents {
+  export interface Config {
+    maxStepsPerTurn: number
+  }
+}
+
+/** One agent per session, in memory. After a restart none exists until `resume`. */
+export class Agents extends Service {
+  static inject = ['database', 'sessions', 'models', 'tools']
+  static Config: Schema<Partial<Agents.Config>, Agents.Config> = Schema.object({
+    maxStepsPerTurn: Schema.natural().min(1).default(25).description('Model steps one turn may take.'),
+  })
+
+  private live = new Map<string, Agent>()
+  private readonly home: Context
+
+  constructor(ctx: Context, public override config: Agents.Config = { maxStepsPerTurn: 25 }) {
+    super(ctx, 'agents', true)
+    this.home = ctx
+    ctx.on('dispose', () => {
+      for (const agent of this.live.values()) agent.dispose()
+      this.live.clear()
+    })
+  }
+
+  /** Create the agent of a new session (`cwd`) or of an existing one (`sessionId`). */
+  async create(options: CreateAgentOptions): Promise<Agent> {
+    this.home.models.get(options.model)
+    let session: Session
+    if (options.sessionId) {
+      session = await this.home.sessions.get(options.sessionId)
+      if (this.live.has(session.id)) throw new TaskwardError('AGENT_BUSY', `Session ${session.id} already has an agent; use agents.get().`)
+      if (session.model !== options.model || (options.role && session.role !== options.role)) {
+        // Remembered so that `resume` after a restart brings back the same model and role.
+        await this.home.database.set('taskward_session', { id: session.id }, { model: options.model, role: options.role ?? session.role })
+        session.model = options.model
+        session.role = options.role ?? session.role
+      }
+    } else if (options.cwd) {
+      session = await this.home.sessions.create({ cwd: options.cwd, preset: options.preset, role: options.role, model: options.model, parentId: options.parentId })
+    } else {
+      throw new TaskwardError('BAD_REQUEST', 'Creating an agent needs a sessionId or a cwd.')
+    }
+    return this.spawn(session, options.model, options.role ?? session.role)
+  }
+
+  get(sessionId: string): Agent | undefined {
+    return this.live.get(sessionId)
+  }
+
+  /**
+   * Bring a session's agent back (after a restart, or to check it may run). `agent/before-resume`
+   * listeners may refuse with a coded error. The agent comes back idle: nothing continues by itself.
+   */
+  async resume(sessionId: string): Promise<Agent> {
+    const session = await this.home.sessions.get(sessionId)
+    let answer: unknown
+    try {
+      answer = await this.home.serial('agent/before-resume', session)
+    } catch (error) {
+      answer = error
+    }
+    if (answer) throw asTaskwardError(answer)
+    const existing = this.live.get(sessionId)
+    if (existing) return existing
+    if (!session.model) throw new TaskwardError('BAD_REQUEST', `Session ${sessionId} never had an agent; create one with a model.`)
+    return this.spawn(session, session.model, session.role)
+  }
+
+  list() {
+    return [...this.live.values()]
+  }
+
+  private spawn(session: Session, model: string, role: string) {
+    const agent = new Agent(this.home, session, model, role, this.config)
+    this.live.set(session.id, agent)
+    return agent
+  }
+}
+
+export { Agent }

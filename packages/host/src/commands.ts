@@ -1,0 +1,81 @@
+import { Context, Service } from 'cordis'
+import type { Awaitable } from 'cosmokit'
+import { EventTypes, TaskwardError, asTaskwardError } from '@taskward/protocol'
+import type { Session } from './sessions/session'
+
+export interface CommandInvocation {
+  session: Session
+  /** Everything after the command name, trimmed. */
+  args: string
+  /** The whole message. */
+  text: string
+  /** The seq of the recorded `user/message`. */
+  seq: number
+}
+
+export type CommandHandler = (invocation: CommandInvocation) => Awaitable<unknown>
+
+/** The data of a `command/reply` event. */
+export interface CommandReply {
+  command: string
+  replyTo: number
+  reply?: unknown
+  error?: { code: string, message: string }
+}
+
+declare module 'cordis' {
+  interface Context {
+    commands: Commands
+  }
+}
+
+/**
+ * Slash commands. User input is recorded as a `user/message`; input starting with `/` is dispatched
+ * to its handler and the reply (or coded error) recorded as `command/reply`; other input goes to the
+ * session's agent as a turn.
+ */
+export class Commands extends Service {
+  static inject = ['sessions', 'agents']
+  private handlers = new Map<string, CommandHandler>()
+
+  constructor(ctx: Context) {
+    super(ctx, 'commands', true)
+  }
+
+  register(name: string, handler: CommandHandler) {
+    if (!/^[a-z][\w-]*$/.test(name)) throw new TaskwardError('CONFIG_INVALID', `Command name "${name}" is not valid.`)
+    if (this.handlers.has(name)) throw new TaskwardError('CONFIG_INVALID', `Command /${name} is already registered.`)
+    this.handlers.set(name, handler)
+    return this.ctx.effect(() => () => {
+      if (this.handlers.get(name) === handler) this.handlers.delete(name)
+    })
+  }
+
+  list() {
+    return [...this.handlers.keys()].sort()
+  }
+
+  /** Record user input and act on it. Returns the command reply, or undefined for a chat message. */
+  async input(session: Session, text: string): Promise<CommandReply | undefined> {
+    if (typeof text !== 'string' || !text.trim()) throw new TaskwardError('BAD_REQUEST', 'A message needs some text.')
+    const message = await session.append(EventTypes.userMessage, { text, origin: 'user' })
+    if (!text.startsWith('/')) {
+      const agent = this.ctx.agents.get(session.id)
+      if (!agent) throw new TaskwardError('NOT_FOUND', `No agent runs in session ${session.id}; resume the session first.`)
+      agent.followup(text, { origin: 'user', recorded: true })
+      return
+    }
+    const head = text.slice(1).split(/\s+/)[0]
+    const reply: CommandReply = { command: head, replyTo: message.seq }
+    const handler = this.handlers.get(head)
+    try {
+      if (!handler) throw new TaskwardError('COMMAND_NOT_FOUND', `Unknown command /${head}. Known: ${this.list().map((n) => '/' + n).join(', ') || 'none'}.`)
+      reply.reply = (await handler({ session, args: text.slice(1 + head.length).trim(), text, seq: message.seq })) ?? null
+    } catch (error) {
+      const coded = asTaskwardError(error)
+      reply.error = { code: coded.code, message: coded.message }
+    }
+    await session.append(EventTypes.commandReply, reply)
+    return reply
+  }
+}

@@ -1,0 +1,169 @@
+import { Context, Schema, Service } from 'cordis'
+import type { Context as KoaContext } from 'koa'
+import type {} from '@cordisjs/plugin-server'
+import { TaskwardError, asTaskwardError } from '@taskward/protocol'
+import { TokenGrant, TokenStore } from './tokens'
+import { errorResponse, readBody, sendResponse, toRequest } from './http'
+
+export const TOKEN_COOKIE = 'taskward_token'
+
+export interface RouteContext {
+  /** Path parameters (`:sessionId` etc.). */
+  params: Record<string, string>
+  url: URL
+  grant: TokenGrant
+  /** The session the request is about (`:sessionId` or `?sessionId=`), already checked against the grant. */
+  sessionId?: string
+}
+
+export interface ConnectionRoute {
+  /** A koa-router path, e.g. `/api/sessions/:sessionId/task`. */
+  path: string
+  methods: ('GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE')[]
+  /** `operator` routes refuse session tokens; `session` routes (default) accept the token of that session. */
+  access?: 'session' | 'operator' | 'public'
+  handler(request: Request, context: RouteContext): Response | Promise<Response>
+}
+
+declare module 'cordis' {
+  interface Context {
+    connection: Connection
+  }
+}
+
+export namespace Connection {
+  export interface Config {
+    operatorToken?: string
+    allowedOrigins: string[]
+  }
+}
+
+const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+
+/**
+ * The authenticated Fetch surface over `ctx.server`. Every route needs a token (Bearer header or the
+ * HttpOnly cookie set by the login link); a session token only opens its own session; a mutating
+ * request must come from an allowed Origin (cookie requests always need one). Errors are JSON
+ * `{error, code}` with the status of the code.
+ */
+export class Connection extends Service {
+  static inject = ['server']
+  static Config: Schema<Partial<Connection.Config>, Connection.Config> = Schema.object({
+    operatorToken: Schema.string().role('secret').description('Operator token; a random one per start when empty.'),
+    allowedOrigins: Schema.array(Schema.string()).default([]).description('Extra origins allowed to send mutating requests.'),
+  })
+
+  readonly tokens: TokenStore
+  private readonly home: Context
+
+  constructor(ctx: Context, public override config: Connection.Config = { allowedOrigins: [] }) {
+    super(ctx, 'connection', true)
+    this.home = ctx
+    this.tokens = new TokenStore(config.operatorToken)
+    this.mountBuiltins()
+  }
+
+  /** The server's base URL (after it listens). */
+  get baseUrl() {
+    return this.home.server.selfUrl
+  }
+
+  /** The link that logs a browser in as operator (sets the cookie). */
+  get loginUrl() {
+    return `${this.baseUrl}/login?token=${encodeURIComponent(this.tokens.operatorToken)}`
+  }
+
+  issueSessionToken(sessionId: string) {
+    return this.tokens.issueSessionToken(sessionId)
+  }
+
+  /** Register a route; disposing the registering plugin removes it. */
+  register(route: ConnectionRoute) {
+    const middleware = async (koa: KoaContext) => {
+      await sendResponse(koa, await this.dispatch(koa, route))
+    }
+    // plugin-server parses bodies unless told not to; handlers get the raw body in a Fetch Request.
+    ;(middleware as any)[Symbol.for('noParseBody')] = true
+    const server = this.ctx.server
+    for (const method of route.methods) {
+      server.register(route.path, [method], middleware as any)
+    }
+  }
+
+  private async dispatch(koa: KoaContext, route: ConnectionRoute): Promise<Response> {
+    try {
+      const url = new URL(koa.request.href)
+      const params: Record<string, string> = { ...(koa as any).params }
+      let grant: TokenGrant = { kind: 'operator' }
+      let sessionId = params.sessionId ?? url.searchParams.get('sessionId') ?? undefined
+      if (route.access !== 'public') {
+        const header = koa.get('authorization')
+        const bearer = header.startsWith('Bearer ') ? header.slice(7).trim() : undefined
+        const cookie = koa.cookies.get(TOKEN_COOKIE)
+        const found = this.tokens.verify(bearer ?? cookie)
+        if (!found) throw new TaskwardError('UNAUTHORIZED', 'Missing or invalid token: open the login link printed at start, or send "Authorization: Bearer <token>".')
+        grant = found
+        if (MUTATING.has(koa.method)) this.checkOrigin(koa, !bearer)
+        if (grant.kind === 'session') {
+          if (route.access === 'operator') throw new TaskwardError('FORBIDDEN', 'This endpoint needs the operator token; a session token opens only its own session.')
+          if (!sessionId || sessionId !== grant.sessionId) throw new TaskwardError('FORBIDDEN', 'This token belongs to another session.')
+        }
+      }
+      let body: Buffer | undefined
+      if (MUTATING.has(koa.method)) {
+        body = await readBody(koa)
+        if (body.length && (koa.get('content-type') || 'application/json').includes('json')) {
+          try {
+            JSON.parse(body.toString('utf8'))
+          } catch {
+            throw new TaskwardError('BAD_REQUEST', 'The request body is not valid JSON.')
+          }
+        }
+      }
+      return await route.handler(toRequest(koa, body), { params, url, grant, sessionId })
+    } catch (error) {
+      const coded = asTaskwardError(error)
+      if (coded.code === 'INTERNAL') this.home.logger('connection').warn(error)
+      return errorResponse(coded.code === 'INTERNAL' ? new TaskwardError('INTERNAL', 'Internal error; see the host log.') : coded)
+    }
+  }
+
+  private checkOrigin(koa: KoaContext, viaCookie: boolean) {
+    const origin = koa.get('origin')
+    if (!origin) {
+      if (viaCookie) throw new TaskwardError('FORBIDDEN', 'A browser request that changes something must carry an Origin header.')
+      return
+    }
+    const own = `${koa.protocol}://${koa.host}`
+    if (origin !== own && !this.config.allowedOrigins.includes(origin)) {
+      throw new TaskwardError('FORBIDDEN', `Origin ${origin} may not change anything here; add it to connection.allowedOrigins if it should.`)
+    }
+  }
+
+  private mountBuiltins() {
+    this.register({
+      path: '/health',
+      methods: ['GET'],
+      access: 'public',
+      handler: () => Response.json({ ok: true }),
+    })
+    this.register({
+      path: '/login',
+      methods: ['GET'],
+      access: 'public',
+      handler: (request, { url }) => {
+        const token = url.searchParams.get('token') ?? ''
+        const grant = this.tokens.verify(token)
+        if (!grant) throw new TaskwardError('UNAUTHORIZED', 'This login link is not valid (the host prints a new one at each start).')
+        const target = url.searchParams.get('next') ?? '/'
+        return new Response(null, {
+          status: 303,
+          headers: {
+            location: target.startsWith('/') && !target.startsWith('//') ? target : '/',
+            'set-cookie': `${TOKEN_COOKIE}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/`,
+          },
+        })
+      },
+    })
+  }
+}

@@ -1,0 +1,50 @@
+import { Context, Schema } from 'cordis'
+import { Sessions } from './sessions/service'
+import { Projections } from './projections'
+import { Tools } from './tools/service'
+import { registerFileTools } from './tools/files'
+import { Models } from './models/service'
+import { Agents } from './agents/service'
+import { Commands } from './commands'
+import { Connection } from './connection/service'
+
+export * from './tables'
+export * from './sessions/session'
+export * from './sessions/service'
+export * from './projections'
+export * from './tools/types'
+export * from './tools/service'
+export * from './tools/paths'
+export * from './models/types'
+export * from './models/scripted'
+export * from './models/service'
+export * from './agents/agent'
+export * from './agents/service'
+export * from './commands'
+export * from './connection/service'
+export * from './connection/tokens'
+
+export const name = 'taskward-host'
+export const inject = ['database', 'server']
+
+export interface Config {
+  agents: Agents.Config
+  connection: Connection.Config
+}
+
+export const Config: Schema<Partial<Config>, Config> = Schema.object({
+  agents: Agents.Config,
+  connection: Connection.Config,
+}) as any
+
+/** The host kernel: every service a DSH-style host provides, over `database` and `server`. */
+export function apply(ctx: Context, config: Config) {
+  ctx.plugin(Sessions)
+  ctx.plugin(Projections)
+  ctx.plugin(Tools)
+  ctx.plugin(Models)
+  ctx.plugin(Agents, config.agents)
+  ctx.plugin(Commands)
+  ctx.plugin(Connection, config.connection)
+  ctx.plugin({ name: 'taskward-file-tools', inject: ['tools'], apply: registerFileTools })
+}

@@ -1,0 +1,92 @@
+import { Context, Service } from 'cordis'
+import { randomUUID } from 'node:crypto'
+import { resolve } from 'node:path'
+import { SessionEvent, TaskwardError } from '@taskward/protocol'
+import { Session, nextSeqOf } from './session'
+import { defineTables } from '../tables'
+
+export interface CreateSessionOptions {
+  id?: string
+  cwd: string
+  preset?: string
+  parentId?: string
+  role?: string
+  model?: string
+}
+
+declare module 'cordis' {
+  interface Context {
+    sessions: Sessions
+  }
+  interface Events {
+    /** Emitted after an event is committed. */
+    'session/event'(session: Session, event: SessionEvent): void
+  }
+}
+
+/** Durable sessions: create, look up, list. One `Session` object per id in this process. */
+export class Sessions extends Service {
+  static inject = ['database']
+  private live = new Map<string, Promise<Session>>()
+  /** The service's own context: sessions outlive the plugin that happened to open them. */
+  private readonly home: Context
+
+  constructor(ctx: Context) {
+    super(ctx, 'sessions', true)
+    this.home = ctx
+    defineTables(ctx)
+  }
+
+  async create(options: CreateSessionOptions): Promise<Session> {
+    if (!options?.cwd) throw new TaskwardError('BAD_REQUEST', 'A session needs a working directory (cwd).')
+    const id = options.id ?? randomUUID()
+    if (!/^[\w.-]{1,128}$/.test(id)) {
+      throw new TaskwardError('BAD_REQUEST', `Session id "${id}" may only hold letters, digits, ".", "_" and "-".`)
+    }
+    const [existing] = await this.home.database.get('taskward_session', { id })
+    if (existing) throw new TaskwardError('BAD_REQUEST', `Session ${id} already exists; open it with sessions.get().`)
+    const row = {
+      id,
+      cwd: resolve(options.cwd),
+      preset: options.preset ?? 'default',
+      parentId: options.parentId ?? '',
+      role: options.role ?? 'main',
+      model: options.model ?? '',
+      createdAt: Date.now(),
+    }
+    await this.home.database.create('taskward_session', row)
+    const session = new Session(this.home, row, 0)
+    this.live.set(id, Promise.resolve(session))
+    return session
+  }
+
+  /** The session, or `SESSION_NOT_FOUND`. */
+  get(id: string): Promise<Session> {
+    let pending = this.live.get(id)
+    if (!pending) {
+      pending = this.load(id)
+      this.live.set(id, pending)
+      pending.catch(() => this.live.delete(id))
+    }
+    return pending
+  }
+
+  async has(id: string) {
+    return (await this.home.database.get('taskward_session', { id })).length > 0
+  }
+
+  private async load(id: string) {
+    const [row] = await this.home.database.get('taskward_session', { id })
+    if (!row) throw new TaskwardError('SESSION_NOT_FOUND', `No session ${id}; list sessions to find the right id.`, { sessionId: id })
+    return new Session(this.home, row, await nextSeqOf(this.home, id))
+  }
+
+  /** Every session, oldest first; `parentId` filters the sessions that work for one session. */
+  async list(filter: { parentId?: string } = {}): Promise<Session[]> {
+    const query = filter.parentId === undefined ? {} : { parentId: filter.parentId }
+    const rows = await this.home.database.select('taskward_session', query).orderBy('createdAt', 'asc').execute()
+    return Promise.all(rows.map((row) => this.get(row.id)))
+  }
+}
+
+export { Session }

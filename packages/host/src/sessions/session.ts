@@ -1,0 +1,114 @@
+import type { Context } from 'cordis'
+import { SessionEvent, TaskwardError } from '@taskward/protocol'
+import type { SessionRow } from '../tables'
+
+const MAX_APPEND_RETRIES = 5
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value)
+    for (const inner of Object.values(value)) deepFreeze(inner)
+  }
+  return value
+}
+
+/**
+ * One durable, append-only event log. Appends are serialized in this process; the `(sessionId, seq)`
+ * primary key keeps two processes from committing the same seq (the loser re-reads and retries).
+ */
+export class Session {
+  readonly id: string
+  readonly cwd: string
+  readonly preset: string
+  readonly parentId: string
+  role: string
+  model: string
+  readonly createdAt: number
+  /** The seq the next append will get. */
+  seq: number
+  private tail: Promise<unknown> = Promise.resolve()
+
+  constructor(private ctx: Context, row: SessionRow, nextSeq: number) {
+    this.id = row.id
+    this.cwd = row.cwd
+    this.preset = row.preset
+    this.parentId = row.parentId
+    this.role = row.role
+    this.model = row.model
+    this.createdAt = row.createdAt
+    this.seq = nextSeq
+  }
+
+  /** Append an event; resolves with the frozen event once it is committed to the database. */
+  append<D = any>(type: string, data: D): Promise<SessionEvent<D>> {
+    if (typeof type !== 'string' || !type) {
+      return Promise.reject(new TaskwardError('BAD_REQUEST', 'An event needs a non-empty type.'))
+    }
+    const run = this.tail.then(() => this.commit(type, data))
+    this.tail = run.catch(() => {})
+    return run
+  }
+
+  private async commit<D>(type: string, data: D): Promise<SessionEvent<D>> {
+    // Round-trip through JSON so that what is returned is exactly what a reader gets back later.
+    const stored = data === undefined ? null : JSON.parse(JSON.stringify(data))
+    for (let attempt = 0; attempt < MAX_APPEND_RETRIES; attempt++) {
+      const event: SessionEvent<D> = { seq: this.seq, type, time: Date.now(), data: stored }
+      try {
+        await this.ctx.database.create('taskward_event', { sessionId: this.id, ...event })
+      } catch (error: any) {
+        if (error?.code !== 'duplicate-entry' && !/UNIQUE|Duplicate|PRIMARY/i.test(String(error?.message))) throw error
+        // Another writer took this seq: catch up and try the next one.
+        this.seq = await nextSeqOf(this.ctx, this.id)
+        continue
+      }
+      this.seq = event.seq + 1
+      deepFreeze(event)
+      this.ctx.emit('session/event', this, event)
+      return event
+    }
+    throw new TaskwardError('SEQ_CONFLICT',
+      `Session ${this.id}: another writer kept taking the next seq; retry the operation.`, { sessionId: this.id })
+  }
+
+  /** Events in seq order from `from`, at most `limit` of them. */
+  async read({ from = 0, limit = 500 }: { from?: number, limit?: number } = {}): Promise<SessionEvent[]> {
+    const rows = await this.ctx.database.select('taskward_event')
+      .where({ sessionId: this.id, seq: { $gte: from } })
+      .orderBy('seq', 'asc')
+      .limit(limit)
+      .execute()
+    return rows.map((row) => deepFreeze({ seq: row.seq, type: row.type, time: row.time, data: row.data }))
+  }
+
+  /** One event by seq, or undefined. */
+  async event(seq: number): Promise<SessionEvent | undefined> {
+    const [row] = await this.read({ from: seq, limit: 1 })
+    return row?.seq === seq ? row : undefined
+  }
+
+  /** Every event from `from` on, read in pages; for folds. */
+  async *events(from = 0, pageSize = 2000): AsyncGenerator<SessionEvent> {
+    let next = from
+    while (true) {
+      const page = await this.read({ from: next, limit: pageSize })
+      for (const event of page) yield event
+      if (page.length < pageSize) return
+      next = page[page.length - 1].seq + 1
+    }
+  }
+
+  toJSON() {
+    return { id: this.id, cwd: this.cwd, preset: this.preset, parentId: this.parentId, role: this.role, model: this.model, createdAt: this.createdAt, seq: this.seq }
+  }
+}
+
+export async function nextSeqOf(ctx: Context, sessionId: string) {
+  const [last] = await ctx.database.select('taskward_event')
+    .where({ sessionId })
+    .orderBy('seq', 'desc')
+    .limit(1)
+    .project(['seq'])
+    .execute()
+  return last ? Number(last.seq) + 1 : 0
+}

@@ -1,0 +1,66 @@
+import type { Context } from 'cordis'
+import type {} from 'minato'
+
+/** Rows the host keeps in `database`. Events are the source of truth; the rest is derived or metadata. */
+export interface SessionRow {
+  id: string
+  cwd: string
+  preset: string
+  /** The session this one works for (a reviewer or consultation session), or ''. */
+  parentId: string
+  /** What the session's agent is: 'main', 'reviewer', 'consultation', ... */
+  role: string
+  /** The model route its agent uses, or '' when no agent was created. */
+  model: string
+  createdAt: number
+}
+
+export interface EventRow {
+  sessionId: string
+  seq: number
+  type: string
+  time: number
+  data: any
+}
+
+export interface ProjectionRow {
+  sessionId: string
+  key: string
+  version: number
+  asOfSeq: number
+  state: any
+}
+
+declare module 'minato' {
+  interface Tables {
+    taskward_session: SessionRow
+    taskward_event: EventRow
+    taskward_projection: ProjectionRow
+  }
+}
+
+export function defineTables(ctx: Context) {
+  ctx.database.extend('taskward_session', {
+    id: 'string',
+    cwd: 'text',
+    preset: 'string',
+    parentId: 'string',
+    role: 'string',
+    model: 'string',
+    createdAt: 'double',
+  }, { primary: 'id' })
+  ctx.database.extend('taskward_event', {
+    sessionId: 'string',
+    seq: 'unsigned',
+    type: 'string',
+    time: 'double',
+    data: 'json',
+  }, { primary: ['sessionId', 'seq'] })
+  ctx.database.extend('taskward_projection', {
+    sessionId: 'string',
+    key: 'string',
+    version: 'unsigned',
+    asOfSeq: 'integer',
+    state: 'json',
+  }, { primary: ['sessionId', 'key'] })
+}

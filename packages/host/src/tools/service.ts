@@ -1,0 +1,93 @@
+import { Context, Service } from 'cordis'
+import { randomUUID } from 'node:crypto'
+import { EventTypes, TaskwardError, asTaskwardError } from '@taskward/protocol'
+import type { Session } from '../sessions/session'
+import type { ToolDef, ToolGuard, ToolResult } from './types'
+
+declare module 'cordis' {
+  interface Context {
+    tools: Tools
+  }
+}
+
+/**
+ * The tool registry and its admission. Every call is recorded (`tool/call`, then `tool/result`);
+ * guards run before the body, in registration order, and the first denial wins: the body never runs
+ * and the result records the coded error.
+ */
+export class Tools extends Service {
+  private defs = new Map<string, ToolDef>()
+  private guards: ToolGuard[] = []
+
+  constructor(ctx: Context) {
+    super(ctx, 'tools', true)
+  }
+
+  /** Register a tool; disposing the registering plugin removes it. Returns a disposer. */
+  register<A, R>(def: ToolDef<A, R>) {
+    if (!/^[a-z][a-z0-9_]*$/.test(def.name)) {
+      throw new TaskwardError('CONFIG_INVALID', `Tool name "${def.name}" must be lower_snake_case.`)
+    }
+    if (this.defs.has(def.name)) {
+      throw new TaskwardError('CONFIG_INVALID', `Tool "${def.name}" is already registered.`)
+    }
+    this.defs.set(def.name, def)
+    return this.ctx.effect(() => () => {
+      if (this.defs.get(def.name) === def) this.defs.delete(def.name)
+    })
+  }
+
+  /** Add an admission guard; disposing the registering plugin removes it. Returns a disposer. */
+  guard(fn: ToolGuard) {
+    this.guards.push(fn)
+    return this.ctx.effect(() => () => {
+      const index = this.guards.indexOf(fn)
+      if (index >= 0) this.guards.splice(index, 1)
+    })
+  }
+
+  get(name: string) {
+    return this.defs.get(name)
+  }
+
+  list() {
+    return [...this.defs.values()]
+  }
+
+  /**
+   * Run a tool for a session (or its agent): record the call, ask the guards, validate, execute, and
+   * record the result. Never throws for a refusal: the coded error is in the returned result.
+   */
+  async execute(session: Session, name: string, args: unknown, options: { agentId?: string, signal?: AbortSignal } = {}): Promise<ToolResult> {
+    const callId = randomUUID()
+    await session.append(EventTypes.toolCall, { callId, name, args: args ?? {} })
+    const tool = this.defs.get(name)
+    let outcome: ToolResult
+    try {
+      for (const guard of [...this.guards]) {
+        const decision = await guard({ session, agentId: options.agentId, name, args, tool })
+        if (decision && 'deny' in decision) {
+          throw new TaskwardError(decision.deny.code as any, decision.deny.message)
+        }
+      }
+      if (!tool) {
+        throw new TaskwardError('TOOL_NOT_FOUND', `There is no tool "${name}". Available: ${[...this.defs.keys()].sort().join(', ')}.`)
+      }
+      let parsed: any = args ?? {}
+      if (tool.parameters) {
+        try {
+          parsed = tool.parameters(parsed)
+        } catch (error) {
+          throw new TaskwardError('TOOL_INVALID_ARGS', `Invalid arguments for ${name}: ${(error as Error).message}.`)
+        }
+      }
+      const result = await tool.execute(parsed, { session, agentId: options.agentId, callId, signal: options.signal })
+      outcome = { callId, name, result: result ?? null }
+    } catch (error) {
+      const coded = asTaskwardError(error, 'TOOL_FAILED')
+      outcome = { callId, name, error: { code: coded.code, message: coded.message } }
+    }
+    await session.append(EventTypes.toolResult, outcome)
+    return outcome
+  }
+}

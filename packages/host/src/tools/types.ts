@@ -1,0 +1,47 @@
+import type { Awaitable } from 'cosmokit'
+import type Schema from 'schemastery'
+import type { Session } from '../sessions/session'
+
+/** What a tool body gets besides its arguments. */
+export interface ToolExecution {
+  session: Session
+  /** The agent's session id when an agent made the call. */
+  agentId?: string
+  callId: string
+  signal?: AbortSignal
+}
+
+export interface ToolDef<A = any, R = any> {
+  name: string
+  description: string
+  /** Validates (and fills defaults of) the arguments; invalid → `TOOL_INVALID_ARGS`. */
+  parameters?: Schema<any, A>
+  /** True for tools that cannot change anything (used by admission guards and docs). */
+  readOnly?: boolean
+  execute(args: A, exec: ToolExecution): Awaitable<R>
+}
+
+export interface ToolCall {
+  session: Session
+  agentId?: string
+  name: string
+  args: unknown
+  /** The registered tool, or undefined for an unknown name (guards still decide first). */
+  tool?: ToolDef
+}
+
+export interface Denial {
+  deny: { code: string, message: string }
+}
+
+export type GuardDecision = void | undefined | { allow: true } | Denial
+
+export type ToolGuard = (call: ToolCall) => Awaitable<GuardDecision>
+
+/** The data of a `tool/result` event. */
+export interface ToolResult<R = any> {
+  callId: string
+  name: string
+  result?: R
+  error?: { code: string, message: string }
+}

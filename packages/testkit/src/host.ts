@@ -1,0 +1,103 @@
+import { Context } from 'cordis'
+import Server from '@cordisjs/plugin-server'
+import * as Database from '@taskward/plugin-database'
+import * as Host from '@taskward/host'
+import type { ScriptedModel } from '@taskward/host'
+import { mkdtemp } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { freePort } from './ports'
+import { HttpClient } from './http'
+import { removeTree } from './workspace'
+
+export type PluginEntry = [plugin: any, config?: any]
+
+export interface BootOptions {
+  /** Plugins to load after the host kernel, in order. */
+  plugins?: PluginEntry[]
+  /** Host kernel config (agents, connection). */
+  host?: Partial<Host.Config>
+  /** Services to wait for besides the kernel's (e.g. 'supervisor'). */
+  waitFor?: string[]
+  /** Reuse a data directory (e.g. to restart a host that a child process wrote). */
+  dataDir?: string
+}
+
+/**
+ * A real host for tests: a temp SQLite file through minato, a real HTTP server on a loopback port,
+ * the kernel services and the chosen plugins. `restart()` stops everything and starts again on the
+ * same files and port.
+ */
+export class TestHost {
+  ctx!: Context
+  port!: number
+  http!: HttpClient
+  readonly dbPath: string
+  private stopped = true
+  private serverFork?: { dispose(): unknown }
+
+  private constructor(readonly dataDir: string, private options: BootOptions, private ownsDir: boolean) {
+    this.dbPath = join(dataDir, 'taskward.db')
+  }
+
+  static async boot(options: BootOptions = {}) {
+    const dataDir = options.dataDir ?? await mkdtemp(join(tmpdir(), 'taskward-host-'))
+    const host = new TestHost(dataDir, options, !options.dataDir)
+    host.port = await freePort()
+    await host.start()
+    return host
+  }
+
+  get url() {
+    return `http://127.0.0.1:${this.port}`
+  }
+
+  get scripted(): ScriptedModel {
+    return this.ctx.models.scripted
+  }
+
+  get operatorToken() {
+    return this.ctx.connection.tokens.operatorToken
+  }
+
+  async start() {
+    const ctx = new Context()
+    this.serverFork = ctx.plugin(Server, { host: '127.0.0.1', port: this.port })
+    ctx.plugin(Database, { driver: 'sqlite', path: this.dbPath })
+    ctx.plugin(Host, this.options.host ?? {})
+    for (const [plugin, config] of this.options.plugins ?? []) ctx.plugin(plugin, config)
+    const wanted = ['database', 'server', 'sessions', 'projections', 'tools', 'models', 'agents', 'commands', 'connection', ...(this.options.waitFor ?? [])]
+    const ready = new Promise<void>((resolve) => ctx.inject(wanted, () => resolve()))
+    const listening = new Promise<void>((resolve) => ctx.on('server/ready', () => resolve()))
+    await ctx.start()
+    await ready
+    await listening
+    this.ctx = ctx
+    this.stopped = false
+    this.http = new HttpClient(this.url, this.operatorToken)
+  }
+
+  async stop() {
+    if (this.stopped) return
+    this.stopped = true
+    const http = this.ctx.server._http
+    http.closeAllConnections()
+    const closed = new Promise((resolve) => http.close(resolve))
+    // Dispose the server (and everything that injects it) while the logger is still alive: the
+    // server logs on dispose, and a root stop disposes the logger first.
+    this.serverFork?.dispose()
+    await this.ctx.stop()
+    await closed
+  }
+
+  async restart() {
+    await this.stop()
+    await this.start()
+  }
+
+  /** Stop and delete the data directory (unless it was handed in). */
+  async dispose() {
+    await this.stop()
+    if (this.ownsDir) await removeTree(this.dataDir)
+  }
+}

@@ -1,0 +1,4 @@
+export * from './host'
+export * from './http'
+export * from './ports'
+export * from './workspace'
