@@ -35,6 +35,8 @@ export namespace Connection {
   export interface Config {
     operatorToken?: string
     allowedOrigins: string[]
+    /** Print the URL and the login link once the server listens (`npm start`). */
+    announce: boolean
   }
 }
 
@@ -51,16 +53,23 @@ export class Connection extends Service {
   static Config: Schema<Partial<Connection.Config>, Connection.Config> = Schema.object({
     operatorToken: Schema.string().role('secret').description('Operator token; a random one per start when empty.'),
     allowedOrigins: Schema.array(Schema.string()).default([]).description('Extra origins allowed to send mutating requests.'),
+    announce: Schema.boolean().default(false).description('Print the URL and the login link when the server listens.'),
   })
 
   readonly tokens: TokenStore
   private readonly home: Context
 
-  constructor(ctx: Context, public override config: Connection.Config = { allowedOrigins: [] }) {
+  constructor(ctx: Context, public override config: Connection.Config = { allowedOrigins: [], announce: false }) {
     super(ctx, 'connection', true)
     this.home = ctx
     this.tokens = new TokenStore(config.operatorToken)
     this.mountBuiltins()
+    if (config.announce) {
+      // The one place the operator token is shown: the person who started the host needs the link.
+      ctx.on('server/ready', () => {
+        console.log(`\nTaskward is running at ${this.baseUrl}\nOpen the console (logs you in): ${this.loginUrl}\nPress Ctrl-C to stop.\n`)
+      })
+    }
   }
 
   /** The server's base URL (after it listens). */

@@ -1,1 +1,5 @@
-export {}
+export * from './types'
+export * from './records'
+export * from './proposal'
+export * from './reopen'
+export * from './ledger'

@@ -1,0 +1,210 @@
+import Schema from 'schemastery'
+import { RecordEnvelope } from '../envelope'
+import { defineReader, optional } from '../records'
+import { CheckResult, CheckResultSchema, CHECK_ID_PATTERN } from './checks'
+import { BudgetsUsed } from './budgets'
+import type { ProgressDelta } from './delta'
+import type { AggregateVerdict } from './verdict'
+
+export const RECOVERY_NAMESPACE = 'dsh-task-supervisor-recovery'
+export const RECOVERY_SCHEMA_VERSION = 1
+
+/** A workspace digest (sha256) or a git commit id (sha1 or sha256). */
+const Digest = Schema.string().pattern(/^[0-9a-f]{40}(?:[0-9a-f]{24})?$/)
+const Id = Schema.string().min(1).max(200)
+const Time = Schema.natural()
+const Text = Schema.string().max(2000)
+
+/** The candidate an attempt was verified on, read by the controller (never the agent's word). */
+export interface CandidateRef {
+  digest: string
+  source: 'workspace' | 'git'
+}
+
+export type AgentClaim = 'done' | 'progress' | 'blocked'
+
+/** Something an agent asked for. Recorded as evidence of the request; it never changes a decision. */
+export interface AgentRequest {
+  type: 'retry' | 'strategy'
+  text: string
+}
+
+/**
+ * One verification round. An agent attempt has `index` = its 1-based position in the task; a
+ * verification rerun (no agent turn) names the attempt it re-checks in `rerunOf`, keeps its index and
+ * candidate, and replaces its evidence.
+ */
+export interface AttemptPayload {
+  attemptId: string
+  taskId: string
+  nodeId?: string
+  index: number
+  rerunOf?: string
+  candidate: CandidateRef
+  /** The candidate the attempt started from, as read by the controller before the agent turn. */
+  parentCandidate?: string
+  /** Ids of the checks configured when the attempt was verified; empty means validation is MISSING. */
+  configuredChecks: string[]
+  checks: CheckResult[]
+  /** Agent steps spent producing this attempt; absent counts as one step. */
+  steps?: number
+  agentClaim?: AgentClaim
+  agentRequests?: AgentRequest[]
+  /** Index of the approach in use (0 first, +1 per authorized strategy change). */
+  strategy: number
+  recordedAt: number
+}
+
+export type RecoveryAction = 'RETRY' | 'REVERIFY' | 'CHANGE_STRATEGY' | 'COMPLETE' | 'REJECT_CANDIDATE' | 'STOP'
+
+/** A recorded controller decision (see `decide`). */
+export interface DecisionPayload {
+  decisionId: string
+  taskId: string
+  attemptId?: string
+  verdict: AggregateVerdict
+  delta?: ProgressDelta
+  action: RecoveryAction
+  stopReason?: string
+  reason: string
+  budgetsUsed: BudgetsUsed
+  decidedAt: number
+}
+
+export type JournalStage = 'proposed' | 'verified' | 'committed' | 'rolled-back'
+
+/**
+ * A candidate journal entry. A promotion writes `proposed` (intent, before anything changes),
+ * `verified`, `committed` (the authoritative candidate changes here) and then a receipt; an
+ * interrupted promotion is finished or `rolled-back` by `reconcileJournal`.
+ */
+export interface CandidatePayload {
+  journalId: string
+  stage: JournalStage
+  digest: string
+  /** The authoritative candidate when the promotion was proposed. */
+  parent?: string
+  attemptId?: string
+  at: number
+}
+
+/** Proof that the controller observed its own committed transition. One per committed journal. */
+export interface ReceiptPayload {
+  journalId: string
+  digest: string
+  previous?: string
+  at: number
+}
+
+/** An alternative approach someone proposed. A recorded request: it authorizes nothing. */
+export interface StrategyPayload {
+  taskId: string
+  attemptId?: string
+  text: string
+  proposedBy: 'agent' | 'manager' | 'user'
+  at: number
+}
+
+export interface RecoveryPayloads {
+  attempt: AttemptPayload
+  decision: DecisionPayload
+  candidate: CandidatePayload
+  receipt: ReceiptPayload
+  strategy: StrategyPayload
+}
+
+export type RecoveryKind = keyof RecoveryPayloads
+
+const AttemptSchema = Schema.object({
+  attemptId: Id.required(),
+  taskId: Id.required(),
+  nodeId: Id,
+  index: Schema.natural().min(1).required(),
+  rerunOf: Id,
+  candidate: Schema.object({
+    digest: Digest.required(),
+    source: Schema.union(['workspace', 'git']).required(),
+  }).required(),
+  parentCandidate: Digest,
+  configuredChecks: Schema.array(Schema.string().pattern(CHECK_ID_PATTERN)).required(),
+  checks: Schema.array(CheckResultSchema).required(),
+  steps: Schema.natural(),
+  agentClaim: Schema.union(['done', 'progress', 'blocked']),
+  agentRequests: optional(Schema.array(Schema.object({
+    type: Schema.union(['retry', 'strategy']).required(),
+    text: Text.required(),
+  }))),
+  strategy: Schema.natural().required(),
+  recordedAt: Time.required(),
+})
+
+const DeltaSchema = Schema.object({
+  newPass: Schema.array(Schema.string()).required(),
+  changedFailure: Schema.boolean().required(),
+  regression: Schema.array(Schema.string()).required(),
+  candidateChanged: Schema.boolean().required(),
+  progress: Schema.boolean().required(),
+})
+
+const BudgetsUsedSchema = Schema.object({
+  attempts: Schema.natural().required(),
+  totalSteps: Schema.natural().required(),
+  verifyReruns: Schema.natural().required(),
+  strategyChanges: Schema.natural().required(),
+})
+
+const DecisionSchema = Schema.object({
+  decisionId: Id.required(),
+  taskId: Id.required(),
+  attemptId: Id,
+  verdict: Schema.union(['PASS', 'FAIL', 'INCONCLUSIVE', 'MISSING']).required(),
+  delta: optional(DeltaSchema),
+  action: Schema.union(['RETRY', 'REVERIFY', 'CHANGE_STRATEGY', 'COMPLETE', 'REJECT_CANDIDATE', 'STOP']).required(),
+  stopReason: Schema.string().max(100),
+  reason: Schema.string().pattern(/^[A-Z][A-Z0-9_]*$/).required(),
+  budgetsUsed: BudgetsUsedSchema.required(),
+  decidedAt: Time.required(),
+})
+
+const CandidateSchema = Schema.object({
+  journalId: Id.required(),
+  stage: Schema.union(['proposed', 'verified', 'committed', 'rolled-back']).required(),
+  digest: Digest.required(),
+  parent: Digest,
+  attemptId: Id,
+  at: Time.required(),
+})
+
+const ReceiptSchema = Schema.object({
+  journalId: Id.required(),
+  digest: Digest.required(),
+  previous: Digest,
+  at: Time.required(),
+})
+
+const StrategySchema = Schema.object({
+  taskId: Id.required(),
+  attemptId: Id,
+  text: Text.required(),
+  proposedBy: Schema.union(['agent', 'manager', 'user']).required(),
+  at: Time.required(),
+})
+
+/** Reads `dsh-task-supervisor-recovery` records (version 1) into today's shape. */
+export const recoveryReader = defineReader({
+  namespace: RECOVERY_NAMESPACE,
+  writes: RECOVERY_SCHEMA_VERSION,
+  minVersion: 1,
+  kinds: {
+    attempt: { schemas: { 1: AttemptSchema } },
+    decision: { schemas: { 1: DecisionSchema } },
+    candidate: { schemas: { 1: CandidateSchema } },
+    receipt: { schemas: { 1: ReceiptSchema } },
+    strategy: { schemas: { 1: StrategySchema } },
+  },
+})
+
+/** The envelope to append for a recovery record (the data of an `extension/record` event). */
+export function recoveryRecord<K extends RecoveryKind>(kind: K, recordId: string, payload: RecoveryPayloads[K]): RecordEnvelope<RecoveryPayloads[K]> {
+  return { namespace: RECOVERY_NAMESPACE, schemaVersion: RECOVERY_SCHEMA_VERSION, kind, recordId, payload }
+}

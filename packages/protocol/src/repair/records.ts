@@ -1,0 +1,109 @@
+import Schema from 'schemastery'
+import type { RecordEnvelope } from '../envelope'
+import { defineReader } from '../records/reader'
+import { NODE_ID_PATTERN } from '../task/schemas'
+import {
+  REPAIR_SOURCES, WEB_CONFIRMATION, type RepairConfirm, type RepairDecline, type RepairProposal,
+} from './types'
+
+/*
+ * `dsh-task-supervisor-repair` records, schema 1: `proposal`, `confirm`, `decline`. Readers return
+ * canonical payloads (known fields only, optional ones only when present).
+ */
+
+export const REPAIR_NAMESPACE = 'dsh-task-supervisor-repair'
+export const REPAIR_SCHEMA_VERSION = 1
+export const REPAIR_KINDS = { proposal: 'proposal', confirm: 'confirm', decline: 'decline' } as const
+
+export const TITLE_MAX = 120
+export const REASON_MAX = 10000
+export const DIGEST_PATTERN = /^[a-f0-9]{64}$/
+
+const trimmed = (max: number) => Schema.string().min(1).max(max)
+  .pattern(/^\S(?:[\s\S]*\S)?$/) // no leading/trailing whitespace: titles are stored trimmed
+
+export const artifactSchema = Schema.object({
+  workspaceKey: Schema.string().min(1).required(),
+  digest: Schema.string().pattern(DIGEST_PATTERN).required(),
+  files: Schema.natural().required(),
+  bytes: Schema.natural().required(),
+})
+
+const proposalSchema = Schema.object({
+  id: Schema.string().min(1).required(),
+  taskId: Schema.string().min(1).required(),
+  taskRevision: Schema.natural().min(1).required(),
+  source: Schema.union([...REPAIR_SOURCES]),
+  proposerSessionId: Schema.string().min(1),
+  title: trimmed(TITLE_MAX).required(),
+  reason: Schema.string().min(1).max(REASON_MAX).required(),
+  rootNodeIds: Schema.array(Schema.string().pattern(NODE_ID_PATTERN)).min(1).required(),
+  affectedNodeIds: Schema.array(Schema.string().pattern(NODE_ID_PATTERN)).min(1).required(),
+  evidenceSeqs: Schema.array(Schema.natural()).required(),
+  artifact: artifactSchema.required(),
+  proposedAt: Schema.natural().required(),
+  proposedSeq: Schema.natural().required(),
+})
+
+const decisionFields = {
+  proposalId: Schema.string().min(1).required(),
+  taskId: Schema.string().min(1).required(),
+  taskRevision: Schema.natural().min(1).required(),
+  source: Schema.const(WEB_CONFIRMATION).required(),
+}
+
+const confirmSchema = Schema.object({ ...decisionFields, confirmedAt: Schema.natural().required() })
+const declineSchema = Schema.object({ ...decisionFields, declinedAt: Schema.natural().required() })
+
+export const repairReader = defineReader({
+  namespace: REPAIR_NAMESPACE,
+  writes: REPAIR_SCHEMA_VERSION,
+  minVersion: REPAIR_SCHEMA_VERSION,
+  kinds: {
+    [REPAIR_KINDS.proposal]: { schemas: { 1: proposalSchema } },
+    [REPAIR_KINDS.confirm]: { schemas: { 1: confirmSchema } },
+    [REPAIR_KINDS.decline]: { schemas: { 1: declineSchema } },
+  },
+})
+
+export function canonicalProposal(p: RepairProposal): RepairProposal {
+  const out: RepairProposal = {
+    id: p.id,
+    taskId: p.taskId,
+    taskRevision: p.taskRevision,
+    title: p.title,
+    reason: p.reason,
+    rootNodeIds: [...p.rootNodeIds],
+    affectedNodeIds: [...p.affectedNodeIds],
+    evidenceSeqs: [...p.evidenceSeqs],
+    artifact: { workspaceKey: p.artifact.workspaceKey, digest: p.artifact.digest, files: p.artifact.files, bytes: p.artifact.bytes },
+    proposedAt: p.proposedAt,
+    proposedSeq: p.proposedSeq,
+  }
+  if (p.source !== undefined) out.source = p.source
+  if (p.proposerSessionId !== undefined) out.proposerSessionId = p.proposerSessionId
+  return out
+}
+
+export function canonicalConfirm(c: RepairConfirm): RepairConfirm {
+  return { proposalId: c.proposalId, taskId: c.taskId, taskRevision: c.taskRevision, source: WEB_CONFIRMATION, confirmedAt: c.confirmedAt }
+}
+
+export function canonicalDecline(d: RepairDecline): RepairDecline {
+  return { proposalId: d.proposalId, taskId: d.taskId, taskRevision: d.taskRevision, source: WEB_CONFIRMATION, declinedAt: d.declinedAt }
+}
+
+/** The `proposal` record (recordId = proposal id). */
+export function proposalEnvelope(p: RepairProposal): RecordEnvelope<RepairProposal> {
+  return { namespace: REPAIR_NAMESPACE, schemaVersion: REPAIR_SCHEMA_VERSION, kind: REPAIR_KINDS.proposal, recordId: p.id, payload: canonicalProposal(p) }
+}
+
+/** The `confirm` receipt; `recordId` is supplied by the caller. */
+export function confirmEnvelope(c: RepairConfirm, recordId: string): RecordEnvelope<RepairConfirm> {
+  return { namespace: REPAIR_NAMESPACE, schemaVersion: REPAIR_SCHEMA_VERSION, kind: REPAIR_KINDS.confirm, recordId, payload: canonicalConfirm(c) }
+}
+
+/** The `decline` record; `recordId` is supplied by the caller. */
+export function declineEnvelope(d: RepairDecline, recordId: string): RecordEnvelope<RepairDecline> {
+  return { namespace: REPAIR_NAMESPACE, schemaVersion: REPAIR_SCHEMA_VERSION, kind: REPAIR_KINDS.decline, recordId, payload: canonicalDecline(d) }
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env node
+// `npm start`: boots cordis.yml through the cordis CLI, running the TypeScript sources directly
+// (tsx + the `source` export condition), so a fresh clone needs no build step.
+// Flags: --no-demo (skip the demo session on an empty database), --port N, --data DIR.
+import { spawn } from 'node:child_process'
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const require = createRequire(import.meta.url)
+const cli = join(dirname(require.resolve('cordis/package.json')), 'lib/bin/cordis.mjs')
+
+const env = { ...process.env }
+const args = process.argv.slice(2)
+for (let i = 0; i < args.length; i++) {
+  if (args[i] === '--no-demo') env.TASKWARD_DEMO = '0'
+  else if (args[i] === '--port') env.PORT = args[++i]
+  else if (args[i] === '--data') env.TASKWARD_DATA = args[++i]
+  else {
+    console.error(`Unknown option ${args[i]}. Usage: npm start -- [--no-demo] [--port N] [--data DIR]`)
+    process.exit(2)
+  }
+}
+env.NODE_OPTIONS = [env.NODE_OPTIONS, '--import tsx', '--conditions source'].filter(Boolean).join(' ')
+
+// Its own process group, so that a signal sent to this script alone (not only a terminal's Ctrl-C)
+// reaches the cordis worker too, which then shuts the host down cleanly.
+const child = spawn(process.execPath, [cli, 'start', join(root, 'cordis.yml')], { cwd: root, env, stdio: 'inherit', detached: true })
+let stopping = false
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    stopping = true
+    try {
+      process.kill(-child.pid, signal)
+    } catch {}
+  })
+}
+child.on('exit', (code) => process.exit(stopping ? 0 : code ?? 1))
