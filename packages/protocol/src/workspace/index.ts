@@ -1,1 +1,5 @@
-export {}
+export * from './stamp'
+export * from './order'
+export * from './framing'
+export * from './version'
+export * from './limits'

@@ -1,0 +1,99 @@
+import { createHash, Hash } from 'node:crypto'
+import { TaskwardError } from '../errors'
+
+/**
+ * Digest framing, version 1. The digest is sha256 over `DIGEST_HEADER` followed by one frame per entry
+ * in walk order. Every variable-length field is length-prefixed, so two different walks can never
+ * produce the same byte stream. Integers are big-endian. docs/workspace.md restates this byte for byte.
+ *
+ *   directory: 'D' | u32 pathLength | path | u32 permissions | i64 mtimeNs
+ *   file:      'F' | u32 pathLength | path | u32 permissions | i64 mtimeNs | u64 size | sha256(content)
+ *
+ * `path` is relative to the root, `/`-separated, in the filesystem's own bytes; `permissions` is
+ * `st_mode & 0o7777`. A directory's size is left out: it is an allocation detail of the filesystem.
+ */
+export const DIGEST_HEADER = 'taskward-workspace-digest v1\n'
+export const WORKSPACE_KEY_HEADER = 'taskward-workspace-key v1\n'
+
+const DIRECTORY_TAG = 0x44 // 'D'
+const FILE_TAG = 0x46 // 'F'
+const PERMISSION_BITS = 0o7777
+const CONTENT_HASH_LENGTH = 32
+const MAX_U32 = 0xffffffff
+
+export interface DirectoryMeta {
+  mode: number | bigint
+  mtimeNs: bigint
+}
+
+export interface FileMeta extends DirectoryMeta {
+  size: number | bigint
+}
+
+function header(tag: number, path: Uint8Array, meta: DirectoryMeta, extra: number): Buffer {
+  if (path.length === 0 || path.length > MAX_U32) {
+    throw new TaskwardError('INTERNAL', `A stamp entry path must be 1..${MAX_U32} bytes long; report this as a bug.`)
+  }
+  const frame = Buffer.allocUnsafe(1 + 4 + path.length + 4 + 8 + extra)
+  let at = frame.writeUInt8(tag, 0)
+  at = frame.writeUInt32BE(path.length, at)
+  frame.set(path, at)
+  at += path.length
+  at = frame.writeUInt32BE(Number(BigInt(meta.mode) & BigInt(PERMISSION_BITS)), at)
+  frame.writeBigInt64BE(meta.mtimeNs, at)
+  return frame
+}
+
+export function encodeDirectoryFrame(path: Uint8Array, meta: DirectoryMeta): Buffer {
+  return header(DIRECTORY_TAG, path, meta, 0)
+}
+
+export function encodeFileFrame(path: Uint8Array, meta: FileMeta, contentSha256: Uint8Array): Buffer {
+  if (contentSha256.length !== CONTENT_HASH_LENGTH) {
+    throw new TaskwardError('INTERNAL', `A file's content hash must be ${CONTENT_HASH_LENGTH} bytes of sha256; report this as a bug.`)
+  }
+  const frame = header(FILE_TAG, path, meta, 8 + CONTENT_HASH_LENGTH)
+  const at = frame.length - 8 - CONTENT_HASH_LENGTH
+  frame.writeBigUInt64BE(BigInt(meta.size), at)
+  frame.set(contentSha256, at + 8)
+  return frame
+}
+
+/** Folds frames, in the order they are added, into the stamp digest. */
+export class StampDigest {
+  private readonly hash: Hash = createHash('sha256').update(DIGEST_HEADER)
+
+  addDirectory(path: Uint8Array, meta: DirectoryMeta): void {
+    this.hash.update(encodeDirectoryFrame(path, meta))
+  }
+
+  addFile(path: Uint8Array, meta: FileMeta, contentSha256: Uint8Array): void {
+    this.hash.update(encodeFileFrame(path, meta, contentSha256))
+  }
+
+  /** The hex digest; the object cannot be used afterwards. */
+  hex(): string {
+    return this.hash.digest('hex')
+  }
+}
+
+export interface RootIdentity {
+  /** The root's canonical absolute path (symlinks resolved), as bytes or a string (UTF-8). */
+  realPath: Uint8Array | string
+  dev: number | bigint
+  ino: number | bigint
+}
+
+/**
+ * The workspace key: sha256 hex of `WORKSPACE_KEY_HEADER | u32 pathLength | realPath | u64 dev | u64 ino`.
+ * The same content in another directory, or a directory recreated at the same path, is another workspace.
+ */
+export function workspaceKeyOf(root: RootIdentity): string {
+  const path = typeof root.realPath === 'string' ? Buffer.from(root.realPath, 'utf8') : root.realPath
+  const tail = Buffer.allocUnsafe(4 + path.length + 16)
+  tail.writeUInt32BE(path.length, 0)
+  tail.set(path, 4)
+  tail.writeBigUInt64BE(BigInt(root.dev), 4 + path.length)
+  tail.writeBigUInt64BE(BigInt(root.ino), 12 + path.length)
+  return createHash('sha256').update(WORKSPACE_KEY_HEADER).update(tail).digest('hex')
+}

@@ -1,0 +1,57 @@
+import { createHash } from 'node:crypto'
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs'
+import { versionChanges } from '@taskward/protocol'
+import { changedError, entryFsError } from './fs-errors'
+import type { Pacer } from './pacer'
+import { versionOf } from './version'
+import type { WalkEntry } from './walk'
+
+/**
+ * Files are read in chunks of this size into one reused buffer: memory stays bounded whatever the file
+ * size, and hashing one chunk takes about a millisecond, so the pacer can yield between chunks.
+ */
+export const CHUNK_BYTES = 1024 * 1024
+
+// O_NOFOLLOW: a file swapped for a symlink after it was listed is refused, not followed.
+// O_NONBLOCK: a file swapped for a FIFO cannot hang the open.
+const OPEN_FLAGS = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0)
+
+/**
+ * sha256 of a regular file's content. Fails with `ARTIFACT_CHANGED` when the file read is not the one
+ * the walk listed, or when its size, mtime, ctime or mode changed by the time the last byte was read.
+ * `onChunk` runs after each chunk is hashed (at least once, even for an empty file) and before the
+ * final check.
+ */
+export async function hashFile(file: WalkEntry, buffer: Buffer, pacer: Pacer, onChunk: (path: string, bytes: number) => void): Promise<Buffer> {
+  let fd: number
+  try {
+    fd = openSync(file.abs, OPEN_FLAGS)
+  } catch (error) {
+    throw entryFsError(file.path, 'opened', error)
+  }
+  try {
+    const size = Number(file.stats.size)
+    const hash = createHash('sha256')
+    let offset = 0
+    while (offset < size) {
+      const bytesRead = readSync(fd, buffer, 0, Math.min(buffer.length, size - offset), offset)
+      if (bytesRead === 0) throw changedError(file.path, 'modified-during-read', 'it became shorter while it was read')
+      hash.update(buffer.subarray(0, bytesRead))
+      offset += bytesRead
+      onChunk(file.path, bytesRead)
+      if (offset < size) await pacer.step()
+    }
+    if (size === 0) onChunk(file.path, 0)
+    const changes = versionChanges(versionOf(file.stats), versionOf(fstatSync(fd, { bigint: true })))
+    if (changes.length) throw changedError(file.path, 'modified-during-read', 'its metadata changed while it was read', { changes })
+    return hash.digest()
+  } catch (error) {
+    throw entryFsError(file.path, 'read', error)
+  } finally {
+    try {
+      closeSync(fd)
+    } catch {
+      // The outcome is already decided; a failing close must not replace it.
+    }
+  }
+}

@@ -1,0 +1,44 @@
+import { Context, Service } from 'cordis'
+import { resolveStampLimits, validateLimitConfig, type StampLimits, type StampOptions, type WorkspaceStamp } from '@taskward/protocol'
+import { Config } from './config'
+import { stampWorkspace } from './stamp'
+
+declare module 'cordis' {
+  interface Context {
+    workspace: WorkspaceService
+  }
+}
+
+/**
+ * The `workspace` service: identity stamps of a directory tree, used to bind a repair confirmation to
+ * the workspace its proposal showed. See docs/workspace.md for the contract and the digest framing.
+ */
+export class WorkspaceService extends Service {
+  static [Service.provide] = 'workspace'
+  static Config = Config
+
+  private readonly limitConfig: Config
+
+  constructor(ctx: Context, config: Partial<Config> = {}) {
+    // The schema already refused bad values at load; this also guards direct construction, before
+    // anything is registered on the context.
+    validateLimitConfig(config ?? {})
+    // `immediate`: usable as soon as the plugin is applied; it holds no state that needs starting.
+    super(ctx, 'workspace', true)
+    this.limitConfig = Config(config ?? {})
+  }
+
+  /** The limits a call without overrides runs under. */
+  limits(options: Pick<StampOptions, 'maxFiles' | 'maxBytes'> = {}): StampLimits {
+    return resolveStampLimits(this.limitConfig, options)
+  }
+
+  /**
+   * Stamp `root` (captured twice). Rejects with `ARTIFACT_CHANGED`, `ARTIFACT_LIMIT`,
+   * `ARTIFACT_UNSUPPORTED`, `ARTIFACT_UNAVAILABLE`, `BAD_REQUEST` (bad per-call limit) or `ABORTED`.
+   */
+  async stamp(root: string, options: StampOptions = {}): Promise<WorkspaceStamp> {
+    const limits = this.limits({ maxFiles: options.maxFiles, maxBytes: options.maxBytes })
+    return stampWorkspace(root, limits, options)
+  }
+}

@@ -1,0 +1,79 @@
+import type { BigIntStats } from 'node:fs'
+import { lstat, realpath } from 'node:fs/promises'
+import { TaskwardError, workspaceKeyOf, type StampLimits, type StampOptions, type WorkspaceStamp } from '@taskward/protocol'
+import { captureTree, type CaptureResult } from './capture'
+import { changedError, throwIfAborted, unavailableError } from './fs-errors'
+
+interface Root {
+  real: Buffer
+  stats: BigIntStats
+  key: string
+}
+
+/**
+ * Resolve the root to its real path and identity. Missing, not a directory, or unreadable is
+ * `ARTIFACT_UNAVAILABLE`: there is no workspace to stamp.
+ */
+async function openRoot(root: string): Promise<Root> {
+  if (typeof root !== 'string' || !root) {
+    throw new TaskwardError('ARTIFACT_UNAVAILABLE',
+      'No workspace directory is bound, so there is nothing to stamp. Give the session a working directory, then try again.',
+      { path: root ?? null, reason: 'no-root' })
+  }
+  let real: Buffer
+  let stats: BigIntStats
+  try {
+    real = await realpath(root, { encoding: 'buffer' })
+    stats = await lstat(real, { bigint: true })
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    const reason = code === 'ENOENT' ? 'it does not exist' : code === 'ENOTDIR' ? 'a part of its path is not a directory' : 'it could not be resolved'
+    throw unavailableError(root, reason, error)
+  }
+  if (!stats.isDirectory()) throw unavailableError(root, 'it is not a directory', undefined, 'Stamp the workspace directory instead.')
+  return { real, stats, key: workspaceKeyOf({ realPath: real, dev: stats.dev, ino: stats.ino }) }
+}
+
+/** Errors from inside a capture name paths relative to the root; say which root and which capture. */
+function inCapture(root: string, capture: 1 | 2, error: unknown): unknown {
+  if (!(error instanceof TaskwardError) || error.code === 'ABORTED') return error
+  return new TaskwardError(error.code, `In workspace ${root}: ${error.message}`, { ...error.details, root, capture })
+}
+
+async function capturing<T>(root: string, capture: 1 | 2, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run()
+  } catch (error) {
+    throw inCapture(root, capture, error)
+  }
+}
+
+function sameCapture(a: CaptureResult, b: CaptureResult) {
+  return a.digest === b.digest && a.entries === b.entries && a.files === b.files && a.bytes === b.bytes
+}
+
+/**
+ * Capture the tree twice and return the stamp when both captures agree; if anything changed in
+ * between (or while a file was read) the stamp fails with `ARTIFACT_CHANGED` and is not retried.
+ */
+export async function stampWorkspace(root: string, limits: StampLimits, options: StampOptions = {}): Promise<WorkspaceStamp> {
+  const { signal, onProgress } = options
+  throwIfAborted(signal)
+  const before = await openRoot(root)
+  const first = await capturing(root, 1, () => captureTree(before.real, before.stats, { capture: 1, limits, signal, onProgress }))
+  const second = await capturing(root, 2, () => captureTree(before.real, before.stats, {
+    capture: 2, limits, signal, onProgress, expected: { entries: first.entries, bytes: first.bytes },
+  }))
+  throwIfAborted(signal)
+  const after = await openRoot(root)
+  if (after.key !== before.key) {
+    throw inCapture(root, 2, changedError('.', 'root-replaced', 'the root directory was replaced by another directory'))
+  }
+  if (!sameCapture(first, second)) {
+    throw inCapture(root, 2, changedError('.', 'captures-differ', 'the second capture differs from the first', {
+      first: { digest: first.digest, entries: first.entries, files: first.files, bytes: first.bytes },
+      second: { digest: second.digest, entries: second.entries, files: second.files, bytes: second.bytes },
+    }))
+  }
+  return { workspaceKey: before.key, digest: first.digest, files: first.files, bytes: first.bytes }
+}

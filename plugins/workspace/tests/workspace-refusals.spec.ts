@@ -1,0 +1,129 @@
+import { execFileSync, spawnSync } from 'node:child_process'
+import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
+import { createServer, type Server } from 'node:net'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { expect } from 'chai'
+import type { Context } from 'cordis'
+import { makeTempDir, rejectsWith, removeTree, startWorkspace, writeTree } from './fixtures'
+
+describe('workspace stamp: refusals', () => {
+  let ctx: Context
+  let root: string
+
+  beforeEach(async () => {
+    ctx = await startWorkspace()
+    root = makeTempDir()
+    writeTree(root, { 'a.txt': 'a', 'src/b.txt': 'b' })
+  })
+
+  afterEach(async () => {
+    await ctx.stop()
+    removeTree(root)
+  })
+
+  describe('ARTIFACT_UNSUPPORTED', () => {
+    it('refuses a symlink that points inside the root, naming it', async () => {
+      symlinkSync('../a.txt', join(root, 'src/inside-link'))
+      const error = await rejectsWith(ctx.workspace.stamp(root), 'ARTIFACT_UNSUPPORTED')
+      expect(error.details).to.include({ path: 'src/inside-link', type: 'symbolic link', root })
+      expect(error.message).to.contain('src/inside-link')
+    })
+
+    it('refuses a symlink that points outside the root', async () => {
+      const outside = makeTempDir()
+      try {
+        writeFileSync(join(outside, 'secret'), 'x')
+        symlinkSync(outside, join(root, 'escape'))
+        const error = await rejectsWith(ctx.workspace.stamp(root), 'ARTIFACT_UNSUPPORTED')
+        expect(error.details).to.include({ path: 'escape', type: 'symbolic link' })
+      } finally {
+        removeTree(outside)
+      }
+    })
+
+    it('refuses a dangling symlink', async () => {
+      symlinkSync(join(root, 'nowhere'), join(root, 'dangling'))
+      const error = await rejectsWith(ctx.workspace.stamp(root), 'ARTIFACT_UNSUPPORTED')
+      expect(error.details).to.include({ path: 'dangling' })
+    })
+
+    it('refuses a FIFO without opening it (no hang)', async () => {
+      execFileSync('mkfifo', [join(root, 'src/pipe')])
+      const error = await rejectsWith(ctx.workspace.stamp(root), 'ARTIFACT_UNSUPPORTED')
+      expect(error.details).to.include({ path: 'src/pipe', type: 'FIFO (named pipe)' })
+    })
+
+    it('refuses a socket', async () => {
+      const path = join(root, 'server.sock')
+      const server: Server = createServer()
+      await new Promise<void>((resolve) => server.listen(path, resolve))
+      try {
+        const error = await rejectsWith(ctx.workspace.stamp(root), 'ARTIFACT_UNSUPPORTED')
+        expect(error.details).to.include({ path: 'server.sock', type: 'socket' })
+      } finally {
+        await new Promise((resolve) => server.close(resolve))
+      }
+    })
+
+    it('never walks the root .git, so links and FIFOs in it do not matter', async () => {
+      mkdirSync(join(root, '.git'))
+      symlinkSync('/', join(root, '.git/link'))
+      execFileSync('mkfifo', [join(root, '.git/pipe')])
+      const stamp = await ctx.workspace.stamp(root)
+      expect(stamp.files).to.equal(2)
+    })
+  })
+
+  describe('ARTIFACT_UNAVAILABLE', () => {
+    it('refuses a missing root', async () => {
+      const missing = join(root, 'does-not-exist')
+      const error = await rejectsWith(ctx.workspace.stamp(missing), 'ARTIFACT_UNAVAILABLE')
+      expect(error.details).to.include({ path: missing, errno: 'ENOENT' })
+    })
+
+    it('refuses a root that is a file', async () => {
+      const error = await rejectsWith(ctx.workspace.stamp(join(root, 'a.txt')), 'ARTIFACT_UNAVAILABLE')
+      expect(error.message).to.contain('not a directory')
+    })
+
+    it('refuses an empty root (no workspace bound)', async () => {
+      const error = await rejectsWith(ctx.workspace.stamp(''), 'ARTIFACT_UNAVAILABLE')
+      expect(error.details).to.include({ reason: 'no-root' })
+    })
+
+    it('follows a root that is a symlink to its real directory', async () => {
+      const link = `${root}-link`
+      symlinkSync(root, link)
+      try {
+        expect(await ctx.workspace.stamp(link)).to.deep.equal(await ctx.workspace.stamp(root))
+      } finally {
+        removeTree(link)
+      }
+    })
+
+    it('refuses an entry this process cannot read', async function () {
+      mkdirSync(join(root, 'locked'))
+      writeFileSync(join(root, 'locked/inner.txt'), 'x')
+      chmodSync(join(root, 'locked'), 0o000)
+      try {
+        if (process.getuid?.() === 0) {
+          // root reads through any mode: stamp as `nobody` in a child process instead.
+          chmodSync(root, 0o755)
+          const result = spawnSync(process.execPath, ['--import', 'tsx', '--conditions', 'source', fileURLToPath(new URL('./stamp-child.ts', import.meta.url)), root], {
+            uid: 65534, gid: 65534, encoding: 'utf8', cwd: fileURLToPath(new URL('../../..', import.meta.url)),
+          })
+          expect(result.status, result.stderr).to.equal(0)
+          const outcome = JSON.parse(result.stdout)
+          expect(outcome.code).to.equal('ARTIFACT_UNAVAILABLE')
+          expect(outcome.details).to.include({ path: 'locked', errno: 'EACCES' })
+        } else {
+          const error = await rejectsWith(ctx.workspace.stamp(root), 'ARTIFACT_UNAVAILABLE')
+          expect(error.details).to.include({ path: 'locked', errno: 'EACCES' })
+        }
+      } finally {
+        chmodSync(join(root, 'locked'), 0o755)
+      }
+    })
+  })
+})
