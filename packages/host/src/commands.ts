@@ -58,13 +58,15 @@ export class Commands extends Service {
   /** Record user input and act on it. Returns the command reply, or undefined for a chat message. */
   async input(session: Session, text: string): Promise<CommandReply | undefined> {
     if (typeof text !== 'string' || !text.trim()) throw new TaskwardError('BAD_REQUEST', 'A message needs some text.')
-    const message = await session.append(EventTypes.userMessage, { text, origin: 'user' })
     if (!text.startsWith('/')) {
+      // Checked before recording, so that a refused message does not sit in the log unanswered.
       const agent = this.ctx.agents.get(session.id)
       if (!agent) throw new TaskwardError('NOT_FOUND', `No agent runs in session ${session.id}; resume the session first.`)
+      await session.append(EventTypes.userMessage, { text, origin: 'user' })
       agent.followup(text, { origin: 'user', recorded: true })
       return
     }
+    const message = await session.append(EventTypes.userMessage, { text, origin: 'user' })
     const head = text.slice(1).split(/\s+/)[0]
     const reply: CommandReply = { command: head, replyTo: message.seq }
     const handler = this.handlers.get(head)

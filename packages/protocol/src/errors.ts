@@ -65,8 +65,14 @@ export class TaskwardError extends Error {
     return { error: this.message, code: this.code, ...(this.details ? { details: this.details } : {}) }
   }
 
+  /**
+   * True for a TaskwardError, also one made by another copy of this module (a package loaded both as
+   * ESM and CJS has two classes; the code must survive crossing between them).
+   */
   static is(value: unknown, code?: ErrorCode): value is TaskwardError {
-    return value instanceof TaskwardError && (code === undefined || value.code === code)
+    const coded = value instanceof TaskwardError || (value instanceof Error && value.name === 'TaskwardError'
+      && (ERROR_CODES as readonly string[]).includes((value as any).code))
+    return coded && (code === undefined || (value as TaskwardError).code === code)
   }
 }
 
@@ -105,7 +111,7 @@ export function httpStatusOf(code: ErrorCode): number {
 
 /** Wrap anything thrown into a TaskwardError without losing a code that is already there. */
 export function asTaskwardError(error: unknown, fallback: ErrorCode = 'INTERNAL'): TaskwardError {
-  if (error instanceof TaskwardError) return error
+  if (TaskwardError.is(error)) return error
   const message = error instanceof Error ? error.message : String(error)
   return new TaskwardError(fallback, message)
 }

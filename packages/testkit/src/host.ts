@@ -1,4 +1,4 @@
-import { Context } from 'cordis'
+import { Context, Logger } from 'cordis'
 import Server from '@cordisjs/plugin-server'
 import * as Database from '@taskward/plugin-database'
 import * as Host from '@taskward/host'
@@ -10,13 +10,26 @@ import { freePort } from './ports'
 import { HttpClient } from './http'
 import { removeTree } from './workspace'
 
+const LOG_LEVELS: Record<string, number> = { silent: 0, error: 1, info: 2, warn: 2, debug: 3 }
+
+/**
+ * Test hosts log errors only, so that `[I] server listening` lines do not bury test output.
+ * `TASKWARD_LOG_LEVEL` (silent | error | info | debug, or 0–3) brings the rest back when debugging.
+ */
+function applyLogLevel(env: NodeJS.ProcessEnv = process.env) {
+  const wanted = env.TASKWARD_LOG_LEVEL?.trim().toLowerCase()
+  const level = !wanted ? LOG_LEVELS.error : /^\d+$/.test(wanted) ? Number(wanted) : LOG_LEVELS[wanted]
+  if (level === undefined) throw new Error(`TASKWARD_LOG_LEVEL="${wanted}" is not a level; use silent, error, info, debug or 0-3.`)
+  Logger.levels.base = level
+}
+
 export type PluginEntry = [plugin: any, config?: any]
 
 export interface BootOptions {
   /** Plugins to load after the host kernel, in order. */
   plugins?: PluginEntry[]
   /** Host kernel config (agents, connection). */
-  host?: Partial<Host.Config>
+  host?: { [K in keyof Host.Config]?: Partial<Host.Config[K]> }
   /** Services to wait for besides the kernel's (e.g. 'supervisor'). */
   waitFor?: string[]
   /** Reuse a data directory (e.g. to restart a host that a child process wrote). */
@@ -61,10 +74,11 @@ export class TestHost {
   }
 
   async start() {
+    applyLogLevel()
     const ctx = new Context()
     this.serverFork = ctx.plugin(Server, { host: '127.0.0.1', port: this.port })
     ctx.plugin(Database, { driver: 'sqlite', path: this.dbPath })
-    ctx.plugin(Host, this.options.host ?? {})
+    ctx.plugin(Host, (this.options.host ?? {}) as Host.Config)
     for (const [plugin, config] of this.options.plugins ?? []) ctx.plugin(plugin, config)
     const wanted = ['database', 'server', 'sessions', 'projections', 'tools', 'models', 'agents', 'commands', 'connection', ...(this.options.waitFor ?? [])]
     const ready = new Promise<void>((resolve) => ctx.inject(wanted, () => resolve()))

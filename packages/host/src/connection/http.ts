@@ -38,8 +38,9 @@ export async function sendResponse(koa: KoaContext, response: Response) {
   const cookies = response.headers.getSetCookie?.() ?? []
   if (cookies.length) koa.set('set-cookie', cookies)
   if (!response.body) {
+    // Koa turns a null body into 204 unless the status is set after it (303 redirects, 200s).
     koa.body = null
-    if (response.status === 200) koa.status = 200
+    koa.status = response.status
     return
   }
   const type = response.headers.get('content-type') ?? ''
