@@ -1,0 +1,75 @@
+import { Context, Service } from 'cordis'
+import type { Agent, Session } from '@taskward/host'
+import { RecordPair, RecordReader, ReadRecord, SessionEvent, TaskwardError, readRecord, recordPairs } from '@taskward/protocol'
+import { Config } from './config'
+import { RecordIndexCache } from './index-cache'
+import { ReaderRegistry } from './registry'
+
+declare module 'cordis' {
+  interface Context {
+    admission: AdmissionService
+  }
+}
+
+/**
+ * The `admission` service: a registry of record readers and the host guard built on it. A session that
+ * holds a record no registered reader reads is refused on `agent/before-resume` and `agent/before-step`
+ * with `READER_UNAVAILABLE`, so an install that lacks a reader can never drive it ("no unsupervised
+ * fallback"). See docs/records.md.
+ */
+export class AdmissionService extends Service {
+  static [Service.provide] = 'admission'
+  static inject = ['sessions', 'projections']
+  static Config = Config
+
+  // Cordis hands callers a tracing view of the service (assignments through it are lost and property
+  // reads are slow), so the state lives in two plain objects that the hooks use directly.
+  private readonly registry: ReaderRegistry
+  private readonly indexes: RecordIndexCache
+  private readonly home: Context
+
+  constructor(ctx: Context, config: Partial<Config> = {}) {
+    super(ctx, 'admission', true)
+    const indexes = new RecordIndexCache(ctx, Config(config ?? {}).persistEvery)
+    const registry = new ReaderRegistry(indexes)
+    this.indexes = indexes
+    this.registry = registry
+    this.home = ctx
+    ctx.on('session/event', (session, event) => indexes.observe(session, event))
+    ctx.on('agent/before-resume', (session) => registry.refusal(session))
+    ctx.on('agent/before-step', (agent: Agent) => registry.refusal(agent.session))
+  }
+
+  /**
+   * Register a reader for as long as the calling plugin is loaded: disposing that plugin withdraws it
+   * (and sessions that need it are refused again). Returns the disposer.
+   */
+  registerReader(reader: RecordReader) {
+    return this.registry.add(this.ctx, reader)
+  }
+
+  /** The readers registered now, in registration order. */
+  readers(): readonly RecordReader[] {
+    return [...this.registry.readers]
+  }
+
+  /** Read one `extension/record` event with the registered readers (see `readRecord`). */
+  read<T = any>(event: SessionEvent): ReadRecord<T> {
+    return readRecord<T>(this.registry.readers, event)
+  }
+
+  /** The pairs in the session's records that no registered reader reads; empty when it may run. */
+  async check(session: Session | string): Promise<RecordPair[]> {
+    return this.registry.check(typeof session === 'string' ? await this.home.sessions.get(session) : session)
+  }
+
+  /** Every `(namespace, version)` pair the session's records use, read or not. */
+  async pairs(session: Session | string): Promise<RecordPair[]> {
+    return recordPairs(await this.indexes.get(typeof session === 'string' ? await this.home.sessions.get(session) : session))
+  }
+
+  /** What the host guard answers for the session: a coded refusal, or undefined when it may run. */
+  async refusal(session: Session | string): Promise<TaskwardError | undefined> {
+    return this.registry.refusal(typeof session === 'string' ? await this.home.sessions.get(session) : session)
+  }
+}

@@ -1,0 +1,84 @@
+import { expect } from 'chai'
+import { TestHost, removeTree, tempWorkspace } from '@taskward/testkit'
+import Admission, { RECORD_PAIRS_PROJECTION } from '../src'
+import { REPAIR, TASKS, appendRecord, readerPlugin, repairReader, tasksReader } from './fixtures'
+
+describe('admission: the reader registry', () => {
+  let host: TestHost
+  let cwd: string
+
+  beforeEach(async () => {
+    cwd = await tempWorkspace()
+    host = await TestHost.boot({ plugins: [[Admission, { persistEvery: 3 }]], waitFor: ['admission'] })
+  })
+
+  afterEach(async () => {
+    await host.dispose()
+    await removeTree(cwd)
+  })
+
+  it('lists registered readers and withdraws one through its disposer', async () => {
+    const v9 = tasksReader(9)
+    const withdraw = host.ctx.admission.registerReader(v9)
+    host.ctx.admission.registerReader(repairReader)
+    expect(host.ctx.admission.readers()).to.deep.equal([v9, repairReader])
+    withdraw()
+    expect(host.ctx.admission.readers()).to.deep.equal([repairReader])
+  })
+
+  it('keeps a reader another plugin still holds when one of two registrants is disposed', async () => {
+    const v10 = tasksReader(10)
+    const first = host.ctx.plugin(readerPlugin(v10))
+    host.ctx.plugin({ ...readerPlugin(v10), name: 'second-registrant' })
+    const session = await host.ctx.sessions.create({ cwd })
+    await appendRecord(session, TASKS, 10)
+    first.dispose()
+    expect(await host.ctx.admission.check(session)).to.deep.equal([])
+  })
+
+  it('checks by session id and refuses an unknown one', async () => {
+    const session = await host.ctx.sessions.create({ id: 'by-id', cwd })
+    await appendRecord(session, REPAIR, 1, 'proposal')
+    expect(await host.ctx.admission.check('by-id')).to.deep.equal([{ namespace: REPAIR, schemaVersion: 1, firstSeq: 0 }])
+    let code: string | undefined
+    await host.ctx.admission.check('no-such-session').catch((error) => code = error.code)
+    expect(code).to.equal('SESSION_NOT_FOUND')
+  })
+
+  it('reports the pairs present whether or not they have readers', async () => {
+    host.ctx.admission.registerReader(tasksReader(10))
+    const session = await host.ctx.sessions.create({ cwd })
+    await appendRecord(session, TASKS, 3)
+    await session.append('user/message', { text: 'x' })
+    await appendRecord(session, TASKS, 3)
+    await appendRecord(session, REPAIR, 1, 'confirm')
+    expect(await host.ctx.admission.pairs(session)).to.deep.equal([
+      { namespace: TASKS, schemaVersion: 3, firstSeq: 0 },
+      { namespace: REPAIR, schemaVersion: 1, firstSeq: 3 },
+    ])
+  })
+
+  it('reads a record event with the registered readers', async () => {
+    host.ctx.admission.registerReader(tasksReader(9))
+    const session = await host.ctx.sessions.create({ cwd })
+    const old = await appendRecord(session, TASKS, 4)
+    const future = await appendRecord(session, TASKS, 10)
+    const repair = await appendRecord(session, REPAIR, 1, 'proposal')
+    expect(host.ctx.admission.read(old)).to.include({ namespace: TASKS, schemaVersion: 4, seq: 0 })
+    expect(() => host.ctx.admission.read(future)).to.throw().with.property('code', 'RECORD_UNSUPPORTED')
+    expect(() => host.ctx.admission.read(repair)).to.throw().with.property('code', 'READER_UNAVAILABLE')
+  })
+
+  it('writes its database cache again once the live index runs persistEvery events ahead', async () => {
+    const session = await host.ctx.sessions.create({ cwd })
+    await appendRecord(session, TASKS, 1)
+    await host.ctx.admission.check(session)
+    expect(await host.ctx.projections.describe(session, RECORD_PAIRS_PROJECTION)).to.deep.equal({ version: 1, asOfSeq: 0 })
+    for (let i = 0; i < 3; i++) await session.append('user/message', { text: `m${i}` })
+    await host.ctx.admission.check(session)
+    expect((await host.ctx.projections.describe(session, RECORD_PAIRS_PROJECTION))!.asOfSeq).to.equal(0)
+    await session.append('user/message', { text: 'one more' })
+    await host.ctx.admission.check(session)
+    expect((await host.ctx.projections.describe(session, RECORD_PAIRS_PROJECTION))!.asOfSeq).to.equal(4)
+  })
+})
