@@ -1,0 +1,135 @@
+import type { Context } from 'cordis'
+import { randomUUID } from 'node:crypto'
+import type { Session } from '@taskward/host'
+import {
+  approve, assertBinding, clear, edit, newTask, pause, phaseAdvice, resume, resumeTarget,
+  setEnabled, TaskwardError, type Task, type TaskBinding, type TransitionAt,
+} from '@taskward/protocol'
+import { reviewRecord } from './reviews'
+import type { Supervisor } from './service'
+
+const USAGE = '/task [status] | new <objective> | approve | pause | resume | edit <objective> | clear | off | on '
+  + '(approve, pause, resume, clear, off and on accept an optional <taskId>@<revision> binding)'
+
+/** `<taskId>@<revision>` → binding; empty → undefined; anything else is a usage error. */
+export function parseBinding(text: string): TaskBinding | undefined {
+  if (!text) return
+  const match = /^(\S+)@(\d+)$/.exec(text)
+  if (!match) throw new TaskwardError('TASK_INVALID', `"${text}" is not a task binding; write <taskId>@<revision> or nothing. Usage: ${USAGE}`)
+  return { taskId: match[1], revision: Number(match[2]) }
+}
+
+function reply(task: Task, message: string) {
+  return { taskId: task.id, revision: task.revision, phase: task.phase, message }
+}
+
+/** `/task …`: the user's control of the session's task. */
+export function registerTaskCommand(ctx: Context, supervisor: Supervisor) {
+  /** A transition checked against the caller's binding (a stale panel or command → TASK_STALE). */
+  const bound = (binding: TaskBinding | undefined, fn: (task: Task | undefined, at: TransitionAt) => Task) =>
+    (task: Task | undefined, at: TransitionAt) => fn(binding ? assertBinding(task, binding) : task, at)
+
+  ctx.commands.register('task', async ({ session, args }) => {
+    const sub = args.split(/\s+/)[0] ?? ''
+    const rest = args.slice(sub.length).trim()
+    switch (sub) {
+      case '':
+      case 'status':
+        return supervisor.status(session)
+      case 'new': {
+        const id = `task-${randomUUID()}`
+        const task = await supervisor.apply(session, (t, at) => newTask(t, { objective: rest }, { ...at, id }))
+        supervisor.controller.arm(session.id)
+        supervisor.controller.queueNext(session.id, task)
+        return reply(task, `Task ${task.id} created; the agent plans it and submits the plan for review.`)
+      }
+      case 'approve': {
+        const task = await supervisor.apply(session, bound(parseBinding(rest), approve))
+        supervisor.controller.arm(session.id)
+        supervisor.controller.queueNext(session.id, task)
+        return reply(task, `Plan approved; task ${task.id} is executing.`)
+      }
+      case 'pause': {
+        const task = await supervisor.apply(session, bound(parseBinding(rest), (t, at) => pause(t, { reason: 'user' }, at)))
+        supervisor.controller.disarm(session.id)
+        supervisor.mainAgent(session.id)?.cancel()
+        return reply(task, `Task ${task.id} paused; continue it with /task resume.`)
+      }
+      case 'resume':
+        return resumeTask(ctx, supervisor, session, parseBinding(rest))
+      case 'edit': {
+        const task = await supervisor.apply(session, (t, at) => edit(t, { objective: rest }, at))
+        return reply(task, `Objective changed; task ${task.id} is planning again.`)
+      }
+      case 'clear': {
+        const task = await supervisor.apply(session, bound(parseBinding(rest), clear))
+        supervisor.controller.disarm(session.id)
+        return reply(task, `Task ${task.id} cleared; it stays readable in history. Start another with /task new.`)
+      }
+      case 'off':
+      case 'on': {
+        const enabled = sub === 'on'
+        const task = await supervisor.apply(session, bound(parseBinding(rest), (t, at) => setEnabled(t, { enabled }, at)))
+        if (!enabled) supervisor.controller.disarm(session.id)
+        return reply(task, enabled ? `Supervision of task ${task.id} is on.` : `Supervision of task ${task.id} is off; /task on turns it back on.`)
+      }
+      default:
+        throw new TaskwardError('TASK_INVALID', `Unknown /task subcommand "${sub}". Usage: ${USAGE}`)
+    }
+  })
+}
+
+/**
+ * /task resume: bring the main agent back (its refusal changes nothing), resume a paused task, re-run
+ * a review whose reviewer is gone (after a restart or fault), arm the controller and follow up.
+ */
+async function resumeTask(ctx: Context, supervisor: Supervisor, session: Session, binding: TaskBinding | undefined) {
+  const state = await supervisor.state(session)
+  const current = boundLive(state.current, binding)
+  const agent = supervisor.mainAgent(session.id) ?? (session.model ? await ctx.agents.resume(session.id) : undefined)
+  const pending = current.pendingReview
+  const reviewerGone = current.phase === 'reviewing' && pending
+    && !(ctx.agents.get(state.reviews.find((job) => job.jobId === pending.jobId)?.reviewerSessionId ?? ''))
+  let task = current
+  if ((current.phase === 'paused' && resumeTarget(current) === 'reviewing') || reviewerGone) {
+    const outcome = await supervisor.reviews.request(session, pending!.kind, (t, jobId, at) => {
+      const live = boundLive(t, binding)
+      if (live.phase !== 'reviewing') return resume(live, { reviewJobId: jobId }, at)
+      const paused = pause(live, { reason: 'restart' }, at)
+      return [paused, resume(paused, { reviewJobId: jobId }, { ...at, seq: at.seq + 1 })]
+    }, { nodeId: pending!.nodeId })
+    task = outcome.task
+    await failReplacedJob(supervisor, session, pending!.jobId)
+  } else if (current.phase === 'paused') {
+    task = await supervisor.apply(session, (t, at) => resume(boundLive(t, binding), {}, at))
+  } else if (current.phase === 'awaiting-approval') {
+    return reply(current, phaseAdvice(current))
+  }
+  supervisor.controller.arm(session.id)
+  if (agent) supervisor.controller.queueNext(session.id, task, undefined, { force: true })
+  return reply(task, `Task ${task.id} resumed${agent ? '; the agent continues' : ''}.`)
+}
+
+function boundLive(task: Task | undefined, binding: TaskBinding | undefined): Task {
+  return resumable(binding ? assertBinding(task, binding) : task)
+}
+
+/** A task /task resume can act on: present, not terminal, supervised (the same codes the transitions use). */
+function resumable(task: Task | undefined): Task {
+  if (!task) throw new TaskwardError('TASK_NOT_FOUND', 'There is no task in this session; start one with /task new <objective>.')
+  if (task.phase === 'complete') throw new TaskwardError('TASK_COMPLETED', phaseAdvice(task), { taskId: task.id })
+  if (task.phase === 'cleared') throw new TaskwardError('TASK_NOT_EXECUTING', phaseAdvice(task), { taskId: task.id })
+  if (!task.enabled) {
+    throw new TaskwardError('SUPERVISOR_DISABLED', `Supervision of task ${task.id} is off; turn it on with /task on first.`, { taskId: task.id })
+  }
+  return task
+}
+
+/** The job a resumed review replaced can never be applied again: record it as failed. */
+async function failReplacedJob(supervisor: Supervisor, session: Session, jobId: string) {
+  await supervisor.transact(session, (state) => {
+    const job = state.reviews.find((r) => r.jobId === jobId)
+    if (!job || job.status !== 'requested') return { records: [], result: undefined }
+    return { records: [reviewRecord({ ...job, status: 'failed' })], result: undefined }
+  })
+}

@@ -1,0 +1,23 @@
+import Schema from 'schemastery'
+
+export interface Config {
+  /** Queue controller follow-up turns to the main agent while work remains. */
+  automaticContinuation: boolean
+  /** Main-agent turns without a stage report after which a progress review runs. */
+  progressReviewAfterTurns: number
+  /** Follow-up turns the controller may queue per /task approve, /task resume or continueTask. */
+  maxContinuations: number
+  /** Model route of reviewer sessions. */
+  reviewerModel: string
+}
+
+export const Config: Schema<Partial<Config>, Config> = Schema.object({
+  automaticContinuation: Schema.boolean().default(true)
+    .description('Queue controller follow-up turns to the main agent while work remains.'),
+  progressReviewAfterTurns: Schema.natural().min(1).default(3)
+    .description('Main-agent turns without a stage report after which a progress review runs.'),
+  maxContinuations: Schema.natural().min(1).default(50)
+    .description('Follow-up turns the controller may queue per /task approve or /task resume.'),
+  reviewerModel: Schema.string().min(1).default('scripted')
+    .description('Model route that drives reviewer sessions.'),
+}) as Schema<Partial<Config>, Config>

@@ -1,0 +1,39 @@
+import type { Context } from 'cordis'
+import { admitTool, TaskwardError } from '@taskward/protocol'
+import type { Supervisor } from './service'
+
+/** What a reviewer session may run: its review tools and read-only file tools. */
+export const REVIEWER_TOOLS: readonly string[] = ['review_read_log', 'review_verdict', 'read', 'glob', 'grep']
+
+/**
+ * Tool admission. Main sessions: the pure `admitTool` on the session's projection (a complete task
+ * admits only status, repair proposals and read-only tools; a poisoned projection only inspection).
+ * Reviewer sessions: read-only. Other sessions (consultation, …) are not this guard's business.
+ * A poisoned main session also refuses every agent step.
+ */
+export function registerGuard(ctx: Context, supervisor: Supervisor) {
+  ctx.tools.guard(async ({ session, name }) => {
+    if (session.role === 'reviewer') {
+      if (REVIEWER_TOOLS.includes(name)) return
+      return {
+        deny: {
+          code: 'FORBIDDEN',
+          message: `Reviewer sessions are read-only, so ${name} is not allowed. Read with review_read_log, read, glob or grep `
+            + 'and answer with review_verdict.',
+        },
+      }
+    }
+    if (session.role !== 'main') return
+    const admission = admitTool(await supervisor.state(session), name)
+    return 'deny' in admission ? admission : undefined
+  })
+
+  ctx.on('agent/before-step', async (agent) => {
+    if (agent.session.role !== 'main') return
+    const state = await supervisor.state(agent.session)
+    if (!state.poisoned) return
+    return new TaskwardError('SUPERVISOR_POISONED',
+      `${state.poisoned.message}. The agent cannot take steps until a person inspects the session log.`,
+      { sessionId: agent.session.id, seq: state.poisoned.seq })
+  })
+}

@@ -1,0 +1,14 @@
+import { Supervisor } from './service'
+
+export { Config } from './config'
+export { Supervisor, type CompletionGate, type Transaction } from './service'
+export { Controller, type ControllerStatus } from './continuation'
+export { Reviews, REVIEW_PAGE_LIMIT, isPendingJob, jobOfReviewer, type VerdictInput } from './reviews'
+export { REVIEWER_TOOLS } from './guard'
+export { nextInstruction, reviewerPrompt } from './instructions'
+export { parseBinding } from './commands'
+export const name = 'supervisor'
+
+/** The plugin: load it as `[SupervisorPlugin, config]`. */
+export { Supervisor as SupervisorPlugin }
+export default Supervisor

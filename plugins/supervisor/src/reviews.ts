@@ -1,0 +1,218 @@
+import type { Context } from 'cordis'
+import { randomUUID } from 'node:crypto'
+import type { Agent, Session, TurnSummary } from '@taskward/host'
+import {
+  applyCompletionReview, applyPlanReview, applyStageReview, pause, reviewJobEnvelope, taskStateEnvelope, TaskwardError,
+  type RecordEnvelope, type ReviewJob, type ReviewVerdict, type SupervisorState, type Task, type TransitionAt,
+} from '@taskward/protocol'
+import type { Config } from './config'
+import { reviewerPrompt } from './instructions'
+import type { Supervisor } from './service'
+
+/** What a reviewer answers with (the `review_verdict` tool). */
+export interface VerdictInput {
+  verdict: ReviewVerdict
+  findings: string[]
+  evidenceSeqs: number[]
+}
+
+/**
+ * Task transitions that end in a review named `jobId` (submitPlan, reportStage, requestCompletion,
+ * resume): one task, or several consecutive ones (each written as its own state record, the last one
+ * waiting for the review). `at.seq` is where the first record lands.
+ */
+export type ReviewedTransition = (task: Task | undefined, jobId: string, at: TransitionAt) => Task | Task[]
+
+export const REVIEW_PAGE_LIMIT = 200
+
+export function reviewRecord(job: ReviewJob): RecordEnvelope<ReviewJob> {
+  return reviewJobEnvelope(job, `${job.jobId}:${job.status}`)
+}
+
+/** The job a reviewer session works on, from its main session's projection. */
+export function jobOfReviewer(state: SupervisorState, reviewerSessionId: string): ReviewJob | undefined {
+  return state.reviews.findLast((job) => job.reviewerSessionId === reviewerSessionId)
+}
+
+/** Whether the task still waits for `job`: a result for any other job is stale and ignored. */
+export function isPendingJob(state: SupervisorState, job: ReviewJob): boolean {
+  const task = state.current
+  if (job.status !== 'requested' || !task || task.id !== job.taskId || !task.enabled) return false
+  if (job.kind === 'progress') return task.phase === 'active' && task.revision === job.taskRevision
+  return task.phase === 'reviewing' && task.pendingReview?.jobId === job.jobId && task.pendingReview.forRevision === job.taskRevision
+}
+
+/**
+ * Reviews: each job runs in its own reviewer session (parentId = the main session, role 'reviewer')
+ * driven by the configured model. The reviewer reads bounded pages of the main log up to the job's
+ * cutoff and answers once with a verdict; a turn that ends without one pauses the task (review-fault).
+ */
+export class Reviews {
+  constructor(private home: Context, private supervisor: Supervisor, private config: Config) {
+    home.on('agent/turn-end', (agent, summary) => {
+      if (agent.session.role === 'reviewer') this.onReviewerTurnEnd(agent, summary).catch((error) => home.logger('supervisor').warn(error))
+    })
+  }
+
+  /**
+   * Apply `transition` with a new review job, record the job and start its reviewer. `note` (the
+   * agent's summary) goes into the reviewer's prompt. Returns the new task and job.
+   */
+  async request(main: Session, kind: ReviewJob['kind'], transition: ReviewedTransition, options: {
+    nodeId?: string, evidenceSeqs?: number[], note?: string,
+  } = {}): Promise<{ task: Task, job: ReviewJob }> {
+    const jobId = randomUUID()
+    let reviewer: Agent | undefined
+    const outcome = await this.supervisor.transact(main, async (state) => {
+      const steps = [transition(state.current, jobId, { seq: main.seq, time: Date.now() })].flat()
+      const next = steps.at(-1)!
+      reviewer = await this.createReviewer(main)
+      const job = this.newJob(main, reviewer, next, kind, jobId, options)
+      return { records: [...steps.map((t) => taskStateEnvelope(t)), reviewRecord(job)], result: { task: next, job } }
+    })
+    reviewer!.followup(reviewerPrompt(outcome.job, outcome.task, options.note), { origin: 'controller', jobId })
+    return outcome
+  }
+
+  /** A progress review of an active task: a job only, the task does not change until the verdict. */
+  async requestProgress(main: Session): Promise<ReviewJob | undefined> {
+    const jobId = randomUUID()
+    let reviewer: Agent | undefined
+    const outcome = await this.supervisor.transact(main, async (state) => {
+      const task = state.current
+      if (!task || task.phase !== 'active' || !task.enabled) return { records: [], result: undefined }
+      if (state.reviews.some((job) => isPendingJob(state, job))) return { records: [], result: undefined }
+      reviewer = await this.createReviewer(main)
+      const job = this.newJob(main, reviewer, task, 'progress', jobId, {})
+      return { records: [reviewRecord(job)], result: { task, job } }
+    })
+    if (!outcome) return
+    reviewer!.followup(reviewerPrompt(outcome.job, outcome.task), { origin: 'controller', jobId })
+    return outcome.job
+  }
+
+  /** `review_read_log`: a page of the main log, never past the job's cutoff. */
+  async readLog(reviewerSession: Session, from = 0, limit = 50) {
+    const { main, job } = await this.jobFor(reviewerSession)
+    const count = Math.min(Math.max(1, limit), REVIEW_PAGE_LIMIT, job.cutoffSeq - from + 1)
+    const events = count > 0 ? await main.read({ from, limit: count }) : []
+    const last = events.at(-1)?.seq
+    return {
+      sessionId: main.id,
+      cutoffSeq: job.cutoffSeq,
+      events: events.map(({ seq, type, time, data }) => ({ seq, type, time, data })),
+      ...(last !== undefined && last < job.cutoffSeq ? { next: last + 1 } : {}),
+    }
+  }
+
+  /** `review_verdict`: apply the reviewer's answer if its job is still the one the task waits for. */
+  async verdict(reviewerSession: Session, input: VerdictInput) {
+    const { main, job } = await this.jobFor(reviewerSession)
+    const evidenceSeqs = [...new Set(input.evidenceSeqs)].sort((a, b) => a - b)
+    const outside = evidenceSeqs.find((seq) => seq > job.cutoffSeq)
+    if (outside !== undefined) {
+      throw new TaskwardError('TASK_INVALID', `Evidence seq ${outside} is after the review cutoff ${job.cutoffSeq}; cite events you read.`)
+    }
+    const findings = input.findings.map((f) => f.trim()).filter(Boolean)
+    let gate: TaskwardError | undefined
+    if (job.kind === 'completion' && input.verdict === 'pass') {
+      const task = (await this.supervisor.state(main)).current
+      if (task) gate = await this.supervisor.completionRefusal(main, task)
+    }
+    const reviewer = this.home.agents.get(reviewerSession.id)
+    const task = await this.supervisor.transact(main, (state) => {
+      const latest = state.reviews.find((r) => r.jobId === job.jobId)
+      if (!latest || !isPendingJob(state, latest)) {
+        // Old reviewer callbacks stay bound to their job: this answer changes nothing, and the turn ends.
+        reviewer?.cancel()
+        throw new TaskwardError('TASK_STALE',
+          `Review job ${job.jobId} is no longer the review task ${job.taskId} waits for (it moved on); this verdict was not applied.`,
+          { jobId: job.jobId })
+      }
+      const at = { seq: main.seq + 1, time: Date.now() }
+      const finished: ReviewJob = { ...latest, status: 'finished', verdict: input.verdict, findings, evidenceSeqs }
+      const next = this.outcome(state.current!, finished, gate, at)
+      return { records: [reviewRecord(finished), ...(next ? [taskStateEnvelope(next)] : [])], result: next ?? state.current! }
+    })
+    // The answer is given: stop the reviewer's turn so it takes no further steps.
+    reviewer?.cancel()
+    const extra = job.kind === 'progress' && input.verdict === 'revise' && findings.length
+      ? `The progress reviewer says:\n${findings.map((f) => `- ${f}`).join('\n')}` : undefined
+    this.supervisor.controller.afterReview(main.id, task, extra)
+    return { applied: true, jobId: job.jobId, kind: job.kind, verdict: input.verdict, taskId: task.id, revision: task.revision, phase: task.phase }
+  }
+
+  private outcome(task: Task, job: ReviewJob, gate: TaskwardError | undefined, at: TransitionAt): Task | undefined {
+    const review = { jobId: job.jobId, verdict: job.verdict!, findings: job.findings ?? [] }
+    switch (job.kind) {
+      case 'plan': return applyPlanReview(task, review, at)
+      case 'stage': return applyStageReview(task, review, at)
+      case 'completion': {
+        // A completion gate (recovery) may still veto a pass: the task goes back to work with its reason.
+        const vetoed = gate && review.verdict === 'pass'
+          ? { ...review, verdict: 'revise' as const, findings: [...review.findings, `Completion refused (${gate.code}): ${gate.message}`] }
+          : review
+        return applyCompletionReview(task, { ...vetoed, evidenceSeqs: job.evidenceSeqs, cutoffSeq: job.cutoffSeq }, at)
+      }
+      case 'progress': return review.verdict === 'needs-user' ? pause(task, { reason: 'decision' }, at) : undefined
+    }
+  }
+
+  /** A reviewer turn that ended while its job is still requested: fail the job and pause (review-fault). */
+  private async onReviewerTurnEnd(agent: Agent, summary: TurnSummary) {
+    const mainId = agent.session.parentId
+    if (!mainId) return
+    const main = await this.supervisor.resolve(mainId)
+    const job = jobOfReviewer(await this.supervisor.state(main), agent.session.id)
+    if (!job || job.status !== 'requested') return
+    const why = summary.error ? `the reviewer failed (${summary.error.code}: ${summary.error.message})`
+      : summary.refused ? `the reviewer was refused (${summary.refused.code})` : 'the reviewer ended its turn without a verdict'
+    const task = await this.supervisor.transact(main, (state) => {
+      const latest = state.reviews.find((r) => r.jobId === job.jobId)
+      if (!latest || latest.status !== 'requested') return { records: [], result: undefined }
+      const failed: ReviewJob = { ...latest, status: 'failed' }
+      const records: RecordEnvelope[] = [reviewRecord(failed)]
+      let next: Task | undefined
+      if (isPendingJob(state, latest)) {
+        next = pause(state.current, { reason: 'review-fault' }, { seq: main.seq + 1, time: Date.now() })
+        records.push(taskStateEnvelope(next))
+      }
+      return { records, result: next }
+    })
+    if (task) {
+      this.supervisor.controller.disarm(main.id)
+      this.home.logger('supervisor').warn('task %s paused: review %s failed: %s', task.id, job.jobId, why)
+    }
+  }
+
+  private async jobFor(reviewerSession: Session) {
+    const forbidden = () => new TaskwardError('FORBIDDEN',
+      'Only a reviewer session working on a supervisor review job can use this tool.', { sessionId: reviewerSession.id })
+    if (reviewerSession.role !== 'reviewer' || !reviewerSession.parentId) throw forbidden()
+    const main = await this.supervisor.resolve(reviewerSession.parentId)
+    const job = jobOfReviewer(await this.supervisor.state(main), reviewerSession.id)
+    if (!job) throw forbidden()
+    return { main, job }
+  }
+
+  private async createReviewer(main: Session): Promise<Agent> {
+    return this.home.agents.create({ cwd: main.cwd, model: this.config.reviewerModel, role: 'reviewer', parentId: main.id })
+  }
+
+  private newJob(main: Session, reviewer: Agent, task: Task, kind: ReviewJob['kind'], jobId: string,
+    options: { nodeId?: string, evidenceSeqs?: number[] }): ReviewJob {
+    return {
+      jobId,
+      taskId: task.id,
+      taskRevision: task.revision,
+      kind,
+      ...(options.nodeId ? { nodeId: options.nodeId } : {}),
+      model: this.config.reviewerModel,
+      reviewerSessionId: reviewer.session.id,
+      evidenceSeqs: [...(options.evidenceSeqs ?? [])],
+      // The reviewer reads the main log up to the event that asked for the review.
+      cutoffSeq: Math.max(0, main.seq - 1),
+      status: 'requested',
+    }
+  }
+}

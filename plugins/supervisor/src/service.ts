@@ -1,0 +1,220 @@
+import { Context, Service } from 'cordis'
+import type { Agent, Session } from '@taskward/host'
+import {
+  applySupervisorEvent, isRecordEnvelope, RECORD_EVENT_TYPE, repairReader, reviewJobReader, SUPERVISOR_PROJECTION_KEY,
+  SUPERVISOR_PROJECTION_VERSION, initSupervisorState, taskReader, taskStateEnvelope, TaskwardError,
+  taskStatusView, type RecordEnvelope, type RecordReader, type SessionEvent, type TaskStatusView, type SupervisorState, type Task, type TransitionAt,
+} from '@taskward/protocol'
+import { Config } from './config'
+import { KeyedLock } from './lock'
+import { Controller, type ControllerStatus } from './continuation'
+import { Reviews } from './reviews'
+import { registerGuard } from './guard'
+import { registerTaskTools } from './tools'
+import { registerTaskCommand } from './commands'
+
+declare module 'cordis' {
+  interface Context {
+    supervisor: Supervisor
+  }
+  interface Events {
+    /** After a supervisor record was appended to a main session (console live updates). */
+    'supervisor/changed'(sessionId: string, state: SupervisorState): void
+  }
+}
+
+/** Asked before a completion review is requested and again before a completion `pass` is applied. */
+export type CompletionGate = (session: Session, task: Task) => Promise<TaskwardError | undefined>
+
+export interface Transaction<T> {
+  records: RecordEnvelope[]
+  result: T
+}
+
+/** The part of the `admission` service the supervisor uses (it is optional, so not imported). */
+interface ReaderRegistry {
+  registerReader(reader: RecordReader): unknown
+}
+
+const SUPERVISOR_NAMESPACES = new Set([taskReader.namespace, reviewJobReader.namespace, repairReader.namespace])
+
+/**
+ * The `supervisor` service: tasks of main sessions, kept only as records in the session log and read
+ * through the pure projection of `@taskward/protocol`. Every write goes through `transact`, which
+ * serializes per session and refuses records that would poison the projection. See docs/supervisor.md.
+ */
+export class Supervisor extends Service {
+  static [Service.provide] = 'supervisor'
+  static inject = {
+    sessions: { required: true },
+    projections: { required: true },
+    tools: { required: true },
+    models: { required: true },
+    agents: { required: true },
+    commands: { required: true },
+    admission: { required: false },
+  }
+
+  static Config = Config
+
+  readonly controller: Controller
+  readonly reviews: Reviews
+  // Cordis hands callers a prototype-derived view of the service, so state lives in containers that
+  // are mutated in place and never reassigned.
+  private readonly locks = new KeyedLock()
+  private readonly mirrors = new Map<string, SupervisorState>()
+  private readonly gates = new Set<CompletionGate>()
+  private readonly home: Context
+
+  constructor(ctx: Context, public override config: Config) {
+    super(ctx, 'supervisor', true)
+    this.home = ctx
+    this.config = Config(config ?? {})
+    ctx.projections.register<SupervisorState>({
+      key: SUPERVISOR_PROJECTION_KEY,
+      version: SUPERVISOR_PROJECTION_VERSION,
+      init: initSupervisorState,
+      apply: applySupervisorEvent,
+    })
+    // The reader registry is optional: without it nobody checks reader admission.
+    ctx.inject(['admission'], (ctx) => {
+      const admission = (ctx as Context & { admission: ReaderRegistry }).admission
+      for (const reader of [taskReader, reviewJobReader, repairReader]) admission.registerReader(reader)
+    })
+    ctx.on('session/event', (session, event) => this.observe(session, event))
+    this.controller = new Controller(ctx, this, this.config)
+    this.reviews = new Reviews(ctx, this, this.config)
+    registerGuard(ctx, this)
+    registerTaskTools(ctx, this)
+    registerTaskCommand(ctx, this)
+  }
+
+  /** The supervisor projection of a session, folded up to its last event. */
+  async state(session: Session | string): Promise<SupervisorState> {
+    const resolved = await this.resolve(session)
+    const mirror = this.mirrors.get(resolved.id)
+    if (mirror && mirror.asOfSeq >= resolved.seq - 1) return mirror
+    const state = await this.home.projections.get<SupervisorState>(resolved, SUPERVISOR_PROJECTION_KEY)
+    const latest = this.mirrors.get(resolved.id)
+    if (!latest || latest.asOfSeq < state.asOfSeq) this.mirrors.set(resolved.id, state)
+    return this.mirrors.get(resolved.id)!
+  }
+
+  /** What `task_status` and `/task` show: the status view plus the controller's hold on the session. */
+  async status(session: Session | string): Promise<TaskStatusView & { controller: ControllerStatus }> {
+    const resolved = await this.resolve(session)
+    const state = await this.state(resolved)
+    return { ...taskStatusView(state), controller: this.controller.status(resolved.id, state.current) }
+  }
+
+  /** Forget the in-memory state of a session (or all); the next read folds the projection again. */
+  forget(sessionId?: string) {
+    if (sessionId) this.mirrors.delete(sessionId)
+    else this.mirrors.clear()
+  }
+
+  /**
+   * Run `fn` on the current state and append the records it returns, serialized per session. Each
+   * record is first folded onto the state as a synthetic event; if any would poison the projection
+   * nothing is written (`TASK_INVALID`), so a transition is never half-applied.
+   */
+  async transact<T>(session: Session | string, fn: (state: SupervisorState) => Promise<Transaction<T>> | Transaction<T>): Promise<T> {
+    const resolved = await this.resolve(session)
+    return this.locks.run(resolved.id, async () => {
+      const state = await this.state(resolved)
+      const { records, result } = await fn(state)
+      if (records.length) {
+        this.check(resolved, state, records)
+        for (const record of records) await resolved.append(RECORD_EVENT_TYPE, record)
+      }
+      return result
+    })
+  }
+
+  /** A task transition as one state record: `transition(current, at)`; an unchanged task writes nothing. */
+  apply(session: Session | string, transition: (task: Task | undefined, at: TransitionAt) => Task): Promise<Task> {
+    return this.transact(session, async (state) => {
+      const resolved = await this.resolve(session)
+      const next = transition(state.current, { seq: resolved.seq, time: Date.now() })
+      return next === state.current ? { records: [], result: next } : { records: [taskStateEnvelope(next)], result: next }
+    })
+  }
+
+  /** Add a completion gate for as long as the calling plugin is loaded. Returns the disposer. */
+  registerCompletionGate(gate: CompletionGate) {
+    const gates = this.gates
+    return this.ctx.effect(() => {
+      gates.add(gate)
+      return () => gates.delete(gate)
+    })
+  }
+
+  /** The first refusal of a completion gate, or undefined when every gate lets the task complete. */
+  async completionRefusal(session: Session, task: Task): Promise<TaskwardError | undefined> {
+    for (const gate of [...this.gates]) {
+      const refusal = await gate(session, task)
+      if (refusal) return refusal
+    }
+  }
+
+  /** The live agent of a main session, or undefined. */
+  mainAgent(sessionId: string): Agent | undefined {
+    const agent = this.home.agents.get(sessionId)
+    return agent && agent.session.role === 'main' ? agent : undefined
+  }
+
+  /** Queue a controller follow-up turn and arm continuation (repair after a reopen, /task resume). */
+  continueTask(sessionId: string, message: string): Promise<void> {
+    return this.controller.continueWith(sessionId, message)
+  }
+
+  /** A new main session with its agent (model default 'scripted'). */
+  async startSession(options: { cwd: string, model?: string }): Promise<{ session: Session, agent: Agent }> {
+    const agent = await this.home.agents.create({ cwd: options.cwd, model: options.model ?? 'scripted', role: 'main' })
+    return { session: agent.session, agent }
+  }
+
+  resolve(session: Session | string): Promise<Session> {
+    return typeof session === 'string' ? this.home.sessions.get(session) : Promise.resolve(session)
+  }
+
+  private check(session: Session, state: SupervisorState, records: RecordEnvelope[]) {
+    if (state.poisoned) {
+      throw new TaskwardError('SUPERVISOR_POISONED',
+        `${state.poisoned.message}. Nothing was written; a person must inspect the session log before the task can change.`,
+        { seq: state.poisoned.seq })
+    }
+    let folded = state
+    let seq = session.seq
+    for (const record of records) {
+      if (!isRecordEnvelope(record)) {
+        throw new TaskwardError('TASK_INVALID', 'A supervisor transaction returned something that is not a record envelope; nothing was written.')
+      }
+      // The same JSON round trip an append does, so the check sees exactly what a reader will.
+      const event: SessionEvent = { seq: seq++, type: RECORD_EVENT_TYPE, time: Date.now(), data: JSON.parse(JSON.stringify(record)) }
+      folded = applySupervisorEvent(folded, event)
+      if (folded.poisoned) {
+        throw new TaskwardError('TASK_INVALID',
+          `Nothing was written: the record ${record.namespace}/${record.kind} ${record.recordId} would poison the supervisor projection `
+          + `(${folded.poisoned.message}). Read the task status and retry with a valid transition.`,
+          { recordId: record.recordId, reason: folded.poisoned.message })
+      }
+    }
+  }
+
+  /** Keep in-memory states current and announce supervisor records. */
+  private observe(session: Session, event: SessionEvent) {
+    const mirror = this.mirrors.get(session.id)
+    if (mirror) {
+      if (event.seq === mirror.asOfSeq + 1) this.mirrors.set(session.id, applySupervisorEvent(mirror, event))
+      else if (event.seq > mirror.asOfSeq + 1) this.mirrors.delete(session.id)
+    }
+    if (event.type !== RECORD_EVENT_TYPE || !SUPERVISOR_NAMESPACES.has(event.data?.namespace)) return
+    const current = this.mirrors.get(session.id)
+    if (current && current.asOfSeq === event.seq) {
+      this.home.emit('supervisor/changed', session.id, current)
+    } else {
+      this.state(session).then((state) => this.home.emit('supervisor/changed', session.id, state), () => {})
+    }
+  }
+}

@@ -1,0 +1,139 @@
+/*
+ * Shared helpers of the supervisor suites (no tests here): a host with the plugin, scripted reviewer
+ * verdicts, and waiting for reviews that run in their own sessions.
+ */
+import { expect } from 'chai'
+import type { ScriptStep, Session, ToolResult } from '@taskward/host'
+import type { SupervisorState, TaskPlan } from '@taskward/protocol'
+import { TestHost, tempWorkspace } from '@taskward/testkit'
+import { SupervisorPlugin, type Config, type Supervisor } from '../src'
+
+/** a → b, a → c, (b, c) → d. */
+export const PLAN = {
+  acceptanceCriteria: ['the parser handles nested lists', 'tests pass'],
+  nodes: [
+    { id: 'a', title: 'tokenizer' },
+    { id: 'b', title: 'list parser', dependsOn: ['a'] },
+    { id: 'c', title: 'error messages', dependsOn: ['a'] },
+    { id: 'd', title: 'integration tests', dependsOn: ['b', 'c'] },
+  ],
+} satisfies TaskPlan
+
+export async function bootSupervisor(config: Partial<Config> = {}, extra: [any, any?][] = []) {
+  const host = await TestHost.boot({ plugins: [[SupervisorPlugin, config], ...extra], waitFor: ['supervisor'] })
+  return host
+}
+
+export const supervisorOf = (host: TestHost): Supervisor => host.ctx.supervisor
+
+/** A verdict step of the scripted reviewer. */
+export function verdict(value: 'pass' | 'revise' | 'needs-user', findings: string[] = [], evidenceSeqs: number[] = []) {
+  return { toolCalls: [{ name: 'review_verdict', args: { verdict: value, findings, evidenceSeqs } }] }
+}
+
+export function scriptReviews(host: TestHost, ...verdicts: ('pass' | 'revise' | 'needs-user' | ReturnType<typeof verdict>)[]) {
+  host.scripted.script('reviewer', verdicts.map((v) => typeof v === 'string' ? verdict(v) : v))
+}
+
+/** Poll `check` until it is true (reviews and continuations run asynchronously). */
+export async function until(check: () => Promise<boolean> | boolean, what = 'condition', timeout = 5000) {
+  const started = Date.now()
+  while (!(await check())) {
+    if (Date.now() - started > timeout) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+}
+
+/** Wait until no review job of the session is still requested. */
+export async function reviewsSettled(host: TestHost, session: Session) {
+  await until(async () => (await supervisorOf(host).state(session)).reviews.every((job) => job.status !== 'requested'), 'reviews to settle')
+  await until(() => host.ctx.agents.list().every((agent) => agent.session.role !== 'reviewer' || (agent.state === 'idle' && !agent.queued)),
+    'reviewer agents to go idle')
+}
+
+/** Wait until every agent is idle (the main agent's continuation turns included). */
+export async function allIdle(host: TestHost, session: Session) {
+  await until(async () => {
+    await reviewsSettled(host, session)
+    return host.ctx.agents.list().every((agent) => agent.state === 'idle' && !agent.queued)
+  }, 'agents to go idle')
+}
+
+export async function call(host: TestHost, session: Session, name: string, args: Record<string, unknown> = {}): Promise<ToolResult> {
+  return host.ctx.tools.execute(session, name, args, { agentId: session.id })
+}
+
+/** Run a tool that must succeed; returns its result. */
+export async function ok(host: TestHost, session: Session, name: string, args: Record<string, unknown> = {}) {
+  const outcome = await call(host, session, name, args)
+  expect(outcome.error, `${name} failed: ${outcome.error?.code} ${outcome.error?.message}`).to.equal(undefined)
+  return outcome.result
+}
+
+/** Run a tool that must be refused with `code`. */
+export async function refused(host: TestHost, session: Session, name: string, args: Record<string, unknown>, code: string) {
+  const outcome = await call(host, session, name, args)
+  expect(outcome.error?.code, `${name} should be refused with ${code}`).to.equal(code)
+  return outcome.error!
+}
+
+/** A `/task …` command that must succeed; returns the reply. */
+export async function command(host: TestHost, session: Session, text: string) {
+  const answer = await host.ctx.commands.input(session, text)
+  expect(answer?.error, `${text} failed: ${answer?.error?.code} ${answer?.error?.message}`).to.equal(undefined)
+  return answer!.reply as any
+}
+
+export async function commandError(host: TestHost, session: Session, text: string) {
+  const answer = await host.ctx.commands.input(session, text)
+  expect(answer?.error, `${text} should fail`).to.not.equal(undefined)
+  return answer!.error!
+}
+
+export const workspace = () => tempWorkspace({ 'src/parser.ts': 'export const parse = () => []\n', 'README.md': '# parser\n' })
+
+export type { SupervisorState }
+
+/** A small plan: a → b. */
+export const SMALL_PLAN = {
+  acceptanceCriteria: ['greets'],
+  nodes: [{ id: 'a', title: 'write greeting' }, { id: 'b', title: 'test greeting' }],
+} satisfies TaskPlan
+
+/** Drive a task from /task new to approval with passing reviews (tools called directly). */
+export async function approvedTask(host: TestHost, session: Session, objective = 'greet the user', plan: TaskPlan = SMALL_PLAN) {
+  await command(host, session, `/task new ${objective}`)
+  scriptReviews(host, 'pass')
+  await ok(host, session, 'task_submit_plan', plan as any)
+  await reviewsSettled(host, session)
+  await command(host, session, '/task approve')
+  return (await supervisorOf(host).state(session)).current!
+}
+
+/** Drive a task to `complete` with passing reviews (tools called directly). */
+export async function completedTask(host: TestHost, session: Session, objective = 'greet the user', plan: TaskPlan = SMALL_PLAN) {
+  await approvedTask(host, session, objective, plan)
+  for (const node of plan.nodes) {
+    await ok(host, session, 'task_start_node', { nodeId: node.id })
+    scriptReviews(host, 'pass')
+    await ok(host, session, 'task_report_stage', { nodeId: node.id })
+    await reviewsSettled(host, session)
+  }
+  scriptReviews(host, 'pass')
+  await ok(host, session, 'task_request_completion', {})
+  await reviewsSettled(host, session)
+  const task = (await supervisorOf(host).state(session)).current!
+  expect(task.phase).to.equal('complete')
+  return task
+}
+
+/** One main-agent turn for the scripted model: `steps` (tool calls or functions), then an empty step ends it. */
+export function turn(...steps: (ScriptStep | { name: string, args?: Record<string, unknown> }[])[]): ScriptStep[] {
+  return [...steps.map((step) => Array.isArray(step) ? { toolCalls: step } : step), {}]
+}
+
+/** `user/message` texts the controller sent to a session. */
+export async function controllerTurns(session: Session): Promise<string[]> {
+  const events = await session.read({ from: 0, limit: 10000 })
+  return events.filter((e) => e.type === 'user/message' && e.data.origin === 'controller').map((e) => e.data.text)
+}

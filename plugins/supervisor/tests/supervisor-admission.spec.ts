@@ -1,0 +1,132 @@
+import { expect } from 'chai'
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { Session } from '@taskward/host'
+import { removeTree, type TestHost } from '@taskward/testkit'
+import {
+  bootSupervisor, call, command, completedTask, ok, refused, reviewsSettled, scriptReviews, supervisorOf, workspace,
+} from './fixtures'
+
+describe('supervisor: tool admission', () => {
+  let host: TestHost
+  let cwd: string
+  let session: Session
+
+  beforeEach(async () => {
+    host = await bootSupervisor({ automaticContinuation: false })
+    cwd = await workspace()
+    session = await host.ctx.sessions.create({ cwd })
+  })
+  afterEach(async () => {
+    await host.dispose()
+    await removeTree(cwd)
+  })
+
+  it('lets every tool run while a task executes', async () => {
+    await command(host, session, '/task new write things')
+    await ok(host, session, 'write', { path: 'notes.md', content: 'planning notes\n' })
+    expect(await readFile(join(cwd, 'notes.md'), 'utf8')).to.equal('planning notes\n')
+  })
+
+  it('after completion denies write with REPAIR_CONFIRMATION_REQUIRED and leaves the file unchanged', async () => {
+    await completedTask(host, session)
+    const before = await readFile(join(cwd, 'src/parser.ts'), 'utf8')
+    const denied = await refused(host, session, 'write', { path: 'src/parser.ts', content: 'broken' }, 'REPAIR_CONFIRMATION_REQUIRED')
+    expect(denied.message).to.match(/task_propose_repair/).and.to.match(/new task/)
+    await refused(host, session, 'edit', { path: 'src/parser.ts', oldText: 'parse', newText: 'x' }, 'REPAIR_CONFIRMATION_REQUIRED')
+    await refused(host, session, 'shell', { command: 'rm -rf .' }, 'REPAIR_CONFIRMATION_REQUIRED')
+    await refused(host, session, 'some_unknown_tool', {}, 'REPAIR_CONFIRMATION_REQUIRED')
+    expect(await readFile(join(cwd, 'src/parser.ts'), 'utf8')).to.equal(before)
+
+    expect(await ok(host, session, 'read', { path: 'src/parser.ts' })).to.include({ content: before })
+    await ok(host, session, 'glob', { pattern: '**/*.ts' })
+    await ok(host, session, 'grep', { pattern: 'parse' })
+  })
+
+  it('answers execution tools on a complete task with TASK_COMPLETED and cannot be bypassed by approve or resume', async () => {
+    const task = await completedTask(host, session)
+    for (const [name, args] of [['task_rework_node', { nodeId: 'a', reason: 'again' }], ['task_start_node', { nodeId: 'a' }],
+      ['task_report_stage', { nodeId: 'a' }], ['task_request_completion', {}]] as const) {
+      await refused(host, session, name, args, 'TASK_COMPLETED')
+    }
+    expect((await host.ctx.commands.input(session, '/task approve'))!.error!.code).to.equal('TASK_COMPLETED')
+    expect((await host.ctx.commands.input(session, '/task resume'))!.error!.code).to.equal('TASK_COMPLETED')
+    expect((await supervisorOf(host).state(session)).current).to.deep.equal(task)
+  })
+
+  it('task_status on a complete task lists the available actions and the blocked reason', async () => {
+    await completedTask(host, session)
+    const status = await ok(host, session, 'task_status')
+    expect(status.availableActions).to.deep.equal(['task_propose_repair', 'await-web-confirmation'])
+    expect(status.blockedReason).to.match(/complete/).and.to.match(/task_propose_repair/)
+    expect(status.task).to.include({ phase: 'complete' })
+  })
+
+  it('keeps reviewer sessions read-only and leaves other sessions to their own rules', async () => {
+    await command(host, session, '/task new review me')
+    host.scripted.script('reviewer', [{ toolCalls: [{ name: 'write', args: { path: 'x.md', content: 'no' } }] }])
+    await ok(host, session, 'task_submit_plan', { acceptanceCriteria: [], nodes: [{ id: 'a', title: 'a' }] })
+    await reviewsSettled(host, session)
+    const [reviewer] = await host.ctx.sessions.list({ parentId: session.id })
+    const events = await reviewer.read({ from: 0, limit: 100 })
+    const result = events.find((e) => e.type === 'tool/result' && e.data.name === 'write')
+    expect(result?.data.error.code).to.equal('FORBIDDEN')
+    // The reviewer ended its turn without a verdict: the task pauses with a review fault.
+    expect((await supervisorOf(host).state(session)).current).to.include({ phase: 'paused', pauseReason: 'review-fault' })
+    expect((await supervisorOf(host).state(session)).reviews[0].status).to.equal('failed')
+
+    const consultation = await host.ctx.sessions.create({ cwd, role: 'consultation', parentId: session.id })
+    await ok(host, consultation, 'write', { path: 'consult.md', content: 'ok\n' })
+  })
+
+  it('refuses review tools outside a reviewer session', async () => {
+    await command(host, session, '/task new x')
+    await refused(host, session, 'review_verdict', { verdict: 'pass' }, 'FORBIDDEN')
+    await refused(host, session, 'review_read_log', {}, 'FORBIDDEN')
+  })
+
+  it('keeps finished and cleared tasks readable and unique, and starts the next task in the same session', async () => {
+    const first = await completedTask(host, session, 'first objective')
+    await command(host, session, '/task new second objective')
+    let state = await supervisorOf(host).state(session)
+    expect(state.history).to.deep.equal([first])
+    await command(host, session, '/task clear')
+    const cleared = (await supervisorOf(host).state(session)).current!
+    expect(cleared.phase).to.equal('cleared')
+    // While cleared, implementation tools run again (no completed task to protect).
+    await ok(host, session, 'write', { path: 'after-clear.md', content: 'x' })
+    await command(host, session, '/task new third objective')
+    state = await supervisorOf(host).state(session)
+    expect(state.history.map((t) => [t.objective, t.phase])).to.deep.equal([['first objective', 'complete'], ['second objective', 'cleared']])
+    expect(state.current!.objective).to.equal('third objective')
+    expect(new Set([...state.history.map((t) => t.id), state.current!.id]).size).to.equal(3)
+    expect(state.history[0].plan).to.deep.equal(first.plan)
+    expect(state.reviews.filter((j) => j.taskId === first.id)).to.have.length(4)
+    const status = await ok(host, session, 'task_status')
+    expect(status.history.map((t: any) => t.id)).to.deep.equal(state.history.map((t) => t.id))
+    expect((await call(host, session, 'write', { path: 'x.md', content: 'planning is free' })).error).to.equal(undefined)
+  })
+
+  it('bounds reviewer log pages and ignores a verdict that arrives after the task moved on', async () => {
+    await command(host, session, '/task new stale reviews')
+    // The reviewer's first step reads the log; its verdict comes after the user cleared the task.
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => release = resolve)
+    host.scripted.script('reviewer', [
+      { toolCalls: [{ name: 'review_read_log', args: { from: 0, limit: 500 } }] },
+      async () => { await gate; return { toolCalls: [{ name: 'review_verdict', args: { verdict: 'pass' } }] } },
+    ])
+    await ok(host, session, 'task_submit_plan', { acceptanceCriteria: [], nodes: [{ id: 'a', title: 'a' }] })
+    await command(host, session, '/task clear')
+    const before = await supervisorOf(host).state(session)
+    release()
+    await reviewsSettled(host, session)
+    const after = await supervisorOf(host).state(session)
+    expect(after.current).to.deep.equal(before.current)
+    const [reviewer] = await host.ctx.sessions.list({ parentId: session.id })
+    const results = (await reviewer.read({ from: 0, limit: 100 })).filter((e) => e.type === 'tool/result')
+    expect(results[0].data.error?.code).to.equal('TOOL_INVALID_ARGS')
+    expect(results[1].data.error?.code).to.equal('TASK_STALE')
+    expect(after.reviews[0]).to.include({ status: 'failed' }).and.not.have.property('verdict')
+  })
+})

@@ -1,0 +1,99 @@
+import { expect } from 'chai'
+import type { Session } from '@taskward/host'
+import { removeTree, type TestHost } from '@taskward/testkit'
+import { approvedTask, bootSupervisor, completedTask, command, commandError, ok, refused, reviewsSettled, scriptReviews, supervisorOf, workspace } from './fixtures'
+
+describe('supervisor: /task commands', () => {
+  let host: TestHost
+  let cwd: string
+  let session: Session
+
+  beforeEach(async () => {
+    host = await bootSupervisor({ automaticContinuation: false })
+    cwd = await workspace()
+    session = await host.ctx.sessions.create({ cwd })
+  })
+  afterEach(async () => {
+    await host.dispose()
+    await removeTree(cwd)
+  })
+
+  const current = async () => (await supervisorOf(host).state(session)).current!
+
+  it('/task alone shows the status; without a task it says how to start one', async () => {
+    const empty = await command(host, session, '/task')
+    expect(empty.availableActions).to.deep.equal(['await-new-task'])
+    expect(empty).to.not.have.property('task')
+    await command(host, session, '/task new show me')
+    const status = await command(host, session, '/task')
+    expect(status.task).to.include({ phase: 'planning', objective: 'show me', revision: 1 })
+    expect(status.availableActions).to.deep.equal(['task_submit_plan'])
+  })
+
+  it('refuses a stale binding with TASK_STALE and accepts the current one', async () => {
+    await command(host, session, '/task new bound approval')
+    scriptReviews(host, 'pass')
+    await ok(host, session, 'task_submit_plan', { acceptanceCriteria: [], nodes: [{ id: 'a', title: 'a' }] })
+    await reviewsSettled(host, session)
+    const task = await current()
+    const stale = await commandError(host, session, `/task approve ${task.id}@${task.revision - 1}`)
+    expect(stale.code).to.equal('TASK_STALE')
+    expect(stale.message).to.match(/Read the task status and retry/)
+    expect((await commandError(host, session, `/task approve other@${task.revision}`)).code).to.equal('TASK_STALE')
+    expect((await commandError(host, session, '/task approve soon')).code).to.equal('TASK_INVALID')
+    expect((await current()).phase).to.equal('awaiting-approval')
+    const approved = await command(host, session, `/task approve ${task.id}@${task.revision}`)
+    expect(approved).to.include({ phase: 'active', revision: task.revision + 1 })
+  })
+
+  it('pause and resume return to the phase the task was paused from', async () => {
+    await approvedTask(host, session)
+    const paused = await command(host, session, '/task pause')
+    expect(paused.phase).to.equal('paused')
+    expect(await current()).to.include({ pauseReason: 'user', resumePhase: 'active' })
+    await refused(host, session, 'task_start_node', { nodeId: 'a' }, 'TASK_NOT_EXECUTING')
+    expect((await commandError(host, session, '/task pause')).code).to.equal('TASK_NOT_EXECUTING')
+    const resumed = await command(host, session, '/task resume')
+    expect(resumed.phase).to.equal('active')
+    expect(await current()).to.not.have.any.keys('pauseReason', 'resumePhase')
+    await ok(host, session, 'task_start_node', { nodeId: 'a' })
+  })
+
+  it('edit changes the objective and returns an unapproved plan to planning', async () => {
+    await command(host, session, '/task new first idea')
+    scriptReviews(host, 'pass')
+    await ok(host, session, 'task_submit_plan', { acceptanceCriteria: [], nodes: [{ id: 'a', title: 'a' }] })
+    await reviewsSettled(host, session)
+    await command(host, session, '/task edit better idea')
+    expect(await current()).to.include({ objective: 'better idea', phase: 'planning' })
+    expect((await commandError(host, session, '/task approve')).code).to.equal('TASK_NOT_EXECUTING')
+    expect((await current()).phase).to.equal('planning')
+  })
+
+  it('off disables execution and supervision changes; on restores it; repeating writes nothing', async () => {
+    const task = await approvedTask(host, session)
+    await command(host, session, '/task off')
+    expect(await current()).to.include({ enabled: false, revision: task.revision + 1 })
+    await refused(host, session, 'task_start_node', { nodeId: 'a' }, 'SUPERVISOR_DISABLED')
+    expect((await commandError(host, session, '/task resume')).code).to.equal('SUPERVISOR_DISABLED')
+    const seq = session.seq
+    await command(host, session, '/task off')
+    // The command's own user/message and reply, but no state record.
+    const written = await session.read({ from: seq, limit: 10 })
+    expect(written.map((e) => e.type)).to.deep.equal(['user/message', 'command/reply'])
+    await command(host, session, '/task on')
+    expect(await current()).to.include({ enabled: true, revision: task.revision + 2 })
+    await ok(host, session, 'task_start_node', { nodeId: 'a' })
+  })
+
+  it('clear refuses a complete task (it stays repairable) and a cleared one', async () => {
+    await completedTask(host, session)
+    const complete = await commandError(host, session, '/task clear')
+    expect(complete.code).to.equal('TASK_COMPLETED')
+    expect(complete.message).to.match(/stays in history/)
+    await command(host, session, '/task new to clear')
+    await command(host, session, '/task clear')
+    expect((await commandError(host, session, '/task clear')).code).to.equal('TASK_NOT_EXECUTING')
+    expect((await commandError(host, session, '/task resume')).code).to.equal('TASK_NOT_EXECUTING')
+  })
+})

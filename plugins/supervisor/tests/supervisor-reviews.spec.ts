@@ -1,0 +1,150 @@
+import { expect } from 'chai'
+import type { Session } from '@taskward/host'
+import { TaskwardError } from '@taskward/protocol'
+import { removeTree, type TestHost } from '@taskward/testkit'
+import {
+  approvedTask, bootSupervisor, command, ok, refused, reviewsSettled, scriptReviews, supervisorOf, verdict, workspace,
+} from './fixtures'
+
+describe('supervisor: reviews', () => {
+  let host: TestHost
+  let cwd: string
+  let session: Session
+
+  beforeEach(async () => {
+    host = await bootSupervisor({ automaticContinuation: false })
+    cwd = await workspace()
+    session = await host.ctx.sessions.create({ cwd })
+  })
+  afterEach(async () => {
+    await host.dispose()
+    await removeTree(cwd)
+  })
+
+  const state = () => supervisorOf(host).state(session)
+
+  async function passNode(nodeId: string) {
+    await ok(host, session, 'task_start_node', { nodeId })
+    scriptReviews(host, 'pass')
+    await ok(host, session, 'task_report_stage', { nodeId })
+    await reviewsSettled(host, session)
+  }
+
+  it('lets the reviewer read bounded pages of the main log up to the cutoff only', async () => {
+    await command(host, session, '/task new read the log')
+    for (let i = 0; i < 5; i++) await session.append('assistant/message', { text: `note ${i}` })
+    const pages: any[] = []
+    host.scripted.script('reviewer', [
+      { toolCalls: [{ name: 'review_read_log', args: { from: 0, limit: 3 } }, { name: 'review_read_log', args: { from: 3, limit: 200 } }] },
+      ({ results }) => {
+        pages.push(...results.map((r) => r.result))
+        return verdict('pass', [], [pages[0].events[0].seq])
+      },
+    ])
+    await ok(host, session, 'task_submit_plan', { acceptanceCriteria: [], nodes: [{ id: 'a', title: 'a' }] })
+    await reviewsSettled(host, session)
+    const job = (await state()).reviews[0]
+    expect(pages[0].sessionId).to.equal(session.id)
+    expect(pages[0].events.map((e: any) => e.seq)).to.deep.equal([0, 1, 2])
+    expect(pages[0].next).to.equal(3)
+    const seqs = pages[1].events.map((e: any) => e.seq)
+    expect(seqs.at(-1)).to.equal(job.cutoffSeq)
+    expect(pages[1]).to.not.have.property('next')
+    // The cutoff is the tool call that asked for the review: the review's own records are after it.
+    const cut = await session.event(job.cutoffSeq)
+    expect(cut).to.include({ type: 'tool/call' })
+    expect(job).to.include({ status: 'finished', verdict: 'pass' })
+    expect(job.evidenceSeqs).to.deep.equal([0])
+  })
+
+  it('refuses evidence after the cutoff and keeps the job open for a corrected verdict', async () => {
+    await command(host, session, '/task new cite carefully')
+    host.scripted.script('reviewer', [verdict('pass', [], [10_000]), verdict('revise', ['needs detail'])])
+    await ok(host, session, 'task_submit_plan', { acceptanceCriteria: [], nodes: [{ id: 'a', title: 'a' }] })
+    await reviewsSettled(host, session)
+    expect((await state()).current).to.include({ phase: 'planning' })
+    expect((await state()).reviews[0]).to.include({ verdict: 'revise' })
+  })
+
+  it('pauses with review-fault when the reviewer ends its turn without a verdict; /task resume re-runs the review', async () => {
+    await approvedTask(host, session)
+    await ok(host, session, 'task_start_node', { nodeId: 'a' })
+    host.scripted.script('reviewer', [{ text: 'looks fine to me' }])
+    await ok(host, session, 'task_report_stage', { nodeId: 'a' })
+    await reviewsSettled(host, session)
+    let task = (await state()).current!
+    expect(task).to.include({ phase: 'paused', pauseReason: 'review-fault', resumePhase: 'reviewing' })
+    await refused(host, session, 'task_start_node', { nodeId: 'b' }, 'TASK_NOT_EXECUTING')
+
+    scriptReviews(host, 'pass')
+    await command(host, session, '/task resume')
+    await reviewsSettled(host, session)
+    task = (await state()).current!
+    expect(task.phase).to.equal('active')
+    expect(task.nodeRuns.a.status).to.equal('passed')
+    expect((await state()).reviews.map((j) => [j.kind, j.status])).to.deep.equal([['plan', 'finished'], ['stage', 'failed'], ['stage', 'finished']])
+  })
+
+  it('a needs-user stage verdict pauses for a decision; resume makes the node ready again', async () => {
+    await approvedTask(host, session)
+    await ok(host, session, 'task_start_node', { nodeId: 'a' })
+    scriptReviews(host, verdict('needs-user', ['which greeting language?']))
+    await ok(host, session, 'task_report_stage', { nodeId: 'a' })
+    await reviewsSettled(host, session)
+    expect((await state()).current).to.include({ phase: 'paused', pauseReason: 'decision' })
+    expect((await state()).current!.nodeRuns.a.status).to.equal('awaiting-user')
+    await command(host, session, '/task resume')
+    const task = (await state()).current!
+    expect(task.phase).to.equal('active')
+    expect(task.nodeRuns.a.status).to.equal('needs-revision')
+    expect((await ok(host, session, 'task_status')).readyNodes).to.deep.equal(['a'])
+  })
+
+  it('rework keeps the reason and the prior acceptance and resets descendants', async () => {
+    await approvedTask(host, session)
+    await passNode('a')
+    await passNode('b')
+    const reworked = await ok(host, session, 'task_rework_node', { nodeId: 'a', reason: 'greeting is rude' })
+    expect(reworked.reworked).to.deep.equal(['a', 'b'])
+    const task = (await state()).current!
+    expect(task.nodeRuns.a).to.include({ attempt: 2, status: 'pending', reworkReason: 'greeting is rude' })
+    expect(task.nodeRuns.a.priorAcceptance).to.include({ attempt: 1 })
+    expect(task.nodeRuns.b).to.include({ attempt: 2, status: 'pending' })
+  })
+
+  it('asks completion gates before requesting a completion review and again before applying a pass', async () => {
+    await approvedTask(host, session)
+    await passNode('a')
+    await passNode('b')
+    let refusal: TaskwardError | undefined = new TaskwardError('VALIDATION_MISSING', 'No validation run was recorded; run the checks first.')
+    const asked: string[] = []
+    const dispose = supervisorOf(host).registerCompletionGate(async (s, task) => {
+      asked.push(`${s.id}:${task.phase}`)
+      return refusal
+    })
+    const denied = await refused(host, session, 'task_request_completion', {}, 'VALIDATION_MISSING')
+    expect(denied.message).to.match(/run the checks first/)
+    expect((await state()).current!.phase).to.equal('active')
+
+    refusal = undefined
+    host.scripted.script('reviewer', [async () => {
+      refusal = new TaskwardError('VERDICT_NEGATIVE', 'The last check failed.')
+      return verdict('pass')
+    }])
+    await ok(host, session, 'task_request_completion', {})
+    await reviewsSettled(host, session)
+    const task = (await state()).current!
+    expect(task.phase).to.equal('active')
+    expect(task.completionReview).to.include({ verdict: 'revise' })
+    expect(task.completionReview!.findings.at(-1)).to.match(/VERDICT_NEGATIVE/)
+    expect((await state()).reviews.at(-1)).to.include({ kind: 'completion', verdict: 'pass' })
+    expect(asked).to.deep.equal([`${session.id}:active`, `${session.id}:active`, `${session.id}:reviewing`])
+
+    dispose()
+    scriptReviews(host, 'pass')
+    await ok(host, session, 'task_request_completion', {})
+    await reviewsSettled(host, session)
+    expect((await state()).current!.phase).to.equal('complete')
+    expect(asked).to.have.length(3)
+  })
+})

@@ -1,0 +1,58 @@
+import { expect } from 'chai'
+import { AdmissionService } from '@taskward/plugin-admission'
+import { SupervisorPlugin } from '@taskward/plugin-supervisor'
+import { REPAIR_NAMESPACE, REVIEW_NAMESPACE, TASK_NAMESPACE } from '@taskward/protocol'
+import { TestHost, removeTree, tempWorkspace } from '@taskward/testkit'
+
+/*
+ * The supervisor with reader admission: its readers (task state 1–10, review jobs 1, repair 1) are
+ * registered with `admission` for as long as the supervisor is loaded, whichever plugin loads first.
+ */
+
+const until = async (check: () => Promise<boolean> | boolean, what: string) => {
+  const started = Date.now()
+  while (!(await check())) {
+    if (Date.now() - started > 5000) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+}
+
+const ranges = (host: TestHost) => host.ctx.admission.readers()
+  .map((r) => `${r.namespace} ${r.minVersion}-${r.maxVersion}`).sort()
+
+describe('supervisor with reader admission', () => {
+  let host: TestHost
+  let cwd: string
+
+  beforeEach(async () => { cwd = await tempWorkspace({ 'README.md': '# hello\n' }) })
+  afterEach(async () => {
+    await host.dispose()
+    await removeTree(cwd)
+  })
+
+  for (const order of ['supervisor first', 'admission first']) {
+    it(`registers the supervisor's readers (${order})`, async () => {
+      const plugins: [any, any][] = [[SupervisorPlugin, { automaticContinuation: false }], [AdmissionService, {}]]
+      host = await TestHost.boot({ plugins: order === 'supervisor first' ? plugins : plugins.reverse(), waitFor: ['supervisor', 'admission'] })
+      expect(ranges(host)).to.deep.equal([`${TASK_NAMESPACE} 1-10`, `${REPAIR_NAMESPACE} 1-1`, `${REVIEW_NAMESPACE} 1-1`].sort())
+    })
+  }
+
+  it('drives a supervised session past admission, and refuses it once the supervisor is unloaded', async () => {
+    host = await TestHost.boot({ plugins: [[AdmissionService, {}], [SupervisorPlugin, {}]], waitFor: ['supervisor', 'admission'] })
+    const { session } = await host.ctx.supervisor.startSession({ cwd })
+    host.scripted.script('main', [{ toolCalls: [{ name: 'task_submit_plan', args: { acceptanceCriteria: ['greets'], nodes: [{ id: 'a', title: 'greet' }] } }] }, {}])
+    host.scripted.script('reviewer', [{ toolCalls: [{ name: 'review_verdict', args: { verdict: 'pass' } }] }])
+    await host.ctx.commands.input(session, '/task new greet')
+    await until(async () => (await host.ctx.supervisor.state(session)).current?.phase === 'awaiting-approval', 'the plan review')
+    expect(await host.ctx.admission.refusal(session)).to.equal(undefined)
+
+    host.ctx.registry.delete(SupervisorPlugin)
+    const refusal = await host.ctx.admission.refusal(session)
+    expect(refusal?.code).to.equal('READER_UNAVAILABLE')
+    expect(refusal?.message).to.include(`${TASK_NAMESPACE} v10`).and.to.include(`${REVIEW_NAMESPACE} v1`)
+    await host.ctx.agents.resume(session.id).then(() => expect.fail('resume should be refused'), (error) => {
+      expect(error.code).to.equal('READER_UNAVAILABLE')
+    })
+  })
+})
