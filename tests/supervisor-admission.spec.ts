@@ -34,7 +34,8 @@ describe('supervisor with reader admission', () => {
     it(`registers the supervisor's readers (${order})`, async () => {
       const plugins: [any, any][] = [[SupervisorPlugin, { automaticContinuation: false }], [AdmissionService, {}]]
       host = await TestHost.boot({ plugins: order === 'supervisor first' ? plugins : plugins.reverse(), waitFor: ['supervisor', 'admission'] })
-      expect(ranges(host)).to.deep.equal([`${TASK_NAMESPACE} 1-10`, `${REPAIR_NAMESPACE} 1-1`, `${REVIEW_NAMESPACE} 1-1`].sort())
+      // The repair namespace's reader belongs to the repair plugin: without it, repair records block the session.
+      expect(ranges(host)).to.deep.equal([`${TASK_NAMESPACE} 1-10`, `${REVIEW_NAMESPACE} 1-1`].sort())
     })
   }
 

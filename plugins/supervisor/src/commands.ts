@@ -11,6 +11,9 @@ import type { Supervisor } from './service'
 const USAGE = '/task [status] | new <objective> | approve | pause | resume | edit <objective> | clear | off | on '
   + '(approve, pause, resume, clear, off and on accept an optional <taskId>@<revision> binding)'
 
+/** The subcommands this plugin handles itself; others may add more with `registerSubcommand`. */
+export const BUILTIN_SUBCOMMANDS: readonly string[] = ['', 'status', 'new', 'approve', 'pause', 'resume', 'edit', 'clear', 'off', 'on']
+
 /** `<taskId>@<revision>` → binding; empty → undefined; anything else is a usage error. */
 export function parseBinding(text: string): TaskBinding | undefined {
   if (!text) return
@@ -73,8 +76,11 @@ export function registerTaskCommand(ctx: Context, supervisor: Supervisor) {
         if (!enabled) supervisor.controller.disarm(session.id)
         return reply(task, enabled ? `Supervision of task ${task.id} is on.` : `Supervision of task ${task.id} is off; /task on turns it back on.`)
       }
-      default:
+      default: {
+        const added = supervisor.subcommand(sub)
+        if (added) return added({ session, args: rest })
         throw new TaskwardError('TASK_INVALID', `Unknown /task subcommand "${sub}". Usage: ${USAGE}`)
+      }
     }
   })
 }

@@ -1,12 +1,12 @@
 import { Supervisor } from './service'
 
 export { Config } from './config'
-export { Supervisor, type CompletionGate, type Transaction } from './service'
+export { Supervisor, type CompletionGate, type TaskSubcommand, type Transaction } from './service'
 export { Controller, type ControllerStatus } from './continuation'
 export { Reviews, REVIEW_PAGE_LIMIT, isPendingJob, jobOfReviewer, type VerdictInput } from './reviews'
 export { REVIEWER_TOOLS } from './guard'
 export { nextInstruction, reviewerPrompt } from './instructions'
-export { parseBinding } from './commands'
+export { parseBinding, BUILTIN_SUBCOMMANDS } from './commands'
 export const name = 'supervisor'
 
 /** The plugin: load it as `[SupervisorPlugin, config]`. */

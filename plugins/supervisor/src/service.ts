@@ -11,7 +11,7 @@ import { Controller, type ControllerStatus } from './continuation'
 import { Reviews } from './reviews'
 import { registerGuard } from './guard'
 import { registerTaskTools } from './tools'
-import { registerTaskCommand } from './commands'
+import { BUILTIN_SUBCOMMANDS, registerTaskCommand } from './commands'
 
 declare module 'cordis' {
   interface Context {
@@ -25,6 +25,9 @@ declare module 'cordis' {
 
 /** Asked before a completion review is requested and again before a completion `pass` is applied. */
 export type CompletionGate = (session: Session, task: Task) => Promise<TaskwardError | undefined>
+
+/** An extra `/task <name> …` subcommand another plugin adds (recovery's `/task checks`). */
+export type TaskSubcommand = (invocation: { session: Session, args: string }) => Promise<unknown> | unknown
 
 export interface Transaction<T> {
   records: RecordEnvelope[]
@@ -64,6 +67,7 @@ export class Supervisor extends Service {
   private readonly locks = new KeyedLock()
   private readonly mirrors = new Map<string, SupervisorState>()
   private readonly gates = new Set<CompletionGate>()
+  private readonly subcommands = new Map<string, TaskSubcommand>()
   private readonly home: Context
 
   constructor(ctx: Context, public override config: Config) {
@@ -76,10 +80,11 @@ export class Supervisor extends Service {
       init: initSupervisorState,
       apply: applySupervisorEvent,
     })
-    // The reader registry is optional: without it nobody checks reader admission.
+    // The reader registry is optional: without it nobody checks reader admission. The repair
+    // namespace's reader is registered by its one owner, the repair plugin.
     ctx.inject(['admission'], (ctx) => {
       const admission = (ctx as Context & { admission: ReaderRegistry }).admission
-      for (const reader of [taskReader, reviewJobReader, repairReader]) admission.registerReader(reader)
+      for (const reader of [taskReader, reviewJobReader]) admission.registerReader(reader)
     })
     ctx.on('session/event', (session, event) => this.observe(session, event))
     this.controller = new Controller(ctx, this, this.config)
@@ -147,6 +152,28 @@ export class Supervisor extends Service {
       gates.add(gate)
       return () => gates.delete(gate)
     })
+  }
+
+  /**
+   * Add `/task <name> …` for as long as the calling plugin is loaded. Built-in subcommands and a name
+   * another plugin already added are refused (`CONFIG_INVALID`). Returns the disposer.
+   */
+  registerSubcommand(name: string, handler: TaskSubcommand) {
+    if (!/^[a-z][a-z-]*$/.test(name) || BUILTIN_SUBCOMMANDS.includes(name) || this.subcommands.has(name)) {
+      throw new TaskwardError('CONFIG_INVALID', `/task ${name} cannot be added: the name is invalid or already taken. Choose another subcommand name.`)
+    }
+    const subcommands = this.subcommands
+    return this.ctx.effect(() => {
+      subcommands.set(name, handler)
+      return () => {
+        if (subcommands.get(name) === handler) subcommands.delete(name)
+      }
+    })
+  }
+
+  /** The handler of an added `/task` subcommand, or undefined. */
+  subcommand(name: string): TaskSubcommand | undefined {
+    return this.subcommands.get(name)
   }
 
   /** The first refusal of a completion gate, or undefined when every gate lets the task complete. */

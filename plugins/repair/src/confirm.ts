@@ -1,0 +1,103 @@
+import { randomUUID } from 'node:crypto'
+import type { Session } from '@taskward/host'
+import {
+  appliedOutcome, boundProposal, compareStamps, confirmDecision, confirmEnvelope, declineDecision, declineEnvelope,
+  effectiveCycle, reopenTask, repairFollowup, sameStamp, taskStateEnvelope, TaskwardError,
+  type RepairBinding, type ReopenOutcome, type Task, type TrackedProposal,
+} from '@taskward/protocol'
+import type { RepairService } from './service'
+
+export interface ConfirmOutcome extends ReopenOutcome {
+  outcome: 'reopened' | 'already-applied'
+}
+
+export interface DeclineOutcome {
+  outcome: 'declined' | 'already-declined'
+}
+
+function notReopenable(binding: RepairBinding, why: string) {
+  return new TaskwardError('REPAIR_STALE', `Repair ${binding.proposalId} cannot reopen its task: ${why}. Reload the task and confirm again.`,
+    { proposalId: binding.proposalId })
+}
+
+/**
+ * The user's Confirm click. Refusals that need no waiting answer at once (unknown or mismatched
+ * proposal, a final status); an applied proposal answers `already-applied` and wakes nothing. Then,
+ * once the main agent is idle and inside its maintenance window (or the session's repair lock when no
+ * agent is live), every check runs again, the workspace is stamped and compared, and the receipt and
+ * the reopened state are appended; finally the follow-up turn is queued. A failed check writes nothing.
+ */
+export async function confirmRepair(service: RepairService, main: Session, binding: RepairBinding): Promise<ConfirmOutcome> {
+  const state = await service.readState(main)
+  const early = boundProposal(state, binding)
+  if (early.status === 'applied') return { outcome: 'already-applied', ...appliedOutcome(state, early) }
+  if (early.status === 'declined' || early.status === 'superseded') {
+    throw new TaskwardError('REPAIR_STALE', `Repair ${binding.proposalId} was ${early.status}; it can no longer be confirmed. `
+      + 'Propose the repair again if the defect is still there.', { proposalId: binding.proposalId, status: early.status })
+  }
+  const decide = () => service.locks.run(main.id, () => reopenInWindow(service, main, binding))
+  const agent = service.supervisor.mainAgent(main.id)
+  if (!agent) return decide()
+  await agent.whenIdle()
+  return agent.runMaintenance(decide)
+}
+
+async function reopenInWindow(service: RepairService, main: Session, binding: RepairBinding): Promise<ConfirmOutcome> {
+  const { supervisor } = service
+  const state = await service.readState(main)
+  const decision = confirmDecision(state, binding)
+  if (decision.kind === 'applied') return { outcome: 'already-applied', ...appliedOutcome(state, decision.tracked) }
+  const { proposal } = decision.tracked
+  const stamp = await service.stamp(main)
+  if (!sameStamp(proposal.artifact, stamp)) {
+    throw new TaskwardError('ARTIFACT_CHANGED',
+      'Files changed since the proposal; propose again so that the impact shown matches the workspace.',
+      { proposalId: proposal.id, reason: 'stamp-mismatch', differences: compareStamps(proposal.artifact, stamp) })
+  }
+  if (decision.receipt) {
+    await supervisor.transact(main, (now) => {
+      const again = confirmDecision(now, binding)
+      if (again.kind !== 'reopen' || !again.receipt) throw notReopenable(binding, 'it was decided meanwhile')
+      const receipt = { proposalId: proposal.id, taskId: proposal.taskId, taskRevision: proposal.taskRevision, source: 'web-confirmation' as const, confirmedAt: Date.now() }
+      // Dry run: a reopen the projection would refuse must not leave a receipt behind.
+      reopenTask(again.target, proposal, { ...receipt, seq: main.seq })
+      return { records: [confirmEnvelope(receipt, randomUUID())], result: undefined }
+    })
+  }
+  // The reopen is computed from the receipt as recorded (its real seq), in its own transaction.
+  const reopened = await supervisor.transact(main, (now) => {
+    const again = confirmDecision(now, binding)
+    if (again.kind !== 'reopen' || again.receipt) throw notReopenable(binding, 'its confirmation receipt is missing')
+    const task = reopenTask(again.target, proposal, again.tracked.confirmation)
+    return { records: [taskStateEnvelope(task)], result: task }
+  })
+  await followUp(service, main, reopened, decision.tracked)
+  return {
+    outcome: 'reopened',
+    taskId: reopened.id,
+    revision: reopened.revision,
+    acceptanceCycle: effectiveCycle(reopened),
+    affectedNodeIds: [...proposal.affectedNodeIds],
+  }
+}
+
+/** Queue the controller's follow-up turn; the reopen is durable even if the agent cannot be woken. */
+async function followUp(service: RepairService, main: Session, task: Task, tracked: TrackedProposal) {
+  try {
+    await service.supervisor.continueTask(main.id, repairFollowup(task, tracked.proposal))
+  } catch (error) {
+    service.logger.warn('session %s: task %s was reopened but the follow-up turn could not be queued (%s); /task resume continues it',
+      main.id, task.id, (error as Error).message)
+  }
+}
+
+/** The user's Decline click: no idle wait; the task stays complete; repeating it writes nothing. */
+export function declineRepair(service: RepairService, main: Session, binding: RepairBinding): Promise<DeclineOutcome> {
+  return service.locks.run(main.id, () => service.supervisor.transact<DeclineOutcome>(main, (state) => {
+    const decision = declineDecision(state, binding)
+    if (decision.kind === 'declined') return { records: [], result: { outcome: 'already-declined' } }
+    const { proposal } = decision.tracked
+    const decline = { proposalId: proposal.id, taskId: proposal.taskId, taskRevision: proposal.taskRevision, source: 'web-confirmation' as const, declinedAt: Date.now() }
+    return { records: [declineEnvelope(decline, randomUUID())], result: { outcome: 'declined' } }
+  }))
+}

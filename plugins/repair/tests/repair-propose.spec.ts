@@ -1,0 +1,121 @@
+import { expect } from 'chai'
+import type { Session } from '@taskward/host'
+import { REPAIR_NAMESPACE } from '@taskward/protocol'
+import { removeTree, type TestHost } from '@taskward/testkit'
+import {
+  bootRepair, call, completeDiamond, evidenceSeq, fileIs, mainSession, ok, records, refused, workspace,
+} from './fixtures'
+
+const ORIGINAL = 'export const total = (rows: number[]) => 0\n'
+
+describe('repair: proposals', () => {
+  let host: TestHost
+  let cwd: string
+  let session: Session
+
+  beforeEach(async () => {
+    host = await bootRepair()
+    cwd = await workspace()
+    session = await mainSession(host, cwd)
+  })
+  afterEach(async () => {
+    await host.dispose()
+    await removeTree(cwd)
+  })
+
+  const propose = (args: Record<string, unknown>, on = session) => ok(host, on, 'task_propose_repair', args)
+
+  it('records a main-agent proposal with its impact, keeps the task complete and still denies write', async () => {
+    const task = await completeDiamond(host, session)
+    await refused(host, session, 'write', { path: 'src/totals.ts', content: 'broken' }, 'REPAIR_CONFIRMATION_REQUIRED')
+    const seq = await evidenceSeq(host, session)
+    const answer = await propose({ title: 'row sums are wrong', reason: 'total() ignores its rows', rootNodeIds: ['b', 'c'], evidenceSeqs: [seq] })
+    expect(answer).to.include({ outcome: 'proposed', taskId: task.id, revision: task.revision })
+    expect(answer.affectedNodeIds).to.deep.equal(['b', 'c', 'd'])
+
+    const [record] = await records(session, REPAIR_NAMESPACE, 'proposal')
+    expect(record.data.payload).to.include({ id: answer.proposalId, source: 'main-agent', proposerSessionId: session.id, taskRevision: task.revision })
+    expect(record.data.payload.proposedSeq).to.equal(record.seq)
+    expect(record.data.payload.artifact.digest).to.match(/^[a-f0-9]{64}$/)
+    const state = await host.ctx.supervisor.state(session)
+    expect(state.current).to.deep.equal(task)
+    expect(state.proposals.map((p) => p.status)).to.deep.equal(['pending'])
+
+    await refused(host, session, 'write', { path: 'src/totals.ts', content: 'broken' }, 'REPAIR_CONFIRMATION_REQUIRED')
+    await fileIs(cwd, 'src/totals.ts', ORIGINAL)
+  })
+
+  it('returns an identical pending proposal instead of writing another; a different one supersedes it', async () => {
+    await completeDiamond(host, session)
+    const seq = await evidenceSeq(host, session)
+    const args = { title: 'row sums', reason: 'wrong rows', rootNodeIds: ['b'], evidenceSeqs: [seq] }
+    const first = await propose(args)
+    const again = await propose({ ...args, title: ' row sums ', rootNodeIds: ['b'], evidenceSeqs: [seq, seq] })
+    expect(again).to.include({ outcome: 'identical-pending', proposalId: first.proposalId })
+    expect(await records(session, REPAIR_NAMESPACE, 'proposal')).to.have.length(1)
+
+    const other = await propose({ ...args, reason: 'wrong rows and columns', rootNodeIds: ['b', 'c'] })
+    expect(other.outcome).to.equal('proposed')
+    const state = await host.ctx.supervisor.state(session)
+    expect(state.proposals.map((p) => [p.proposal.id, p.status])).to.deep.equal([[first.proposalId, 'superseded'], [other.proposalId, 'pending']])
+  })
+
+  it('refuses what is not a repair of a complete task, with coded errors and nothing written', async () => {
+    const task = await completeDiamond(host, session)
+    const seq = await evidenceSeq(host, session)
+    const base = { title: 'defect', reason: 'a defect', rootNodeIds: ['b'], evidenceSeqs: [seq] }
+    await refused(host, session, 'task_propose_repair', { ...base, rootNodeIds: [] }, 'INVALID_REPAIR_SCOPE')
+    await refused(host, session, 'task_propose_repair', { ...base, rootNodeIds: ['b', 'b'] }, 'INVALID_REPAIR_SCOPE')
+    await refused(host, session, 'task_propose_repair', { ...base, rootNodeIds: ['zz'] }, 'INVALID_REPAIR_SCOPE')
+    await refused(host, session, 'task_propose_repair', { ...base, evidenceSeqs: [] }, 'REPAIR_EVIDENCE_INVALID')
+    await refused(host, session, 'task_propose_repair', { ...base, evidenceSeqs: [seq - 1] }, 'REPAIR_EVIDENCE_INVALID') // a tool/call
+    await refused(host, session, 'task_propose_repair', { ...base, evidenceSeqs: [99999] }, 'REPAIR_EVIDENCE_INVALID')
+    await refused(host, session, 'task_propose_repair', { ...base, taskId: 'task-unknown' }, 'REPAIR_STALE')
+    await refused(host, session, 'task_propose_repair', { ...base, taskId: task.id, revision: task.revision - 1 }, 'REPAIR_STALE')
+    await refused(host, session, 'task_propose_repair', { ...base, title: 'x'.repeat(121) }, 'BAD_REQUEST')
+    expect(await records(session, REPAIR_NAMESPACE)).to.have.length(0)
+  })
+
+  it('refuses a proposal for a task that is not complete (TASK_NOT_COMPLETE)', async () => {
+    await host.ctx.commands.input(session, '/task new compute totals')
+    const seq = await evidenceSeq(host, session)
+    await refused(host, session, 'task_propose_repair', { title: 't', reason: 'r', rootNodeIds: ['a'], evidenceSeqs: [seq] }, 'TASK_NOT_COMPLETE')
+  })
+
+  it('records a consultation proposal in the main session with the consultation as proposer', async () => {
+    await completeDiamond(host, session)
+    const seq = await evidenceSeq(host, session)
+    const consultation = await host.ctx.sessions.create({ cwd, role: 'consultation', parentId: session.id })
+    const args = { title: 'columns', reason: 'column sums are off', rootNodeIds: ['c'], evidenceSeqs: [seq] }
+    const answer = await ok(host, consultation, 'supervisor_propose_repair', args)
+    const [record] = await records(session, REPAIR_NAMESPACE, 'proposal')
+    expect(record.data.payload).to.include({ id: answer.proposalId, source: 'consultation', proposerSessionId: consultation.id })
+    expect(await records(consultation, REPAIR_NAMESPACE)).to.have.length(0)
+    const status = await host.ctx.supervisor.status(session)
+    expect(status.proposals[0]).to.include({ source: 'consultation', proposerSessionId: consultation.id })
+  })
+
+  it('refuses the wrong caller for each proposal tool, and offers no tool that confirms', async () => {
+    await completeDiamond(host, session)
+    const seq = await evidenceSeq(host, session)
+    const args = { title: 't', reason: 'r', rootNodeIds: ['b'], evidenceSeqs: [seq] }
+    const consultation = await host.ctx.sessions.create({ cwd, role: 'consultation', parentId: session.id })
+    await refused(host, consultation, 'task_propose_repair', args, 'FORBIDDEN')
+    const helper = await host.ctx.sessions.create({ cwd, role: 'helper', parentId: session.id })
+    await refused(host, helper, 'supervisor_propose_repair', args, 'FORBIDDEN')
+    // The main agent may not use the consultation's tool (admission denies it on a complete task).
+    expect((await call(host, session, 'supervisor_propose_repair', args)).error?.code).to.be.oneOf(['FORBIDDEN', 'REPAIR_CONFIRMATION_REQUIRED'])
+    const names = host.ctx.tools.list().map((t) => t.name)
+    expect(names.filter((n) => /reopen|confirm/.test(n))).to.deep.equal([])
+    expect(await records(session, REPAIR_NAMESPACE)).to.have.length(0)
+  })
+
+  it('answers ARTIFACT_UNAVAILABLE without the workspace service', async () => {
+    await host.dispose()
+    host = await bootRepair({ workspace: false })
+    session = await mainSession(host, cwd)
+    await completeDiamond(host, session)
+    const seq = await evidenceSeq(host, session)
+    await refused(host, session, 'task_propose_repair', { title: 't', reason: 'r', rootNodeIds: ['b'], evidenceSeqs: [seq] }, 'ARTIFACT_UNAVAILABLE')
+  })
+})
