@@ -1,7 +1,7 @@
 import Schema from 'schemastery'
 import { RecordEnvelope } from '../envelope'
 import { defineReader, optional } from '../records'
-import { CheckResult, CheckResultSchema, CHECK_ID_PATTERN } from './checks'
+import { CheckResult, CheckResultSchema, CheckSpec, CheckSpecSchema, CHECK_ID_PATTERN } from './checks'
 import { BudgetsUsed } from './budgets'
 import type { ProgressDelta } from './delta'
 import type { AggregateVerdict } from './verdict'
@@ -105,12 +105,24 @@ export interface StrategyPayload {
   at: number
 }
 
+/**
+ * The checks a person set for one task (`/task checks`); they replace the configured checks for that
+ * task from this record on. Only a user sets them: an agent cannot choose what verifies its own work.
+ */
+export interface ChecksPayload {
+  taskId: string
+  checks: CheckSpec[]
+  setBy: 'user'
+  at: number
+}
+
 export interface RecoveryPayloads {
   attempt: AttemptPayload
   decision: DecisionPayload
   candidate: CandidatePayload
   receipt: ReceiptPayload
   strategy: StrategyPayload
+  checks: ChecksPayload
 }
 
 export type RecoveryKind = keyof RecoveryPayloads
@@ -190,6 +202,13 @@ const StrategySchema = Schema.object({
   at: Time.required(),
 })
 
+const ChecksSchema = Schema.object({
+  taskId: Id.required(),
+  checks: Schema.array(CheckSpecSchema).required(),
+  setBy: Schema.const('user' as const).required(),
+  at: Time.required(),
+})
+
 /** Reads `dsh-task-supervisor-recovery` records (version 1) into today's shape. */
 export const recoveryReader = defineReader({
   namespace: RECOVERY_NAMESPACE,
@@ -201,6 +220,7 @@ export const recoveryReader = defineReader({
     candidate: { schemas: { 1: CandidateSchema } },
     receipt: { schemas: { 1: ReceiptSchema } },
     strategy: { schemas: { 1: StrategySchema } },
+    checks: { schemas: { 1: ChecksSchema } },
   },
 })
 

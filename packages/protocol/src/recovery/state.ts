@@ -1,6 +1,7 @@
 import { RECORD_EVENT_TYPE, RecordEnvelope, isRecordEnvelope } from '../envelope'
 import type { SessionEvent } from '../events'
 import { AggregateVerdict, aggregateVerdict } from './verdict'
+import { CheckSpec, validateCheckSpecs } from './checks'
 import { JournalRecord, journalViolation } from './journal'
 import {
   AttemptPayload, DecisionPayload, RECOVERY_NAMESPACE, recoveryReader, RecoveryPayloads, RecoveryKind,
@@ -39,6 +40,8 @@ export interface TaskRecovery {
   strategySince?: number
   /** Agent requests (retry, strategy) and strategy proposals recorded; they change no decision. */
   agentRequests: number
+  /** The checks a person set for this task (`checks` record), replacing the configured ones. */
+  checks?: CheckSpec[]
 }
 
 /** Everything the recovery controller knows, folded from the session's recovery records. */
@@ -153,6 +156,12 @@ function applyRecord<K extends RecoveryKind>(state: RecoveryState, kind: K, payl
       const { taskId } = payload as RecoveryPayloads['strategy']
       const task = state.tasks[taskId] ?? emptyTask(taskId)
       return withTask(state, { ...task, agentRequests: task.agentRequests + 1 })
+    }
+    case 'checks': {
+      const { taskId, checks } = payload as RecoveryPayloads['checks']
+      validateCheckSpecs(checks)
+      const task = state.tasks[taskId] ?? emptyTask(taskId)
+      return withTask(state, { ...task, checks: checks.map((check) => ({ ...check, argv: [...check.argv] })) })
     }
     default: throw new Violation(`unknown kind "${kind}"`)
   }

@@ -1,0 +1,26 @@
+import Schema from 'schemastery'
+import { BudgetsSchema, CheckSpecSchema, type Budgets, type CheckSpec } from '@taskward/protocol'
+
+export interface Config {
+  /** Controller-owned checks (argv, never a shell string). `[]` means validation is MISSING. */
+  checks: CheckSpec[]
+  /** `copy`: a temp copy with a scrubbed environment (not isolation); `bwrap`: the copy inside bubblewrap. */
+  sandbox: 'copy' | 'bwrap'
+  /** Where the candidate's identity comes from: the workspace stamp, or `git rev-parse HEAD`. */
+  candidateSource: 'workspace' | 'git'
+  budgets: Budgets
+  /** Bytes of a check's output kept (head and tail) while it runs. */
+  outputLimitBytes: number
+}
+
+export const Config: Schema<Partial<Config>, Config> = Schema.object({
+  checks: Schema.array(CheckSpecSchema).default([])
+    .description('Checks run against a copy of the candidate: [{id, argv: ["npm", "test"], timeoutMs}]. Empty means unverified.'),
+  sandbox: Schema.union(['copy', 'bwrap'] as const).default('copy')
+    .description('copy: a temp copy with a scrubbed environment (not isolation). bwrap: the copy inside bubblewrap, no network.'),
+  candidateSource: Schema.union(['workspace', 'git'] as const).default('workspace')
+    .description('The candidate identity: the workspace stamp digest, or git HEAD.'),
+  budgets: BudgetsSchema,
+  outputLimitBytes: Schema.natural().min(1024).default(64 * 1024)
+    .description('Bytes of check output kept while it runs (the head and the tail).'),
+}) as Schema<Partial<Config>, Config>

@@ -1,0 +1,32 @@
+import type { Session } from '@taskward/host'
+import { EventTypes, type AgentRequest } from '@taskward/protocol'
+
+/** The agent tools whose calls are recorded as requests: they change no decision. */
+export const REQUEST_TOOLS: Record<string, AgentRequest['type']> = {
+  task_request_retry: 'retry',
+  task_propose_strategy: 'strategy',
+}
+
+const MAX_REQUEST_TEXT = 2000
+
+export interface TurnEvidence {
+  /** Agent steps (assistant messages) since `from`, at least one. */
+  steps: number
+  /** Retry and strategy requests the agent made since `from`, in log order. */
+  requests: AgentRequest[]
+}
+
+/** What the agent did since seq `from`: its steps and its recorded requests, read from the log. */
+export async function turnEvidence(session: Session, from: number): Promise<TurnEvidence> {
+  let steps = 0
+  const requests: AgentRequest[] = []
+  for await (const event of session.events(from)) {
+    if (event.type === EventTypes.assistantMessage) steps++
+    if (event.type !== EventTypes.toolCall) continue
+    const type = REQUEST_TOOLS[event.data?.name]
+    if (!type) continue
+    const text = String(event.data.args?.reason ?? event.data.args?.text ?? '').slice(0, MAX_REQUEST_TEXT)
+    requests.push({ type, text })
+  }
+  return { steps: Math.max(1, steps), requests }
+}

@@ -1,0 +1,83 @@
+import { cp, mkdtemp, realpath, rm, mkdir } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { delimiter, join, relative } from 'node:path'
+import { access, constants } from 'node:fs/promises'
+import { TaskwardError } from '@taskward/protocol'
+
+/** A fresh place for one verification: the candidate's copy and an empty home. */
+export interface CheckArea {
+  /** The parent of everything below; removed afterwards. */
+  root: string
+  /** The copy of the candidate: the checks' working directory. */
+  work: string
+  /** HOME of the checks. */
+  home: string
+  /** Paths that stand for "this run's temp area" in output (signatures must not see them). */
+  roots: string[]
+}
+
+/**
+ * Copy `cwd` into a new temp area. The root `.git` is left out unless the candidate is a git commit
+ * (then checks may need the repository). Symlinks are copied as links, not followed.
+ */
+export async function prepareArea(cwd: string, keepGit: boolean): Promise<CheckArea> {
+  const root = await mkdtemp(join(tmpdir(), 'taskward-check-'))
+  try {
+    const work = join(root, 'work')
+    const home = join(root, 'home')
+    await mkdir(home)
+    await cp(cwd, work, {
+      recursive: true,
+      verbatimSymlinks: true,
+      filter: (source) => keepGit || relative(cwd, source) !== '.git',
+    })
+    const real = await realpath(root)
+    const roots = [...new Set([work, home, root, join(real, 'work'), join(real, 'home'), real])]
+    return { root, work, home, roots }
+  } catch (error) {
+    await rm(root, { recursive: true, force: true })
+    throw error
+  }
+}
+
+export async function removeArea(area: CheckArea) {
+  await rm(area.root, { recursive: true, force: true })
+}
+
+/**
+ * The whole environment of a check: PATH (to find programs), a fixed LANG and TZ, and a temp HOME.
+ * Nothing else from the host passes — no credentials, tokens or TASKWARD_* variables.
+ */
+export function scrubbedEnv(home: string, hostPath = process.env.PATH ?? '/usr/bin:/bin'): Record<string, string> {
+  return { PATH: hostPath, LANG: 'C.UTF-8', TZ: 'UTC', HOME: home }
+}
+
+/** The absolute path of `program` on PATH, or undefined. */
+export async function findOnPath(program: string, path = process.env.PATH ?? ''): Promise<string | undefined> {
+  for (const dir of path.split(delimiter).filter(Boolean)) {
+    const candidate = join(dir, program)
+    try {
+      await access(candidate, constants.X_OK)
+      return candidate
+    } catch {}
+  }
+}
+
+/**
+ * The argv that runs `argv` in bubblewrap: every namespace unshared (no network), the host read-only,
+ * a fresh /dev, /proc and /tmp, and only the copy and the temp home writable. Refused when bwrap is not
+ * installed: running the check unsandboxed instead would silently weaken the configured policy.
+ */
+export async function bwrapArgv(area: CheckArea, argv: string[]): Promise<string[]> {
+  const bwrap = await findOnPath('bwrap')
+  if (!bwrap) {
+    throw new TaskwardError('SERVICE_UNAVAILABLE',
+      'The recovery sandbox is "bwrap" but bubblewrap (bwrap) is not installed on this host. Install bubblewrap or set sandbox: copy (which is not isolation).')
+  }
+  return [
+    bwrap, '--unshare-all', '--die-with-parent', '--new-session',
+    '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp',
+    '--bind', area.work, area.work, '--bind', area.home, area.home, '--chdir', area.work,
+    '--', ...argv,
+  ]
+}

@@ -1,0 +1,231 @@
+import { Context, Service } from 'cordis'
+import type { Session } from '@taskward/host'
+import type {} from '@taskward/plugin-supervisor'
+import type {} from '@taskward/plugin-workspace'
+import {
+  checkResultOf, decide, decisionPayload, foldRecovery, initRecoveryState, latestRecoveryAttempt, RECORD_EVENT_TYPE,
+  reconcileJournal, RECOVERY_NAMESPACE, recoveryReader, recoveryRecord, TaskwardError,
+  type AgentClaim, type AttemptPayload, type AttemptView, type CheckResult, type CheckSpec, type JournalRecord,
+  type RecordReader, type RecoveryDecision, type RecoveryKind, type RecoveryPayloads, type RecoveryState,
+} from '@taskward/protocol'
+import { Config } from './config'
+import { readCandidate } from './candidate'
+import { turnEvidence } from './evidence'
+import { KeyedLock } from './lock'
+import { runCheck } from './runner'
+import { wireRecovery } from './wiring'
+import { prepareArea, removeArea, type CheckArea } from './sandbox'
+
+declare module 'cordis' {
+  interface Context {
+    recovery: Recovery
+  }
+}
+
+export const RECOVERY_PROJECTION_KEY = RECOVERY_NAMESPACE
+/** Bump when the fold's shape changes: cached states of another version are rebuilt from seq 0. */
+export const RECOVERY_PROJECTION_VERSION = 2
+
+interface ReaderRegistry {
+  registerReader(reader: RecordReader): unknown
+}
+
+export interface AttemptOptions {
+  claim?: AgentClaim
+  nodeId?: string
+  /** Re-verify the latest attempt's candidate (no agent turn): a rerun record. */
+  rerun?: boolean
+}
+
+/**
+ * The `recovery` service: runs the controller-owned checks against a copy of the candidate, records
+ * attempts, decisions and the candidate journal in the session log, and decides with the pure core of
+ * `@taskward/protocol` (`decide`). Everything it knows is folded from those records. See docs/recovery.md.
+ */
+export class Recovery extends Service {
+  static [Service.provide] = 'recovery'
+  static inject = {
+    sessions: { required: true },
+    projections: { required: true },
+    tools: { required: true },
+    agents: { required: true },
+    supervisor: { required: true },
+    workspace: { required: true },
+    admission: { required: false },
+  }
+
+  static Config = Config
+
+  readonly lock = new KeyedLock()
+  readonly home: Context
+  /** Deferred work (pauses, follow-ups, stage verifications) so callers and tests can wait for it. */
+  private readonly deferred = new Set<Promise<unknown>>()
+
+  constructor(ctx: Context, public override config: Config) {
+    super(ctx, 'recovery', true)
+    this.home = ctx
+    this.config = Config(config ?? {})
+    ctx.projections.register<RecoveryState>({
+      key: RECOVERY_PROJECTION_KEY,
+      version: RECOVERY_PROJECTION_VERSION,
+      init: initRecoveryState,
+      apply: foldRecovery,
+    })
+    ctx.inject(['admission'], (ctx) => {
+      (ctx as Context & { admission: ReaderRegistry }).admission.registerReader(recoveryReader)
+    })
+    wireRecovery(ctx, this)
+  }
+
+  /** The recovery state of a session, folded from its recovery records. */
+  async state(session: Session | string): Promise<RecoveryState> {
+    return this.home.projections.get<RecoveryState>(await this.resolve(session), RECOVERY_PROJECTION_KEY)
+  }
+
+  /** The checks that verify a task: the ones a person set with `/task checks`, else the configured ones. */
+  checksFor(state: RecoveryState, taskId: string): CheckSpec[] {
+    return state.tasks[taskId]?.checks ?? this.config.checks
+  }
+
+  /**
+   * Run the task's checks on the current candidate (or, for a rerun, on the latest attempt's) and
+   * record the attempt. Returns the attempt with its verdict as folded.
+   */
+  runChecks(session: Session | string, taskId: string, options: AttemptOptions = {}): Promise<AttemptView> {
+    return this.exclusive(session, (resolved) => this.recordAttempt(resolved, taskId, options))
+  }
+
+  /** Decide on the task's latest attempt and record the decision with its journal records. */
+  decide(session: Session | string, taskId: string, options: { completionRequested?: boolean } = {}): Promise<RecoveryDecision> {
+    return this.exclusive(session, (resolved) => this.recordDecision(resolved, taskId, options.completionRequested))
+  }
+
+  /** Finish or roll back an interrupted candidate promotion (before anything else is decided). */
+  reconcile(session: Session | string): Promise<JournalRecord[]> {
+    return this.exclusive(session, async (resolved) => {
+      const state = await this.usable(resolved)
+      const { actions } = reconcileJournal(state.journal, Date.now())
+      await this.appendJournal(resolved, actions)
+      return actions
+    })
+  }
+
+  /** Run `fn` with the session's recovery lock held (one read-decide-append at a time per session). */
+  exclusive<T>(session: Session | string, fn: (session: Session) => Promise<T>): Promise<T> {
+    return this.resolve(session).then((resolved) => this.lock.run(resolved.id, () => fn(resolved)))
+  }
+
+  /** Keep `work` (a pause, a follow-up, a stage verification) until it settles; see `settled`. */
+  track(work: Promise<unknown>) {
+    const kept = work.catch((error) => this.home.logger('recovery').warn(error))
+    this.deferred.add(kept)
+    kept.finally(() => this.deferred.delete(kept))
+  }
+
+  /** Resolves when every deferred action started so far has settled. */
+  async settled() {
+    while (this.deferred.size) await Promise.all([...this.deferred])
+  }
+
+  /** Unlocked: callers hold the session's lock. */
+  async recordAttempt(session: Session, taskId: string, options: AttemptOptions): Promise<AttemptView> {
+    const state = await this.usable(session)
+    const task = state.tasks[taskId]
+    const last = latestRecoveryAttempt(state, taskId)
+    if (options.rerun && !last) {
+      throw new TaskwardError('BAD_REQUEST', `Task ${taskId} has no attempt to re-verify; run its checks first.`, { taskId })
+    }
+    const specs = this.checksFor(state, taskId)
+    // A rerun re-checks the same candidate; a new attempt reads the candidate now (never the agent's word).
+    const candidate = options.rerun ? last!.candidate : await readCandidate(this.home, session.cwd, this.config.candidateSource)
+    const checks = await this.runAll(session.cwd, specs)
+    const evidence = await turnEvidence(session, last ? last.seq + 1 : 0)
+    const index = options.rerun ? last!.index : (task?.counters.attempts ?? 0) + 1
+    const attemptId = options.rerun ? `${taskId}-a${index}-r${last!.reruns + 1}` : `${taskId}-a${index}`
+    const payload: AttemptPayload = {
+      attemptId,
+      taskId,
+      ...options.nodeId ? { nodeId: options.nodeId } : {},
+      index,
+      ...options.rerun ? { rerunOf: last!.attemptId } : {},
+      candidate,
+      ...state.authoritative ? { parentCandidate: state.authoritative } : {},
+      configuredChecks: specs.map((spec) => spec.id),
+      checks,
+      // A rerun is the controller's own step, not the agent's.
+      steps: options.rerun ? 1 : evidence.steps,
+      ...options.claim ? { agentClaim: options.claim } : {},
+      ...!options.rerun && evidence.requests.length ? { agentRequests: evidence.requests } : {},
+      strategy: task?.counters.strategyChanges ?? 0,
+      recordedAt: Date.now(),
+    }
+    const next = await this.append(session, 'attempt', attemptId, payload)
+    return latestRecoveryAttempt(next, taskId)!
+  }
+
+  /** Unlocked: callers hold the session's lock. Journal records first, then the decision. */
+  async recordDecision(session: Session, taskId: string, completionRequested?: boolean): Promise<RecoveryDecision> {
+    const state = await this.usable(session)
+    const at = Date.now()
+    const decision = decide(state, this.config.budgets, { taskId, at, ...completionRequested ? { completionRequested } : {} })
+    await this.appendJournal(session, decision.journal)
+    const decisionId = `${taskId}-d${(state.tasks[taskId]?.decisions.length ?? 0) + 1}`
+    await this.append(session, 'decision', decisionId, decisionPayload(decision, decisionId, at))
+    return decision
+  }
+
+  /** Append a recovery record after checking that it folds cleanly; returns the state with it. */
+  async append<K extends RecoveryKind>(session: Session, kind: K, recordId: string, payload: RecoveryPayloads[K]): Promise<RecoveryState> {
+    const state = await this.state(session)
+    const envelope = recoveryRecord(kind, recordId, payload)
+    const trial = foldRecovery(state, { seq: session.seq, type: RECORD_EVENT_TYPE, time: Date.now(), data: JSON.parse(JSON.stringify(envelope)) })
+    if (trial.poisoned) {
+      throw new TaskwardError('INTERNAL', `Recovery did not write ${kind} ${recordId}: ${trial.poisoned.message}. This is a bug in the recovery plugin; report it with the session log.`)
+    }
+    // The recovery namespace is not folded by the supervisor, so it is appended directly.
+    await session.append(RECORD_EVENT_TYPE, envelope)
+    return this.state(session)
+  }
+
+  async appendJournal(session: Session, records: readonly JournalRecord[]) {
+    for (const record of records) {
+      const id = record.kind === 'receipt' ? `${record.payload.journalId}:receipt` : `${record.payload.journalId}:${record.payload.stage}`
+      await this.append(session, record.kind, id, record.payload)
+    }
+  }
+
+  /** The state, refusing when a recovery record poisoned it (a person must look at the log first). */
+  async usable(session: Session): Promise<RecoveryState> {
+    const state = await this.state(session)
+    if (state.poisoned) {
+      throw new TaskwardError('RECORD_UNSUPPORTED', `${state.poisoned.message}. Recovery is blocked until a person repairs the session log.`, { seq: state.poisoned.seq })
+    }
+    return state
+  }
+
+  resolve(session: Session | string): Promise<Session> {
+    return typeof session === 'string' ? this.home.sessions.get(session) : Promise.resolve(session)
+  }
+
+  /** Each check in its own fresh copy, so one check's writes cannot change what the next one sees. */
+  private async runAll(cwd: string, specs: CheckSpec[]): Promise<CheckResult[]> {
+    const results: CheckResult[] = []
+    for (const spec of specs) {
+      let area: CheckArea
+      try {
+        area = await prepareArea(cwd, this.config.candidateSource === 'git')
+      } catch (error) {
+        // The copy failed: the check never ran, which proves nothing either way.
+        results.push(checkResultOf(spec, { runnerError: 'runner-fault', durationMs: 0, output: `copy failed: ${(error as Error).message}` }))
+        continue
+      }
+      try {
+        const run = await runCheck(spec, area, this.config)
+        results.push(checkResultOf(spec, run, { roots: area.roots }))
+      } finally {
+        await removeArea(area)
+      }
+    }
+    return results
+  }
+}

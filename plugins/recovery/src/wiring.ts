@@ -1,0 +1,117 @@
+import type { Context } from 'cordis'
+import Schema from 'schemastery'
+import type { Session } from '@taskward/host'
+import {
+  EventTypes, latestRecoveryAttempt, TaskwardError, validateCheckSpecs, type SessionEvent, type Task,
+} from '@taskward/protocol'
+import { CompletionGate } from './gate'
+import type { Recovery } from './service'
+
+const MAX_TEXT = 2000
+
+async function currentTask(recovery: Recovery, session: Session): Promise<Task> {
+  const task = (await recovery.home.supervisor.state(session)).current
+  if (!task) throw new TaskwardError('TASK_NOT_FOUND', 'There is no task in this session; start one with /task new <objective>.')
+  return task
+}
+
+/** `task_propose_strategy` and `task_request_retry`: recorded requests that authorize nothing. */
+function registerAgentTools(ctx: Context, recovery: Recovery) {
+  ctx.tools.register({
+    name: 'task_propose_strategy',
+    description: 'Propose another approach to the current task. It is recorded for the controller and a person; it changes no decision and authorizes nothing.',
+    parameters: Schema.object({ text: Schema.string().min(1).required() }),
+    async execute({ text }: { text: string }, { session }) {
+      const task = await currentTask(recovery, session)
+      await recovery.exclusive(session, async (resolved) => {
+        const state = await recovery.usable(resolved)
+        const attempt = latestRecoveryAttempt(state, task.id)
+        const recordId = `${task.id}-s${resolved.seq}`
+        await recovery.append(resolved, 'strategy', recordId, {
+          taskId: task.id, ...attempt ? { attemptId: attempt.attemptId } : {}, text: text.slice(0, MAX_TEXT), proposedBy: 'agent', at: Date.now(),
+        })
+      })
+      return {
+        recorded: true,
+        changed: 'nothing',
+        message: 'Your proposal is recorded. It authorizes nothing: only the recovery controller decides, from the check results, whether the strategy changes.',
+      }
+    },
+  })
+
+  ctx.tools.register({
+    name: 'task_request_retry',
+    description: 'Ask for another attempt. The request is recorded with your next attempt; it changes no decision: only the controller authorizes retries.',
+    parameters: Schema.object({ reason: Schema.string().min(1).required() }),
+    async execute({ reason }: { reason: string }, { session }) {
+      const task = await currentTask(recovery, session)
+      return {
+        recorded: true,
+        changed: 'nothing',
+        taskId: task.id,
+        message: `Your request ("${reason.slice(0, 200)}") is recorded in the log and attached to your next attempt. It changes nothing: `
+          + 'retries are authorized by the recovery controller from check results and budgets alone.',
+      }
+    },
+  })
+}
+
+/** `/task checks` shows the task's checks; `/task checks <JSON array>` sets them (users only: a command). */
+function registerChecksCommand(ctx: Context, recovery: Recovery) {
+  ctx.supervisor.registerSubcommand('checks', async ({ session, args }) => {
+    const task = await currentTask(recovery, session)
+    if (!args) {
+      const state = await recovery.state(session)
+      const own = state.tasks[task.id]?.checks
+      return { taskId: task.id, source: own ? 'task' : 'config', checks: own ?? recovery.config.checks }
+    }
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(args)
+    } catch {
+      throw new TaskwardError('CONFIG_INVALID', 'Write the checks as a JSON array, e.g. /task checks [{"id": "test", "argv": ["npm", "test"], "timeoutMs": 600000}].')
+    }
+    const checks = validateCheckSpecs(parsed)
+    await recovery.exclusive(session, async (resolved) => {
+      await recovery.usable(resolved)
+      await recovery.append(resolved, 'checks', `${task.id}-checks-${resolved.seq}`, { taskId: task.id, checks, setBy: 'user', at: Date.now() })
+    })
+    return {
+      taskId: task.id, source: 'task', checks,
+      message: checks.length ? `Task ${task.id} is verified by ${checks.map((c) => c.id).join(', ')} from now on.`
+        : `Task ${task.id} has no checks now: its completion cannot be verified and will stop as unverified.`,
+    }
+  })
+}
+
+/** A stage report of a main session: verify the candidate as a 'progress' attempt (its delta is evidence). */
+function onStageReported(recovery: Recovery, session: Session, event: SessionEvent) {
+  if (session.role !== 'main' || event.type !== EventTypes.toolResult) return
+  if (event.data?.name !== 'task_report_stage' || event.data.error || !event.data.result?.taskId) return
+  const { taskId, nodeId } = event.data.result as { taskId: string, nodeId?: string }
+  recovery.track(recovery.exclusive(session, async (resolved) => {
+    const state = await recovery.usable(resolved)
+    // Without checks there is nothing objective to measure; MISSING is decided at completion.
+    if (!recovery.checksFor(state, taskId).length) return
+    await recovery.recordAttempt(resolved, taskId, { claim: 'progress', ...nodeId ? { nodeId } : {} })
+  }))
+}
+
+/** Everything recovery hooks into: the completion gate, agent tools, /task checks, stage reports, resume. */
+export function wireRecovery(ctx: Context, recovery: Recovery) {
+  const gate = new CompletionGate(recovery)
+  ctx.supervisor.registerCompletionGate((session, task) => gate.ask(session, task))
+  registerAgentTools(ctx, recovery)
+  registerChecksCommand(ctx, recovery)
+  ctx.on('session/event', (session, event) => onStageReported(recovery, session, event))
+  // Resume reconciles the candidate journal before anything else is decided.
+  ctx.on('agent/before-resume', async (session) => {
+    if (session.role !== 'main') return
+    try {
+      await recovery.reconcile(session)
+    } catch (error) {
+      return TaskwardError.is(error) ? error : new TaskwardError('INTERNAL', `Recovery could not reconcile the candidate journal: ${(error as Error).message}`)
+    }
+  })
+  return gate
+}
