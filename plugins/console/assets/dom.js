@@ -1,0 +1,82 @@
+// Small DOM helpers for the console (plain ES module, no build step). Text always goes in as text
+// nodes, never as HTML, so nothing from the log can inject markup.
+
+const SVG_NS = 'http://www.w3.org/2000/svg'
+
+function build(element, attrs, children) {
+  for (const [key, value] of Object.entries(attrs ?? {})) {
+    if (value === undefined || value === null || value === false) continue
+    if (key.startsWith('on') && typeof value === 'function') element.addEventListener(key.slice(2), value)
+    else if (key === 'class') element.setAttribute('class', Array.isArray(value) ? value.filter(Boolean).join(' ') : value)
+    else element.setAttribute(key, value === true ? '' : String(value))
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child === undefined || child === null || child === false) continue
+    element.append(child instanceof Node ? child : document.createTextNode(String(child)))
+  }
+  return element
+}
+
+/** `h('p', {class: 'x'}, 'text', child)` → an HTML element. */
+export function h(tag, attrs, ...children) {
+  return build(document.createElement(tag), attrs, children)
+}
+
+/** The same for SVG elements. */
+export function s(tag, attrs, ...children) {
+  return build(document.createElementNS(SVG_NS, tag), attrs, children)
+}
+
+export function time(ms) {
+  if (ms === undefined || ms === null) return 'not recorded'
+  return new Date(ms).toLocaleString()
+}
+
+export function bytes(n) {
+  if (n < 1024) return `${n} B`
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`
+}
+
+export const PHASE_LABELS = {
+  planning: 'Planning',
+  'awaiting-approval': 'Awaiting approval',
+  active: 'Active',
+  reviewing: 'Reviewing',
+  paused: 'Paused',
+  complete: 'Complete',
+  cleared: 'Cleared',
+}
+
+export const STATUS_LABELS = {
+  pending: 'pending',
+  running: 'running',
+  reviewing: 'in review',
+  passed: 'passed',
+  'needs-revision': 'needs revision',
+  'awaiting-user': 'awaiting user',
+}
+
+/** A titled section with an id (for in-page links) and an accessible heading. */
+export function section(id, title, ...children) {
+  return h('section', { id, 'aria-labelledby': `${id}-title` }, h('h2', { id: `${id}-title` }, title), ...children)
+}
+
+export async function getJson(url) {
+  const response = await fetch(url, { credentials: 'same-origin', headers: { accept: 'application/json' } })
+  const body = await response.json().catch(() => ({ error: `HTTP ${response.status}`, code: 'INTERNAL' }))
+  if (!response.ok) throw Object.assign(new Error(body.error ?? `HTTP ${response.status}`), { code: body.code, status: response.status })
+  return body
+}
+
+/** POST JSON; resolves with `{ok, status, body}` (refusals are answers, not exceptions). */
+export async function postJson(url, payload) {
+  const response = await fetch(url, {
+    method: 'POST',
+    credentials: 'same-origin',
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    body: JSON.stringify(payload),
+  })
+  const body = await response.json().catch(() => ({ error: `HTTP ${response.status}`, code: 'INTERNAL' }))
+  return { ok: response.ok, status: response.status, body }
+}

@@ -1,0 +1,67 @@
+import { Context, Service } from 'cordis'
+import { join } from 'node:path'
+import type {} from '@taskward/host'
+import type {} from '@taskward/plugin-supervisor'
+import { dataDirectory } from '@taskward/plugin-database'
+import { Config } from './config'
+import { registerApi } from './routes/api'
+import { LiveUpdates, registerLiveUpdates } from './routes/live'
+import { registerPages } from './routes/pages'
+import { runDemo, type DemoOutcome } from './demo/run'
+
+export { Config } from './config'
+export { readSessionList, readSessionView, SESSION_LIST_LIMIT } from './routes/api'
+export { LiveUpdates } from './routes/live'
+export { CONTENT_SECURITY_POLICY, pageShell, escapeHtml } from './routes/pages'
+export { runDemo, type DemoOutcome } from './demo/run'
+export * from './view/dag-layout'
+export * from './view/task-view'
+export * from './view/session-view'
+export * from './view/advice'
+
+declare module 'cordis' {
+  interface Context {
+    webConsole: WebConsole
+  }
+}
+
+/**
+ * The web console (`webConsole` service): pages, JSON views and live updates on the host's
+ * connection, and the `npm start` demo. See docs/console.md.
+ */
+export class WebConsole extends Service {
+  static [Service.provide] = 'webConsole'
+  static inject = ['connection', 'sessions', 'supervisor', 'agents', 'commands', 'models']
+  static Config = Config
+
+  readonly live: LiveUpdates
+  /** The demo's outcome (skipped when disabled or when sessions exist). */
+  readonly demo: Promise<DemoOutcome>
+
+  constructor(ctx: Context, config: Partial<Config>) {
+    super(ctx, 'webConsole', true)
+    const resolved = Config(config ?? {})
+    registerPages(ctx)
+    registerApi(ctx)
+    this.live = new LiveUpdates(ctx, resolved.heartbeatSeconds * 1000)
+    registerLiveUpdates(ctx, this.live)
+    this.demo = resolved.demo
+      ? new Promise<DemoOutcome>((resolve) => ctx.on('ready', () => {
+        // In the background: the demo takes a few seconds and must not hold up the host's start.
+        runDemo(ctx, resolved.demoDirectory ?? join(dataDirectory(), 'demo-workspace')).then((outcome) => {
+          const logger = ctx.logger('console')
+          if (outcome.status === 'ready') {
+            logger.info(`demo ready: session ${outcome.sessionId} — open /sessions/${outcome.sessionId} after logging in`
+              + (outcome.proposalId ? ' (a repair proposal waits for your decision)' : ' (no repair proposal: is the repair plugin loaded?)'))
+          } else if (outcome.status === 'failed') {
+            logger.warn(`demo failed: ${outcome.message}`)
+          }
+          resolve(outcome)
+        })
+      }))
+      : Promise.resolve({ status: 'skipped', reason: 'the demo is disabled' })
+  }
+}
+
+export const name = 'console'
+export default WebConsole

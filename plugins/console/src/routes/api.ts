@@ -1,0 +1,60 @@
+import type { Context } from 'cordis'
+import type { Session } from '@taskward/host'
+import type {} from '@taskward/plugin-supervisor'
+import type { SessionEvent } from '@taskward/protocol'
+import { REFUSAL_ADVICE } from '../view/advice'
+import { evidenceSeqsOf, sessionView, type SessionSummary } from '../view/session-view'
+
+/** How many main sessions the list shows (newest first). */
+export const SESSION_LIST_LIMIT = 200
+
+function summary(session: Session): SessionSummary {
+  return { id: session.id, cwd: session.cwd, role: session.role, createdAt: session.createdAt, seq: session.seq }
+}
+
+/** The task view of one session, with its evidence quotes read from the log. */
+export async function readSessionView(ctx: Context, sessionId: string) {
+  const session = await ctx.sessions.get(sessionId)
+  const status = await ctx.supervisor.status(session)
+  const state = await ctx.supervisor.state(session)
+  const events = new Map<number, SessionEvent>()
+  for (const seq of evidenceSeqsOf(state)) {
+    const event = await session.event(seq)
+    if (event) events.set(seq, event)
+  }
+  return { ...sessionView(summary(session), state, events), controller: status.controller, advice: REFUSAL_ADVICE }
+}
+
+/** Main sessions, newest first, each with its current task in one line. */
+export async function readSessionList(ctx: Context) {
+  const sessions = (await ctx.sessions.list()).filter((s) => s.role === 'main').reverse().slice(0, SESSION_LIST_LIMIT)
+  return Promise.all(sessions.map(async (session) => {
+    const state = await ctx.supervisor.state(session)
+    const task = state.current
+    const waiting = state.proposals.findLast((p) => p.status === 'pending' || p.status === 'confirmed')
+    return {
+      ...summary(session),
+      ...(task ? { task: { id: task.id, objective: task.objective, phase: task.phase, acceptanceCycle: task.acceptanceCycle ?? 1 } } : {}),
+      ...(waiting ? { awaitingDecision: { id: waiting.proposal.id, title: waiting.proposal.title } } : {}),
+      historyCount: state.history.length,
+      ...(state.poisoned ? { poisoned: true } : {}),
+    }
+  }))
+}
+
+export function registerApi(ctx: Context) {
+  ctx.connection.register({
+    path: '/api/console/sessions',
+    methods: ['GET'],
+    access: 'operator',
+    handler: async () => Response.json({ sessions: await readSessionList(ctx) }),
+  })
+  ctx.connection.register({
+    path: '/api/console/sessions/:sessionId/view',
+    methods: ['GET'],
+    access: 'operator',
+    handler: async (_request, { params }) => Response.json(await readSessionView(ctx, params.sessionId), {
+      headers: { 'cache-control': 'no-store' },
+    }),
+  })
+}

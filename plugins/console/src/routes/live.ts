@@ -1,0 +1,112 @@
+import type { Context } from 'cordis'
+import type {} from '@taskward/plugin-supervisor'
+
+/*
+ * Live updates as server-sent events: one-way is all the page needs (it refetches the view), the
+ * browser's EventSource reconnects by itself, and it is a plain streamed Fetch Response, so it goes
+ * through the host's connection (auth included) like every other route. A stream ends when the client
+ * goes away (the host cancels the body) or the plugin is disposed; either way its listeners and timer
+ * are removed.
+ */
+
+/** Coalesce bursts of events (a transition appends several) into one message. */
+const COALESCE_MS = 50
+
+interface Stream {
+  sessionId: string
+  close(): void
+}
+
+export class LiveUpdates {
+  private readonly streams = new Set<Stream>()
+
+  constructor(private ctx: Context, private heartbeatMs: number) {
+    ctx.on('dispose', () => {
+      for (const stream of [...this.streams]) stream.close()
+    })
+  }
+
+  /** Streams open right now (for tests and the docs' "no leaked listeners" promise). */
+  get size() {
+    return this.streams.size
+  }
+
+  open(sessionId: string, initialSeq: number): Response {
+    const encoder = new TextEncoder()
+    const streams = this.streams
+    let stream!: Stream
+    let cleanup = () => {}
+    const body = new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        let closed = false
+        let pending: ReturnType<typeof setTimeout> | undefined
+        let lastSeq = initialSeq
+        const send = (text: string) => {
+          if (closed) return
+          try {
+            controller.enqueue(encoder.encode(text))
+          } catch {
+            cleanup()
+          }
+        }
+        const changed = (seq: number) => {
+          lastSeq = Math.max(lastSeq, seq)
+          pending ??= setTimeout(() => {
+            pending = undefined
+            send(`event: changed\ndata: ${JSON.stringify({ sessionId, seq: lastSeq })}\n\n`)
+          }, COALESCE_MS)
+        }
+        const offEvent = this.ctx.on('session/event', (session, event) => {
+          if (session.id === sessionId) changed(event.seq)
+        })
+        const offChanged = this.ctx.on('supervisor/changed', (id, state) => {
+          if (id === sessionId) changed(state.asOfSeq)
+        })
+        const heartbeat = setInterval(() => send(': keep-alive\n\n'), this.heartbeatMs)
+        cleanup = () => {
+          if (closed) return
+          closed = true
+          offEvent()
+          offChanged()
+          clearInterval(heartbeat)
+          if (pending) clearTimeout(pending)
+          streams.delete(stream)
+        }
+        stream = {
+          sessionId,
+          close: () => {
+            if (closed) return
+            cleanup()
+            try {
+              controller.close()
+            } catch {}
+          },
+        }
+        streams.add(stream)
+        // `retry` tells EventSource how soon to reconnect; the first message lets the page know it is live.
+        send(`retry: 2000\nevent: ready\ndata: ${JSON.stringify({ sessionId, seq: initialSeq })}\n\n`)
+      },
+      cancel: () => cleanup(),
+    })
+    return new Response(body, {
+      headers: {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-store',
+        'x-accel-buffering': 'no',
+      },
+    })
+  }
+}
+
+export function registerLiveUpdates(ctx: Context, live: LiveUpdates) {
+  ctx.connection.register({
+    path: '/api/console/sessions/:sessionId/events',
+    methods: ['GET'],
+    access: 'operator',
+    handler: async (_request, { params }) => {
+      // Refuse unknown sessions before opening a stream (SESSION_NOT_FOUND → 404).
+      const session = await ctx.sessions.get(params.sessionId)
+      return live.open(session.id, session.seq - 1)
+    },
+  })
+}

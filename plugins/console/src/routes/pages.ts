@@ -1,0 +1,90 @@
+import type { Context } from 'cordis'
+import { existsSync, readdirSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
+import { extname } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { TaskwardError } from '@taskward/protocol'
+
+/*
+ * The console's pages are thin HTML shells: the script (plain ES modules from plugins/console/assets,
+ * no build step, nothing from the network beyond this host) fetches the JSON view and renders it.
+ * Every page and asset needs the operator token (the login link's cookie), like the APIs.
+ */
+
+/** plugins/console/assets: two levels up from src/routes/*.ts, one from the bundled lib/index.mjs. */
+export const ASSET_DIRECTORY = ['../../assets/', '../assets/']
+  .map((relative) => fileURLToPath(new URL(relative, import.meta.url)))
+  .find((dir) => existsSync(dir + 'console.js')) ?? fileURLToPath(new URL('../../assets/', import.meta.url))
+
+const TYPES: Record<string, string> = {
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+}
+
+/** Scripts and styles only from this host; no inline code, no framing. */
+export const CONTENT_SECURITY_POLICY = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+  + "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+export function escapeHtml(text: string) {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+}
+
+export function pageShell(page: 'sessions' | 'session', sessionId?: string) {
+  const title = page === 'sessions' ? 'Sessions' : `Session ${sessionId}`
+  const data = sessionId ? ` data-session-id="${escapeHtml(sessionId)}"` : ''
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)} · Taskward</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="/assets/console.css">
+<script type="module" src="/assets/console.js"></script>
+</head>
+<body>
+<a class="skip-link" href="#main">Skip to content</a>
+<header class="top"><a class="brand" href="/">Taskward</a><nav aria-label="Console"><a href="/">Sessions</a></nav>
+<span id="live" class="live" role="status" aria-live="polite">connecting…</span></header>
+<main id="main" tabindex="-1" data-page="${page}"${data}><p class="muted">Loading…</p></main>
+<noscript><p>The console needs JavaScript to show the task view.</p></noscript>
+</body>
+</html>
+`
+}
+
+function html(body: string) {
+  return new Response(body, {
+    headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'content-security-policy': CONTENT_SECURITY_POLICY },
+  })
+}
+
+export function registerPages(ctx: Context) {
+  ctx.connection.register({
+    path: '/',
+    methods: ['GET'],
+    access: 'operator',
+    handler: () => html(pageShell('sessions')),
+  })
+  ctx.connection.register({
+    path: '/sessions/:sessionId',
+    methods: ['GET'],
+    access: 'operator',
+    handler: async (_request, { params }) => {
+      const session = await ctx.sessions.get(params.sessionId)
+      return html(pageShell('session', session.id))
+    },
+  })
+  // Only the files shipped in assets/ (listed once at start): nothing else on disk is reachable.
+  const files = new Set(readdirSync(ASSET_DIRECTORY).filter((name) => TYPES[extname(name)]))
+  ctx.connection.register({
+    path: '/assets/:file',
+    methods: ['GET'],
+    access: 'operator',
+    handler: async (_request, { params }) => {
+      if (!files.has(params.file)) throw new TaskwardError('NOT_FOUND', `No console asset "${params.file}".`)
+      const body = await readFile(ASSET_DIRECTORY + params.file)
+      return new Response(body, { headers: { 'content-type': TYPES[extname(params.file)], 'cache-control': 'no-cache' } })
+    },
+  })
+}

@@ -1,0 +1,119 @@
+import { expect } from 'chai'
+import type { Session } from '@taskward/host'
+import { removeTree, type TestHost } from '@taskward/testkit'
+import { WebConsole } from '../src'
+import { bootSupervisor, completedTask, PLAN, workspace } from '../../supervisor/tests/fixtures'
+
+/** The console's routes through the real server: auth, pages, assets, JSON views and live updates. */
+describe('console over HTTP', function () {
+  this.timeout(20_000)
+  let host: TestHost
+  let cwd: string
+  let session: Session
+
+  beforeEach(async () => {
+    host = await bootSupervisor({ automaticContinuation: false }, [[WebConsole, { demo: false, heartbeatSeconds: 1 }]])
+    cwd = await workspace()
+    session = await host.ctx.sessions.create({ cwd })
+  })
+  afterEach(async () => {
+    await host.dispose()
+    await removeTree(cwd)
+  })
+
+  const hooks = (name: string) => ((host.ctx as any).lifecycle._hooks[name] ?? []).length
+
+  it('answers 401 without a token and 403 with a session token on every page, asset and API', async () => {
+    const paths = ['/', `/sessions/${session.id}`, '/assets/console.js', '/api/console/sessions',
+      `/api/console/sessions/${session.id}/view`, `/api/console/sessions/${session.id}/events`]
+    const sessionToken = host.ctx.connection.issueSessionToken(session.id)
+    for (const path of paths) {
+      const anonymous = await host.http.fetch(path, { token: null })
+      expect(anonymous.status, path).to.equal(401)
+      expect((await anonymous.json()).code).to.equal('UNAUTHORIZED')
+      const scoped = await host.http.fetch(`${path}${path.includes('?') ? '&' : '?'}sessionId=${session.id}`, { token: sessionToken })
+      expect(scoped.status, path).to.equal(403)
+      await scoped.body?.cancel()
+    }
+  })
+
+  it('serves the page shells with a strict CSP, and only the shipped assets', async () => {
+    const page = await host.http.fetch(`/sessions/${session.id}`)
+    expect(page.status).to.equal(200)
+    expect(page.headers.get('content-security-policy')).to.include("script-src 'self'")
+    const html = await page.text()
+    expect(html).to.include(`data-session-id="${session.id}"`).and.include('/assets/console.js')
+    for (const asset of ['console.js', 'console.css', 'dag.js', 'impact.js', 'task.js', 'dom.js']) {
+      expect((await host.http.fetch(`/assets/${asset}`)).status, asset).to.equal(200)
+    }
+    expect((await host.http.fetch('/assets/nope.js')).status).to.equal(404)
+    expect((await host.http.fetch('/assets/..%2F..%2Fpackage.json')).status).to.equal(404)
+    expect((await host.http.fetch('/sessions/no-such-session')).status).to.equal(404)
+  })
+
+  it('returns the task view: phase, effective cycle, DAG layout, node runs and reviews with their sessions', async () => {
+    const empty = await host.http.json(`/api/console/sessions/${session.id}/view`)
+    expect(empty.body).to.not.have.property('current')
+    await completedTask(host, session, 'parse nested lists', PLAN)
+    const { status, body } = await host.http.json(`/api/console/sessions/${session.id}/view`)
+    expect(status).to.equal(200)
+    expect(body.current).to.include({ phase: 'complete', acceptanceCycle: 1, cycleRecorded: false, isCurrent: true })
+    expect(body.current.layout.nodes.map((n: any) => [n.id, n.layer])).to.deep.equal([['a', 0], ['b', 1], ['c', 1], ['d', 2]])
+    expect(body.current.nodes.map((n: any) => `${n.id}:${n.status}:${n.attempt}`)).to.deep.equal(['a:passed:1', 'b:passed:1', 'c:passed:1', 'd:passed:1'])
+    expect(body.current.reviews.map((r: any) => r.kind)).to.deep.equal(['plan', 'stage', 'stage', 'stage', 'stage', 'completion'])
+    const reviewers = (await host.ctx.sessions.list({ parentId: session.id })).map((s) => s.id)
+    for (const review of body.current.reviews) expect(reviewers).to.include(review.reviewerSessionId)
+    expect(body.proposals).to.deep.equal([])
+    expect(body.advice.ARTIFACT_CHANGED).to.match(/propose again/)
+    const list = await host.http.json('/api/console/sessions')
+    expect(list.body.sessions.map((s: any) => [s.id, s.task?.phase])).to.deep.equal([[session.id, 'complete']])
+  })
+
+  /** Read an SSE body until `pattern` shows up. */
+  async function readUntil(reader: ReadableStreamDefaultReader<Uint8Array>, pattern: RegExp, seen = { text: '' }) {
+    const decoder = new TextDecoder()
+    while (!pattern.test(seen.text)) {
+      const { value, done } = await reader.read()
+      if (done) throw new Error(`stream ended before ${pattern}: ${seen.text}`)
+      seen.text += decoder.decode(value)
+    }
+    return seen.text
+  }
+
+  it('streams "changed" when the session log grows, and removes its listeners when the client goes away', async () => {
+    const baseline = { event: hooks('session/event'), changed: hooks('supervisor/changed') }
+    const abort = new AbortController()
+    const response = await host.http.fetch(`/api/console/sessions/${session.id}/events`, { signal: abort.signal })
+    expect(response.headers.get('content-type')).to.match(/^text\/event-stream/)
+    const reader = response.body!.getReader()
+    await readUntil(reader, /event: ready/)
+    expect(host.ctx.webConsole.live.size).to.equal(1)
+    expect(hooks('session/event')).to.equal(baseline.event + 1)
+    await session.append('user/message', { text: 'hello' })
+    const text = await readUntil(reader, /event: changed\ndata: .*\n\n/)
+    expect(text).to.include(`"sessionId":"${session.id}"`)
+    // Keep-alive comments flow while nothing happens (heartbeat 1 s in this suite).
+    await readUntil(reader, /: keep-alive/, { text: '' })
+    abort.abort()
+    const started = Date.now()
+    while (host.ctx.webConsole.live.size && Date.now() - started < 5000) await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(host.ctx.webConsole.live.size).to.equal(0)
+    expect(hooks('session/event')).to.equal(baseline.event)
+    expect(hooks('supervisor/changed')).to.equal(baseline.changed)
+  })
+
+  it('closes open streams when the console plugin is disposed', async () => {
+    const baseline = hooks('session/event')
+    const response = await host.http.fetch(`/api/console/sessions/${session.id}/events`)
+    const reader = response.body!.getReader()
+    await readUntil(reader, /event: ready/)
+    const live = host.ctx.webConsole.live
+    expect(live.size).to.equal(1)
+    ;(host.ctx as any).registry.get(WebConsole).dispose()
+    let done = false
+    while (!done) done = (await reader.read()).done
+    expect(live.size).to.equal(0)
+    expect(hooks('session/event')).to.equal(baseline)
+    expect((await host.http.fetch(`/api/console/sessions/${session.id}/view`)).status).to.equal(404)
+  })
+})
