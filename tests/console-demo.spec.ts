@@ -5,6 +5,8 @@ import { join } from 'node:path'
 import { SupervisorPlugin } from '@taskward/plugin-supervisor'
 import WorkspacePlugin from '@taskward/plugin-workspace'
 import { RepairPlugin } from '@taskward/plugin-repair'
+import { RecoveryPlugin } from '@taskward/plugin-recovery'
+import { AdmissionService } from '@taskward/plugin-admission'
 import { TestHost, removeTree } from '@taskward/testkit'
 import { WebConsole } from '../plugins/console/src'
 import { repairRecords } from './console-fixtures'
@@ -29,8 +31,10 @@ describe('console demo', function () {
 
   const boot = (demo: boolean) => TestHost.boot({
     dataDir,
-    plugins: [[WorkspacePlugin], [SupervisorPlugin, {}], [RepairPlugin, {}], [WebConsole, { demo }]],
-    waitFor: ['supervisor', 'workspace', 'webConsole'],
+    // The plugin set of cordis.yml, so the demo is proven where `npm start` runs it (recovery included:
+    // the demo task must pass its own validation check to complete).
+    plugins: [[AdmissionService, {}], [WorkspacePlugin], [SupervisorPlugin, {}], [RepairPlugin, {}], [RecoveryPlugin, {}], [WebConsole, { demo }]],
+    waitFor: ['admission', 'supervisor', 'workspace', 'recovery', 'webConsole'],
   })
 
   it('ends with a complete task, real files and a pending proposal citing a real tool result; never runs twice', async () => {
@@ -55,6 +59,13 @@ describe('console demo', function () {
     expect(tracked.proposal).to.include({ id: outcome.proposalId, taskId: task.id, source: 'main-agent' })
     expect(tracked.proposal.affectedNodeIds).to.deep.equal(['en', 'cli'])
     const session = await host.ctx.sessions.get(outcome.sessionId)
+    // The recovery controller ran the demo's check on a copy and promoted the candidate exactly once.
+    const recoveryKinds: string[] = []
+    for await (const event of session.events()) {
+      if (event.type === 'extension/record' && event.data.namespace === 'dsh-task-supervisor-recovery') recoveryKinds.push(event.data.kind)
+    }
+    expect(recoveryKinds).to.include('checks')
+    expect(recoveryKinds.filter((kind) => kind === 'receipt')).to.have.length(1)
     const evidence = await session.event(tracked.proposal.evidenceSeqs[0])
     expect(evidence).to.deep.include({ type: 'tool/result' })
     expect(evidence!.data).to.include({ name: 'read' })

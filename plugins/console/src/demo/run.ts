@@ -5,7 +5,7 @@ import type { Session } from '@taskward/host'
 import type {} from '@taskward/plugin-supervisor'
 import type { SupervisorState } from '@taskward/protocol'
 import { MAIN_STEPS, REVIEW_STEPS, mainStep, reviewerStep } from './agent'
-import { DEMO_MARKER, DEMO_OBJECTIVE, DEMO_README, DEMO_USER_REPORT } from './story'
+import { DEMO_MARKER, DEMO_OBJECTIVE, DEMO_README, DEMO_USER_REPORT, demoChecks } from './story'
 
 /*
  * The `npm start` demo: on an empty database, a demo workspace and a main session in which the
@@ -57,6 +57,10 @@ export async function runDemo(ctx: Context, directory: string): Promise<DemoOutc
     const started = await ctx.supervisor.startSession({ cwd: directory })
     session = started.session
     await ctx.commands.input(session, `/task new ${DEMO_OBJECTIVE}`)
+    if (ctx.get('recovery')) {
+      // With the recovery controller loaded, completion needs a passing check: give the task one.
+      await ctx.commands.input(session, `/task checks ${JSON.stringify(demoChecks(process.execPath))}`)
+    }
     await until(ctx, session, 'plan approval to be requested', (s) => s.current?.phase === 'awaiting-approval')
     await ctx.commands.input(session, '/task approve')
     const done = await until(ctx, session, 'the task to complete', (s) => s.current?.phase === 'complete')

@@ -61,3 +61,15 @@ export const DEMO_FINDINGS: Record<string, string> = {
   completion: 'Every node passed its review; the greeting library is complete.',
   progress: 'Progress is visible.',
 }
+
+/**
+ * The demo task's validation check, for hosts that load the recovery controller (which never lets a
+ * task without checks complete): every file the story writes must exist and hold an export.
+ * It runs against a copy of the workspace, as an argv (no shell).
+ */
+export function demoChecks(node: string) {
+  const files = Object.values(DEMO_FILES).map((file) => file.path)
+  const script = `const fs = require('fs'); for (const f of ${JSON.stringify(files)}) `
+    + `if (!/\\b(export|import)\\b/.test(fs.readFileSync(f, 'utf8'))) throw new Error(f + ' holds no module code')`
+  return [{ id: 'files-written', argv: [node, '-e', script], timeoutMs: 30_000 }]
+}
