@@ -2,7 +2,7 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { Session } from '@taskward/host'
 import {
-  EventTypes, latestRecoveryAttempt, TaskwardError, validateCheckSpecs, type SessionEvent, type Task,
+  EventTypes, latestRecoveryAttempt, progressDelta, progressSignalOf, TaskwardError, validateCheckSpecs, type SessionEvent, type Task,
 } from '@taskward/protocol'
 import { CompletionGate } from './gate'
 import type { Recovery } from './service'
@@ -97,12 +97,29 @@ function onStageReported(recovery: Recovery, session: Session, event: SessionEve
   }))
 }
 
+/**
+ * The supervisor's progress signal: before it spends a progress review on turns without a stage
+ * report, verify the current candidate and compare it with the last attempt. Recorded as a 'progress'
+ * attempt, so the measurement is evidence in the log like any other.
+ */
+function registerProgressSource(ctx: Context, recovery: Recovery) {
+  ctx.supervisor.registerProgressSignal((session, task) => recovery.exclusive(session, async (resolved) => {
+    const state = await recovery.usable(resolved)
+    // Without checks nothing objective can be measured: the supervisor falls back to its review.
+    if (!recovery.checksFor(state, task.id).length) return undefined
+    const previous = latestRecoveryAttempt(state, task.id)
+    const attempt = await recovery.recordAttempt(resolved, task.id, { claim: 'progress' })
+    return progressSignalOf(progressDelta(previous, attempt))
+  }))
+}
+
 /** Everything recovery hooks into: the completion gate, agent tools, /task checks, stage reports, resume. */
 export function wireRecovery(ctx: Context, recovery: Recovery) {
   const gate = new CompletionGate(recovery)
   ctx.supervisor.registerCompletionGate((session, task) => gate.ask(session, task))
   registerAgentTools(ctx, recovery)
   registerChecksCommand(ctx, recovery)
+  registerProgressSource(ctx, recovery)
   ctx.on('session/event', (session, event) => onStageReported(recovery, session, event))
   // Resume reconciles the candidate journal before anything else is decided.
   ctx.on('agent/before-resume', async (session) => {

@@ -116,6 +116,13 @@ export class Controller {
     if (!summary.toolCalls.length) return
     if (task?.phase === 'active' && this.config.automaticContinuation && drive.turnsWithoutReport >= this.config.progressReviewAfterTurns) {
       drive.turnsWithoutReport = 0
+      // Objective deltas (e.g. the recovery controller's checks) outrank the turn count: measured
+      // progress continues the task; no measured progress is what the progress review is for.
+      const signal = await this.supervisor.objectiveProgress(agent.session, task)
+      if (signal?.progress) {
+        this.queueNext(agent.id, task, `Objective progress since the last measurement: ${signal.evidence}.`)
+        return
+      }
       await this.supervisor.reviews.requestProgress(agent.session)
       return
     }

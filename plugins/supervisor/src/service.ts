@@ -3,7 +3,7 @@ import type { Agent, Session } from '@taskward/host'
 import {
   applySupervisorEvent, isRecordEnvelope, RECORD_EVENT_TYPE, repairReader, reviewJobReader, SUPERVISOR_PROJECTION_KEY,
   SUPERVISOR_PROJECTION_VERSION, initSupervisorState, taskReader, taskStateEnvelope, TaskwardError,
-  taskStatusView, type RecordEnvelope, type RecordReader, type SessionEvent, type TaskStatusView, type SupervisorState, type Task, type TransitionAt,
+  taskStatusView, combineProgressSignals, type ProgressSignal, type RecordEnvelope, type RecordReader, type SessionEvent, type TaskStatusView, type SupervisorState, type Task, type TransitionAt,
 } from '@taskward/protocol'
 import { Config } from './config'
 import { KeyedLock } from './lock'
@@ -27,6 +27,9 @@ declare module 'cordis' {
 export type CompletionGate = (session: Session, task: Task) => Promise<TaskwardError | undefined>
 
 /** An extra `/task <name> …` subcommand another plugin adds (recovery's `/task checks`). */
+/** Measures objective progress of a task (see `registerProgressSignal`); undefined when it cannot. */
+export type ProgressSource = (session: Session, task: Task) => Promise<ProgressSignal | undefined>
+
 export type TaskSubcommand = (invocation: { session: Session, args: string }) => Promise<unknown> | unknown
 
 export interface Transaction<T> {
@@ -68,6 +71,7 @@ export class Supervisor extends Service {
   private readonly mirrors = new Map<string, SupervisorState>()
   private readonly gates = new Set<CompletionGate>()
   private readonly subcommands = new Map<string, TaskSubcommand>()
+  private readonly progressSources = new Set<ProgressSource>()
   private readonly home: Context
 
   constructor(ctx: Context, public override config: Config) {
@@ -169,6 +173,26 @@ export class Supervisor extends Service {
         if (subcommands.get(name) === handler) subcommands.delete(name)
       }
     })
+  }
+
+  /**
+   * Add a source of objective progress for as long as the calling plugin is loaded. Before the
+   * controller spends a progress review on turns without a stage report, it asks the sources: shown
+   * progress continues the task, anything else leads to the review. Returns the disposer.
+   */
+  registerProgressSignal(source: ProgressSource) {
+    const sources = this.progressSources
+    return this.ctx.effect(() => {
+      sources.add(source)
+      return () => sources.delete(source)
+    })
+  }
+
+  /** What the progress sources measured (the first showing progress, else the first that measured). */
+  async objectiveProgress(session: Session, task: Task): Promise<ProgressSignal | undefined> {
+    const signals: (ProgressSignal | undefined)[] = []
+    for (const source of [...this.progressSources]) signals.push(await source(session, task))
+    return combineProgressSignals(signals)
   }
 
   /** The handler of an added `/task` subcommand, or undefined. */
