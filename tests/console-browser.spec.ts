@@ -121,11 +121,12 @@ describe('console in the browser', function () {
     let reached = false
     for (let i = 0; i < 80 && !reached; i++) {
       await page.keyboard.press('Tab')
-      reached = await page.evaluate(() => document.activeElement?.id === 'confirm-repair')
+      // Evaluated in the page (a string, so this Node-side file needs no DOM types).
+      reached = await page.evaluate("document.activeElement?.id === 'confirm-repair'")
     }
     expect(reached, 'Tab never focused the Confirm button').to.equal(true)
     // The focus ring is visible (the :focus-visible outline is drawn).
-    const outline = await page.evaluate(() => getComputedStyle(document.activeElement!).outlineStyle)
+    const outline = await page.evaluate('getComputedStyle(document.activeElement).outlineStyle')
     expect(outline).to.equal('solid')
     await page.keyboard.press('Enter')
     await page.waitForSelector('#action-outcome[data-outcome="reopened"]')
@@ -161,7 +162,7 @@ describe('console in the browser', function () {
       body: JSON.stringify({ action: 'confirm', proposalId, taskId, revision }),
     })
     expect(forged.status).to.equal(403)
-    expect((await forged.json()).code).to.equal('FORBIDDEN')
+    expect(((await forged.json()) as { code: string }).code).to.equal('FORBIDDEN')
     // From a real cross-site page the SameSite=Strict cookie is not even sent.
     await openSession(page, demo)
     const other = await browser.newPage()

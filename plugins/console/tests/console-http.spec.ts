@@ -30,7 +30,7 @@ describe('console over HTTP', function () {
     for (const path of paths) {
       const anonymous = await host.http.fetch(path, { token: null })
       expect(anonymous.status, path).to.equal(401)
-      expect((await anonymous.json()).code).to.equal('UNAUTHORIZED')
+      expect(((await anonymous.json()) as { code: string }).code).to.equal('UNAUTHORIZED')
       const scoped = await host.http.fetch(`${path}${path.includes('?') ? '&' : '?'}sessionId=${session.id}`, { token: sessionToken })
       expect(scoped.status, path).to.equal(403)
       await scoped.body?.cancel()
