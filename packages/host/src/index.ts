@@ -23,6 +23,7 @@ export * from './agents/service'
 export * from './commands'
 export * from './connection/service'
 export * from './connection/tokens'
+export * from './keyed-lock'
 
 export const name = 'taskward-host'
 export const inject = ['database', 'server']

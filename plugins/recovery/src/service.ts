@@ -11,7 +11,7 @@ import {
 import { Config } from './config'
 import { readCandidate } from './candidate'
 import { turnEvidence } from './evidence'
-import { KeyedLock } from './lock'
+import { KeyedLock } from '@taskward/host'
 import { runCheck } from './runner'
 import { wireRecovery } from './wiring'
 import { prepareArea, removeArea, type CheckArea } from './sandbox'

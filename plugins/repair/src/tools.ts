@@ -2,17 +2,11 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { Session } from '@taskward/host'
 import { TaskwardError, type RepairSource } from '@taskward/protocol'
-import type { ProposeOutcome } from './propose'
+import type { ProposeOutcome, ProposeRequest } from './propose'
 import type { RepairService } from './service'
 
-interface ProposeArgs {
-  taskId?: string
-  revision?: number
-  title: string
-  reason: string
-  rootNodeIds: string[]
-  evidenceSeqs: number[]
-}
+/** What the agent tools take: a proposal request whose source and proposer the tool fills in. */
+type ProposeArgs = Omit<ProposeRequest, 'source' | 'proposerSessionId'>
 
 const parameters = Schema.object({
   taskId: Schema.string().description('The complete task to repair; the current task when omitted.'),

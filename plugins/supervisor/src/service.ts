@@ -6,7 +6,7 @@ import {
   taskStatusView, combineProgressSignals, type ProgressSignal, type RecordEnvelope, type RecordReader, type SessionEvent, type TaskStatusView, type SupervisorState, type Task, type TransitionAt,
 } from '@taskward/protocol'
 import { Config } from './config'
-import { KeyedLock } from './lock'
+import { KeyedLock } from '@taskward/host'
 import { Controller, type ControllerStatus } from './continuation'
 import { Reviews } from './reviews'
 import { registerGuard } from './guard'

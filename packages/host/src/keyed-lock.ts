@@ -1,7 +1,7 @@
 /**
- * One queue per key: `run(key, fn)` starts `fn` once every earlier `fn` of that key settled. Repair
- * decisions of one session (propose, confirm, decline) run one at a time, so that two clicks can
- * never both write a receipt or a reopen.
+ * One queue per key: `run(key, fn)` starts `fn` once every earlier `fn` of that key has settled.
+ * Plugins serialize their read-check-append steps per session with it (supervisor transitions, repair
+ * decisions, recovery attempts), so that two concurrent requests can never both act on the same state.
  */
 export class KeyedLock {
   private readonly tails = new Map<string, Promise<unknown>>()
@@ -10,6 +10,7 @@ export class KeyedLock {
     const run = (this.tails.get(key) ?? Promise.resolve()).then(fn)
     const tail = run.catch(() => {})
     this.tails.set(key, tail)
+    // Forget settled queues so that the map does not grow with every session ever touched.
     tail.then(() => {
       if (this.tails.get(key) === tail) this.tails.delete(key)
     })
