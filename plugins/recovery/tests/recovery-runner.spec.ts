@@ -1,5 +1,6 @@
 import { expect } from 'chai'
-import { readdir, readFile } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { tmpdir } from 'node:os'
 import { removeTree, type TestHost } from '@taskward/testkit'
 import { findOnPath } from '../src'
@@ -82,17 +83,22 @@ describe('recovery: the check runner (real processes through the plugin)', () =>
     expect(again.checks[0].signature).to.equal(check.signature)
   })
 
-  it('refuses the bwrap sandbox with a coded error where bubblewrap is not installed', async function () {
-    if (await findOnPath('bwrap')) this.skip()
+  it('refuses the bwrap sandbox with a coded error where bubblewrap is not installed', async () => {
     host = await bootRecovery({ sandbox: 'bwrap' })
     cwd = await answerWorkspace()
     const { session, task } = await readyTask(host, cwd, [{ id: 'ok', argv: ['true'], timeoutMs: 1000 }])
+    // A PATH without bubblewrap stands for a host that lacks it; the check never runs unsandboxed.
+    const path = process.env.PATH
+    process.env.PATH = await mkdtemp(join(tmpdir(), 'taskward-empty-path-'))
     let code: string | undefined
     try {
       await host.ctx.recovery.runChecks(session, task.id)
     } catch (error) {
       code = (error as any).code
       expect((error as Error).message).to.match(/bubblewrap/)
+    } finally {
+      await removeTree(process.env.PATH!)
+      process.env.PATH = path
     }
     expect(code).to.equal('SERVICE_UNAVAILABLE')
     expect(await recoveryRecords(session, 'attempt')).to.have.length(0)
