@@ -34,6 +34,8 @@ export interface BootOptions {
   waitFor?: string[]
   /** Reuse a data directory (e.g. to restart a host that a child process wrote). */
   dataDir?: string
+  /** The database plugin's config; default: SQLite in the data directory. */
+  database?: Partial<Database.Config>
 }
 
 /**
@@ -77,7 +79,7 @@ export class TestHost {
     applyLogLevel()
     const ctx = new Context()
     this.serverFork = ctx.plugin(Server, { host: '127.0.0.1', port: this.port })
-    ctx.plugin(Database, { driver: 'sqlite', path: this.dbPath })
+    ctx.plugin(Database, this.options.database ?? { driver: 'sqlite', path: this.dbPath })
     ctx.plugin(Host, (this.options.host ?? {}) as Host.Config)
     for (const [plugin, config] of this.options.plugins ?? []) ctx.plugin(plugin, config)
     const wanted = ['database', 'server', 'sessions', 'projections', 'tools', 'models', 'agents', 'commands', 'connection', ...(this.options.waitFor ?? [])]

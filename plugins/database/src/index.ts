@@ -1,7 +1,7 @@
 import { Context, Schema } from 'cordis'
 import { Database } from 'minato'
 import SQLiteDriver from '@minatojs/driver-sqlite'
-import MySQLDriver from '@minatojs/driver-mysql'
+import { TaskwardMySQLDriver } from './mysql'
 import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 
@@ -58,7 +58,7 @@ export function apply(ctx: Context, config: Config) {
   ctx.plugin<undefined>(Database as any)
   if (config.driver === 'mysql') {
     const { driver: _, ...options } = config
-    ctx.plugin(MySQLDriver as any, options)
+    ctx.plugin(TaskwardMySQLDriver as any, options)
   } else {
     const path = resolve(dataDirectory(), config.path)
     // The SQLite driver refuses to open a file whose directory does not exist yet.
