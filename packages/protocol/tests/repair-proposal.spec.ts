@@ -45,7 +45,10 @@ describe('repair proposals', () => {
     const active = driver.start('U')
     refuses('TASK_NOT_COMPLETE', () => buildProposal({ ...input, task: active }))
     refuses('SUPERVISOR_DISABLED', () => buildProposal({ ...input, task: { ...input.task, enabled: false } }))
-    expect(() => setEnabled(input.task, { enabled: false }, { seq: 1, time: 1 })).to.throw(TaskwardError)
+    // /task off on the complete task: still complete, and no proposal can be built for it.
+    const off = setEnabled(input.task, { enabled: false }, { seq: 1, time: 1 })
+    expect(off).to.include({ phase: 'complete', enabled: false, revision: input.task.revision + 1 })
+    refuses('SUPERVISOR_DISABLED', () => buildProposal({ ...input, task: off }))
   })
 
   it('refuses empty, duplicate and unknown roots with INVALID_REPAIR_SCOPE', () => {

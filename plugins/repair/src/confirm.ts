@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Session } from '@taskward/host'
 import {
   appliedOutcome, boundProposal, compareStamps, confirmDecision, confirmEnvelope, declineDecision, declineEnvelope,
-  effectiveCycle, reopenTask, repairFollowup, sameStamp, taskStateEnvelope, TaskwardError,
+  effectiveCycle, findTask, reopenTask, repairFollowup, sameStamp, taskStateEnvelope, TaskwardError,
   type RepairBinding, type ReopenOutcome, type Task, type TrackedProposal,
 } from '@taskward/protocol'
 import type { RepairService } from './service'
@@ -22,7 +22,8 @@ function notReopenable(binding: RepairBinding, why: string) {
 
 /**
  * The user's Confirm click. Refusals that need no waiting answer at once (unknown or mismatched
- * proposal, a final status); an applied proposal answers `already-applied` and wakes nothing. Then,
+ * proposal, a final status, another live task, a changed revision, supervision off); an applied
+ * proposal answers `already-applied` and wakes nothing. Then,
  * once the main agent is idle and inside its maintenance window (or the session's repair lock when no
  * agent is live), every check runs again, the workspace is stamped and compared, and the receipt and
  * the reopened state are appended; finally the follow-up turn is queued. A failed check writes nothing.
@@ -32,9 +33,16 @@ export async function confirmRepair(service: RepairService, main: Session, bindi
   const early = boundProposal(state, binding)
   if (early.status === 'applied') return { outcome: 'already-applied', ...appliedOutcome(state, early) }
   if (early.status === 'declined' || early.status === 'superseded') {
-    throw new TaskwardError('REPAIR_STALE', `Repair ${binding.proposalId} was ${early.status}; it can no longer be confirmed. `
+    // Say why when the task itself moved on (e.g. /task off | on changed its revision).
+    const target = findTask(state, binding.taskId)
+    const moved = target && target.revision !== binding.revision
+      ? `Task ${target.id} is at revision ${target.revision} now${target.enabled ? '' : ' and its supervision is off (turn it on with /task on first)'}. `
+      : ''
+    throw new TaskwardError('REPAIR_STALE', `Repair ${binding.proposalId} was ${early.status}; it can no longer be confirmed. ${moved}`
       + 'Propose the repair again if the defect is still there.', { proposalId: binding.proposalId, status: early.status })
   }
+  // The remaining state checks, at once: waiting for the agent cannot make a stale or disabled target confirmable.
+  confirmDecision(state, binding)
   const decide = () => service.locks.run(main.id, () => reopenInWindow(service, main, binding))
   const agent = service.supervisor.mainAgent(main.id)
   if (!agent) return decide()

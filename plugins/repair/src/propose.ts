@@ -38,8 +38,9 @@ function targetOf(state: SupervisorState, taskId: string | undefined, revision: 
       : `Task ${taskId} is not in this session; check task_status for the task ids.`, { taskId })
   }
   if (revision !== undefined && revision !== task.revision) {
+    const off = task.enabled ? '' : ' Its supervision is off: turn it on with /task on first (that changes the revision again).'
     throw new TaskwardError('REPAIR_STALE',
-      `Task ${task.id} is at revision ${task.revision}, not ${revision}; read the task again and propose for the revision shown now.`,
+      `Task ${task.id} is at revision ${task.revision}, not ${revision}; read the task again and propose for the revision shown now.${off}`,
       { taskId: task.id, revision, currentRevision: task.revision })
   }
   return task
@@ -59,7 +60,10 @@ async function evidenceEvents(main: Session, seqs: readonly number[]): Promise<M
 /**
  * Propose a repair of a complete task of `main`: validate target, scope and evidence, stamp the
  * workspace, and append the `proposal` record — unless an identical proposal is pending, which is
- * returned instead. Changes no task state and grants nothing.
+ * returned instead. Changes no task state and grants nothing. Refusal order: poisoned log, a stale
+ * revision binding (`REPAIR_STALE`), a task that is not complete, supervision off
+ * (`SUPERVISOR_DISABLED`), then scope and evidence; all of them before the workspace is stamped,
+ * and again inside the transaction that writes.
  */
 export async function proposeRepair(service: RepairService, main: Session, request: ProposeRequest): Promise<ProposeOutcome> {
   const { supervisor } = service

@@ -72,9 +72,19 @@ export function registerTaskCommand(ctx: Context, supervisor: Supervisor) {
       case 'off':
       case 'on': {
         const enabled = sub === 'on'
-        const task = await supervisor.apply(session, bound(parseBinding(rest), (t, at) => setEnabled(t, { enabled }, at)))
+        let changed = false
+        const task = await supervisor.apply(session, bound(parseBinding(rest), (t, at) => {
+          const next = setEnabled(t, { enabled }, at)
+          changed = next !== t
+          return next
+        }))
         if (!enabled) supervisor.controller.disarm(session.id)
-        return reply(task, enabled ? `Supervision of task ${task.id} is on.` : `Supervision of task ${task.id} is off; /task on turns it back on.`)
+        // A complete task stays complete and closed to edits; the new revision makes earlier repair proposals stale.
+        const complete = task.phase === 'complete' && changed
+          ? ` Task ${task.id} stays complete and closed to edits; repair proposals made before this are stale`
+            + (enabled ? '; propose the repair again if it is still needed.' : ', and no repair can be proposed or confirmed until /task on.')
+          : ''
+        return reply(task, (enabled ? `Supervision of task ${task.id} is on.` : `Supervision of task ${task.id} is off; /task on turns it back on.`) + complete)
       }
       default: {
         const added = supervisor.subcommand(sub)

@@ -62,8 +62,10 @@ export type ConfirmDecision =
 /**
  * Whether a Confirm click may reopen its task now. Order: proposal and binding (`REPAIR_STALE`),
  * already applied (nothing to do), the execution slot (another live task → `ACTIVE_TASK_CONFLICT`; no
- * queue, no preemption), supervision (`SUPERVISOR_DISABLED`), then the target's revision and the
- * proposal's status (`REPAIR_STALE`). The workspace stamp is checked by the caller (it needs I/O).
+ * queue, no preemption), the target's revision and the proposal's status (`REPAIR_STALE`), then
+ * supervision (`SUPERVISOR_DISABLED`). Staleness comes before supervision because /task off and on
+ * each advance the revision: a proposal made before them can never be confirmed, so "turn supervision
+ * on" would be the wrong advice for it. The workspace stamp is checked by the caller (it needs I/O).
  */
 export function confirmDecision(state: SupervisorState, binding: RepairBinding): ConfirmDecision {
   const tracked = boundProposal(state, binding)
@@ -77,14 +79,15 @@ export function confirmDecision(state: SupervisorState, binding: RepairBinding):
   }
   const target = findTask(state, binding.taskId)
   if (!target) throw stale(binding, `task ${binding.taskId} is not in this session`)
-  if (!target.enabled) {
-    throw new TaskwardError('SUPERVISOR_DISABLED', `Supervision of task ${target.id} is off; turn it on with /task on, then confirm again.`,
-      { taskId: target.id })
-  }
   if (target.phase !== 'complete' || target.revision !== binding.revision) {
-    throw stale(binding, `task ${target.id} is ${target.phase} at revision ${target.revision}`, { currentRevision: target.revision })
+    const off = target.enabled ? '' : ' and its supervision is off (turn it on with /task on before proposing again)'
+    throw stale(binding, `task ${target.id} is ${target.phase} at revision ${target.revision}${off}`, { currentRevision: target.revision })
   }
   if (tracked.status !== 'pending' && tracked.status !== 'confirmed') throw stale(binding, `the proposal is ${tracked.status}`)
+  if (!target.enabled) {
+    throw new TaskwardError('SUPERVISOR_DISABLED', `Supervision of task ${target.id} is off; turn it on with /task on, then propose the repair `
+      + 'again for the revision shown then (switching supervision changes the revision).', { taskId: target.id, proposalId: binding.proposalId })
+  }
   return { kind: 'reopen', tracked, target, receipt: tracked.status === 'pending' }
 }
 

@@ -69,3 +69,13 @@ export function confirmedFor(window: readonly TrackedProposal[], taskId: string,
 export function markApplied(window: readonly TrackedProposal[], proposalId: string, seq: number): TrackedProposal[] {
   return window.map((t) => t.proposal.id === proposalId ? { ...t, status: 'applied', appliedSeq: seq } : t)
 }
+
+/**
+ * The task moved to `revision` without a repair (/task off | on of a complete task): its undecided
+ * proposals for earlier revisions can never be confirmed any more, so they show as `superseded`.
+ */
+export function supersedeStale(window: readonly TrackedProposal[], taskId: string, revision: number, seq: number): TrackedProposal[] {
+  return window.map((t) => t.proposal.taskId === taskId && t.proposal.taskRevision < revision && (t.status === 'pending' || t.status === 'confirmed')
+    ? { ...t, status: 'superseded', supersededBySeq: seq }
+    : t)
+}

@@ -4,7 +4,9 @@ import type { NodeRun, PauseReason, ResumablePhase, Task, TransitionAt } from '.
 
 /*
  * User control of a task: pause, resume, clear, supervision on/off. None of these can reopen a
- * complete task; only a confirmed repair does (see repair/reopen.ts).
+ * complete task; only a confirmed repair does (see repair/reopen.ts). Supervision on/off is the one
+ * change a complete task accepts besides that reopen: it stays complete, and the new revision makes
+ * every pending repair proposal stale.
  */
 
 /** Pause a live task (/task pause, a reviewer fault, a restart, the recovery controller). */
@@ -60,11 +62,14 @@ export function clear(task: Task | undefined, at: TransitionAt): Task {
 }
 
 /**
- * Turn supervision off or on (/task off | on). Returns the input unchanged (same object, no new
- * revision) when it already has that setting, so that the caller writes nothing.
+ * Turn supervision off or on (/task off | on) of a live or complete task. On a complete task this is
+ * complete → complete with only `enabled` and the revision changed, so proposals made before it are
+ * stale. A cleared task refuses (`TASK_NOT_EXECUTING`). Returns the input unchanged (same object, no
+ * new revision) when it already has that setting, so that the caller writes nothing.
  */
 export function setEnabled(task: Task | undefined, input: { enabled: boolean }, at: TransitionAt): Task {
-  const live = requireLive(task)
-  if (live.enabled === input.enabled) return live
-  return advance(live, { enabled: input.enabled })
+  const current = requireTask(task)
+  if (current.phase === 'cleared') throw new TaskwardError('TASK_NOT_EXECUTING', phaseAdvice(current), { taskId: current.id })
+  if (current.enabled === input.enabled) return current
+  return advance(current, { enabled: input.enabled })
 }

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util'
 import { isRecordEnvelope, RECORD_EVENT_TYPE, type RecordEnvelope } from '../envelope'
 import type { SessionEvent } from '../events'
-import { confirmedFor, markApplied, recordConfirm, recordDecline, recordProposal } from '../repair/ledger'
+import { confirmedFor, markApplied, recordConfirm, recordDecline, recordProposal, supersedeStale } from '../repair/ledger'
 import { canonicalConfirm, canonicalDecline, canonicalProposal, REPAIR_KINDS, REPAIR_NAMESPACE, repairReader } from '../repair/records'
 import { reopenTask } from '../repair/reopen'
 import type { RepairConfirm, RepairDecline, RepairProposal, TrackedProposal } from '../repair/types'
@@ -83,7 +83,12 @@ function applyTask(state: SupervisorState, task: Task, seq: number): SupervisorS
   const current = state.current
   if (current && current.id === task.id) {
     checkNextRevision(current, task)
-    if (current.phase === 'complete') return { ...acceptReopen(state, current, task, seq), current: task }
+    if (current.phase === 'complete') {
+      if (isSupervisionSwitch(current, task)) {
+        return { ...state, current: task, proposals: supersedeStale(state.proposals, task.id, task.revision, seq) }
+      }
+      return { ...acceptReopen(state, current, task, seq), current: task }
+    }
     return { ...state, current: task }
   }
   const archived = state.history.find((t) => t.id === task.id)
@@ -112,10 +117,20 @@ function checkNextRevision(previous: Task, next: Task) {
   if (previous.phase === 'cleared') throw new Error(`task ${next.id} was cleared and cannot change`)
 }
 
+/**
+ * /task off | on of the current complete task: complete → complete where nothing but `enabled` (and
+ * the revision, already checked) differs. Its new revision leaves earlier proposals stale.
+ */
+function isSupervisionSwitch(previous: Task, next: Task): boolean {
+  return next.phase === 'complete' && next.enabled !== previous.enabled
+    && isDeepStrictEqual({ ...next, enabled: previous.enabled, revision: previous.revision }, previous)
+}
+
 /** Accept complete → active only as the exact recomputed reopen of a confirmed proposal. */
 function acceptReopen(state: SupervisorState, previous: Task, next: Task, seq: number): SupervisorState {
   if (next.phase !== 'active') {
-    throw new Error(`complete task ${previous.id} changed to ${next.phase}; a completed task changes only through a confirmed repair`)
+    throw new Error(`complete task ${previous.id} changed to ${next.phase}${next.phase === 'complete' ? ' with more than supervision on/off' : ''}; `
+      + 'a completed task changes only through a confirmed repair or /task off | on of the current task')
   }
   const tracked = confirmedFor(state.proposals, previous.id, previous.revision)
   if (!tracked) {
