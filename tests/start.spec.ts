@@ -5,53 +5,88 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from '@taskward/testkit'
 
-/** `npm start` for real: the cordis CLI loads cordis.yml, serves HTTP, and stops on SIGINT. */
-describe('npm start', function () {
-  this.timeout(120_000)
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-  it('boots, answers a health request, prints the login link and stops cleanly on SIGINT', async () => {
-    const data = await mkdtemp(join(tmpdir(), 'taskward-start-'))
-    const port = await freePort()
-    const child = spawn('npm', ['start', '--', '--no-demo'], {
-      cwd: join(import.meta.dirname, '..'),
-      env: { ...process.env, PORT: String(port), TASKWARD_DATA: data },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    })
-    let output = ''
-    child.stdout.on('data', (chunk) => output += chunk)
-    child.stderr.on('data', (chunk) => output += chunk)
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
-    try {
-      const deadline = Date.now() + 90_000
-      let health: Response | undefined
-      while (Date.now() < deadline) {
-        health = await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined)
-        if (health?.ok && output.includes('/login?token=')) break
-        await new Promise((resolve) => setTimeout(resolve, 300))
+/** `npm start` as a newcomer runs it, in its own process group, on a temp data directory. */
+async function startHost(args: string[]) {
+  const data = await mkdtemp(join(tmpdir(), 'taskward-start-'))
+  const port = await freePort()
+  const child = spawn('npm', ['start', '--', ...args], {
+    cwd: join(import.meta.dirname, '..'),
+    env: { ...process.env, PORT: String(port), TASKWARD_DATA: data },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  })
+  let output = ''
+  child.stdout.on('data', (chunk) => output += chunk)
+  child.stderr.on('data', (chunk) => output += chunk)
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  const base = `http://127.0.0.1:${port}`
+  const host = {
+    data, port, base, exited, pid: child.pid!,
+    get output() { return output },
+    get token() { return /\/login\?token=([\w-]+)/.exec(output)?.[1] },
+    async waitFor(check: () => boolean | Promise<boolean>, what: string, timeout = 90_000) {
+      const deadline = Date.now() + timeout
+      while (!(await check())) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; output:\n${output}`)
+        await sleep(300)
       }
-      expect(health?.status, output).to.equal(200)
-      expect(await health!.json()).to.deep.equal({ ok: true })
-      expect(output).to.match(new RegExp(`http://127\\.0\\.0\\.1:${port}/login\\?token=[\\w-]{40,}`))
-      expect((await stat(join(data, 'taskward.db'))).isFile()).to.equal(true)
-
-      // A token-less API request is refused: the host is not open to anyone who finds the port.
-      expect((await fetch(`http://127.0.0.1:${port}/login?token=wrong`)).status).to.equal(401)
-
-      // Ctrl-C in a terminal signals the whole foreground group: npm and the start script.
-      process.kill(-child.pid!, 'SIGINT')
-      const code = await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve('timeout'), 20_000))])
-      expect(code, output).to.not.equal('timeout')
-      // The host ran its exit hooks rather than being killed.
-      const deadline2 = Date.now() + 10_000
-      while (!output.includes('terminated by SIGINT') && Date.now() < deadline2) await new Promise((resolve) => setTimeout(resolve, 100))
-      expect(output).to.include('terminated by SIGINT')
-      await new Promise((resolve) => setTimeout(resolve, 500))
-      const after = await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined)
-      expect(after).to.equal(undefined)
-    } finally {
+    },
+    api(path: string) {
+      return fetch(base + path, { headers: { authorization: `Bearer ${host.token}` } })
+    },
+    async dispose() {
       try { process.kill(-child.pid!, 'SIGKILL') } catch {}
       await rm(data, { recursive: true, force: true })
+    },
+  }
+  await host.waitFor(async () => !!host.token && !!(await fetch(`${base}/health`).catch(() => undefined))?.ok, 'the host to answer')
+  return host
+}
+
+/** `npm start` for real: the cordis CLI loads cordis.yml with every plugin, serves HTTP, stops on SIGINT. */
+describe('npm start', function () {
+  this.timeout(150_000)
+
+  it('boots, answers a health request, prints the login link and stops cleanly on SIGINT', async () => {
+    const host = await startHost(['--no-demo'])
+    try {
+      const health = await fetch(`${host.base}/health`)
+      expect(await health.json()).to.deep.equal({ ok: true })
+      expect(host.output).to.match(new RegExp(`http://127\\.0\\.0\\.1:${host.port}/login\\?token=[\\w-]{40,}`))
+      expect((await stat(join(host.data, 'taskward.db'))).isFile()).to.equal(true)
+      // The host is not open to anyone who finds the port, and --no-demo created nothing.
+      expect((await fetch(`${host.base}/login?token=wrong`)).status).to.equal(401)
+      expect((await fetch(`${host.base}/api/console/sessions`)).status).to.equal(401)
+      expect(await (await host.api('/api/console/sessions')).json()).to.deep.equal({ sessions: [] })
+
+      // Ctrl-C in a terminal signals the whole foreground group: npm and the start script.
+      process.kill(-host.pid, 'SIGINT')
+      const code = await Promise.race([host.exited, sleep(20_000).then(() => 'timeout')])
+      expect(code, host.output).to.not.equal('timeout')
+      // The host ran its exit hooks rather than being killed.
+      await host.waitFor(() => host.output.includes('terminated by SIGINT'), 'the clean shutdown', 10_000)
+      await sleep(500)
+      expect(await fetch(`${host.base}/health`).catch(() => undefined)).to.equal(undefined)
+    } finally {
+      await host.dispose()
+    }
+  })
+
+  it('opens on the demo: a completed task whose repair proposal waits for the user', async () => {
+    const host = await startHost([])
+    try {
+      await host.waitFor(() => host.output.includes('demo ready'), 'the demo')
+      const { sessions } = await (await host.api('/api/console/sessions')).json() as { sessions: { id: string, task?: { phase: string } }[] }
+      expect(sessions).to.have.length(1)
+      expect(sessions[0].task?.phase).to.equal('complete')
+      const repairs = await (await host.api(`/api/sessions/${sessions[0].id}/repairs`)).json() as { proposals: { status: string, sourceLabel: string }[] }
+      expect(repairs.proposals.map((p) => [p.status, p.sourceLabel])).to.deep.equal([['pending', 'main agent']])
+      expect((await stat(join(host.data, 'demo-workspace', 'src', 'cli.js'))).isFile()).to.equal(true)
+    } finally {
+      await host.dispose()
     }
   })
 })
+
