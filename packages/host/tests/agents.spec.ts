@@ -241,6 +241,18 @@ describe('host: agents', () => {
     await host.ctx.agents.create({ cwd, model: 'no-such-model' }).then(() => expect.fail('should refuse'), (error) => expect(error.code).to.equal('MODEL_NOT_FOUND'))
   })
 
+  it('never gives one session two agents, even when create and create race', async () => {
+    const session = await host.ctx.sessions.create({ cwd })
+    const results = await Promise.allSettled([
+      host.ctx.agents.create({ sessionId: session.id, model: 'scripted', role: 'main' }),
+      host.ctx.agents.create({ sessionId: session.id, model: 'scripted', role: 'main' }),
+    ])
+    expect(results.filter((r) => r.status === 'fulfilled')).to.have.length(1)
+    const refused = results.find((r) => r.status === 'rejected') as PromiseRejectedResult
+    expect(refused.reason.code).to.equal('AGENT_BUSY')
+    expect(host.ctx.agents.list().filter((a) => a.id === session.id)).to.have.length(1)
+  })
+
   it('cancel drops queued turns', async () => {
     const held = gate()
     host.scripted.script('main', [async () => { await held.opened; return { text: 'one' } }, { text: 'two' }])

@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import type { Context } from 'cordis'
-import type { RouteContext } from '@taskward/host'
+import { TokenStore, type RouteContext } from '@taskward/host'
 import { TestHost } from '@taskward/testkit'
 
 /** A test plugin with a session-scoped echo route and an operator-only route. */
@@ -139,6 +139,17 @@ describe('host: connection', () => {
       expect((await host.http.fetch('/login?token=wrong', { token: null })).status).to.equal(401)
       const response = await host.http.fetch(`/login?token=${encodeURIComponent(host.operatorToken)}&next=//evil.example/`, { token: null })
       expect(response.headers.get('location')).to.equal('/')
+    })
+
+    it('answers an unknown path with JSON {error, code: NOT_FOUND}', async () => {
+      const response = await host.http.fetch('/no/such/route')
+      expect(response.status).to.equal(404)
+      expect(await response.json()).to.deep.include({ code: 'NOT_FOUND' })
+    })
+
+    it('refuses a configured operator token weaker than 128 bits', () => {
+      expect(() => new TokenStore('short')).to.throw().with.property('code', 'CONFIG_INVALID')
+      expect(new TokenStore('a'.repeat(22)).verify('a'.repeat(22))).to.deep.equal({ kind: 'operator' })
     })
 
     it('answers /health without a token', async () => {

@@ -48,6 +48,15 @@ describe('host: sessions', () => {
     await host.ctx.sessions.create({ id: 'one', cwd: tmpdir() }).then(() => expect.fail('should refuse'), (error) => expect(error.code).to.equal('BAD_REQUEST'))
   })
 
+  it('resolves an append once it is durable even when a session/event listener throws', async () => {
+    const session = await host.ctx.sessions.create({ cwd: tmpdir() })
+    host.ctx.on('session/event', () => { throw new Error('a broken listener') })
+    const event = await session.append('test/x', { ok: true })
+    expect(event.seq).to.equal(0)
+    expect((await session.read()).map((e) => e.type)).to.deep.equal(['test/x'])
+    expect((await session.append('test/y', {})).seq).to.equal(1)
+  })
+
   it('emits session/event only after the event is stored', async () => {
     const session = await host.ctx.sessions.create({ cwd: tmpdir() })
     const seen: number[] = []

@@ -187,6 +187,19 @@ describe('host: tools', () => {
       expect((await run('grep', { pattern: 'outside secret' })).result.matches).to.deep.equal([])
     })
 
+    it('refuses a dangling symlink whose target lies outside the cwd, and a symlink loop', async () => {
+      await symlink(join(outside, 'not-yet.txt'), join(cwd, 'dangling.txt'))
+      expect((await run('write', { path: 'dangling.txt', content: 'pwned' })).error?.code).to.equal('PATH_OUTSIDE_WORKSPACE')
+      expect(existsSync(join(outside, 'not-yet.txt'))).to.equal(false)
+      // A dangling link to a new file inside the cwd is fine: writing creates that file.
+      await symlink(join(cwd, 'later.txt'), join(cwd, 'to-later.txt'))
+      expect((await run('write', { path: 'to-later.txt', content: 'ok' })).error).to.equal(undefined)
+      expect(await readFile(join(cwd, 'later.txt'), 'utf8')).to.equal('ok')
+      await symlink(join(cwd, 'loop-b'), join(cwd, 'loop-a'))
+      await symlink(join(cwd, 'loop-a'), join(cwd, 'loop-b'))
+      expect((await run('write', { path: 'loop-a', content: 'x' })).error?.code).to.equal('TOOL_INVALID_ARGS')
+    })
+
     it('allows a symlink that stays inside the cwd', async () => {
       await symlink(join(cwd, 'src'), join(cwd, 'alias'))
       expect((await run('read', { path: 'alias/a.ts' })).result?.content).to.equal('export const a = 1\n')

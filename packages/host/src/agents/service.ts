@@ -64,6 +64,8 @@ export class Agents extends Service {
         session.model = options.model
         session.role = options.role ?? session.role
       }
+      // Another create or resume may have won while the row was written: one agent per session.
+      if (this.live.has(session.id)) throw new TaskwardError('AGENT_BUSY', `Session ${session.id} already has an agent; use agents.get().`)
     } else if (options.cwd) {
       session = await this.home.sessions.create({ cwd: options.cwd, preset: options.preset, role: options.role, model: options.model, parentId: options.parentId })
     } else {

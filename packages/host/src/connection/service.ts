@@ -63,6 +63,7 @@ export class Connection extends Service {
     super(ctx, 'connection', true)
     this.home = ctx
     this.tokens = new TokenStore(config.operatorToken)
+    this.mountFallback()
     this.mountBuiltins()
     if (config.announce) {
       // The one place the operator token is shown: the person who started the host needs the link.
@@ -147,6 +148,19 @@ export class Connection extends Service {
     if (origin !== own && !this.config.allowedOrigins.includes(origin)) {
       throw new TaskwardError('FORBIDDEN', `Origin ${origin} may not change anything here; add it to connection.allowedOrigins if it should.`)
     }
+  }
+
+  /** Unknown paths answer `{error, code}` like every other error (instead of Koa's plain "Not Found"). */
+  private mountFallback() {
+    const fallback = async (koa: KoaContext, next: () => Promise<unknown>) => {
+      await next()
+      if (koa.status === 404 && koa.body == null) {
+        await sendResponse(koa, errorResponse(new TaskwardError('NOT_FOUND', `Nothing answers ${koa.method} ${koa.path} here; check the path and method (docs/host.md lists the routes).`)))
+      }
+    }
+    ;(fallback as any)[Symbol.for('noParseBody')] = true
+    // Registered before any route, so it wraps all of them.
+    this.home.server.all('/(.*)', fallback as any)
   }
 
   private mountBuiltins() {

@@ -1,3 +1,4 @@
+import { TaskwardError } from '@taskward/protocol'
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 
 export type TokenGrant = { kind: 'operator' } | { kind: 'session', sessionId: string }
@@ -8,14 +9,20 @@ function digest(token: string) {
 
 /**
  * Bearer tokens: one operator token (every session of this host) and any number of session tokens
- * (one session each). 256 random bits each; only their sha256 is kept, and a presented token is
- * compared by digest in constant time, so neither timing nor a memory dump gives a token away.
+ * (one session each). 256 random bits each. Session tokens are kept only as their sha256; a presented
+ * token is compared by digest in constant time, so timing gives no token away. The operator token is
+ * also kept as text, to print the login link once at start.
  */
 export class TokenStore {
   private operator: Buffer
   private sessions = new Map<string, { digest: Buffer, sessionId: string }>()
 
   constructor(operatorToken?: string) {
+    // A configured token must be as strong as a generated one would need to be (≥ 128 bits).
+    if (operatorToken && !/^[\w-]{22,}$/.test(operatorToken)) {
+      throw new TaskwardError('CONFIG_INVALID', 'connection.operatorToken must be at least 22 characters of [A-Za-z0-9_-] '
+        + '(128 bits); leave it empty to get a random token at each start.')
+    }
     this.operatorToken = operatorToken || TokenStore.generate()
     this.operator = digest(this.operatorToken)
   }

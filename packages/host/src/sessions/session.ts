@@ -64,7 +64,13 @@ export class Session {
       }
       this.seq = event.seq + 1
       deepFreeze(event)
-      this.ctx.emit('session/event', this, event)
+      try {
+        this.ctx.emit('session/event', this, event)
+      } catch (error) {
+        // The event is durable: a failing listener must not make the append look failed (a caller
+        // would retry and write it twice).
+        this.ctx.logger('sessions').warn('a session/event listener failed at %s seq %d: %s', this.id, event.seq, error)
+      }
       return event
     }
     throw new TaskwardError('SEQ_CONFLICT',

@@ -1,4 +1,4 @@
-import { realpath } from 'node:fs/promises'
+import { lstat, readlink, realpath } from 'node:fs/promises'
 import { dirname, isAbsolute, relative, resolve, sep } from 'node:path'
 import { TaskwardError } from '@taskward/protocol'
 
@@ -7,15 +7,23 @@ function inside(root: string, target: string) {
   return rel === '' || (!rel.startsWith('..' + sep) && rel !== '..' && !isAbsolute(rel))
 }
 
-/** The real path of `path`, or of its nearest existing ancestor joined with the rest (for new files). */
-async function realTarget(path: string): Promise<string> {
+/**
+ * The real path of `path`, or of its nearest existing ancestor joined with the rest (for new files).
+ * A dangling symlink is followed to where it points: writing through it would create that file.
+ */
+async function realTarget(path: string, depth = 0): Promise<string> {
   try {
     return await realpath(path)
   } catch (error: any) {
     if (error?.code !== 'ENOENT') throw error
+    const link = await lstat(path).catch(() => undefined)
+    if (link?.isSymbolicLink()) {
+      if (depth > 40) throw Object.assign(new Error(`too many symlinks at ${path}`), { code: 'ELOOP' })
+      return realTarget(resolve(dirname(path), await readlink(path)), depth + 1)
+    }
     const parent = dirname(path)
     if (parent === path) return path
-    return resolve(await realTarget(parent), path.slice(parent.length + 1))
+    return resolve(await realTarget(parent, depth), path.slice(parent.length + 1))
   }
 }
 
@@ -33,6 +41,12 @@ export async function resolveInside(cwd: string, path: string): Promise<string> 
   const target = resolve(cwd, path)
   if (!inside(cwd, target)) throw refuse()
   const root = await realpath(cwd)
-  if (!inside(root, await realTarget(target))) throw refuse()
+  let real: string
+  try {
+    real = await realTarget(target)
+  } catch (error: any) {
+    throw new TaskwardError('TOOL_INVALID_ARGS', `Path "${path}" cannot be resolved (${error?.code ?? error}); check for a symlink loop.`, { path })
+  }
+  if (!inside(root, real)) throw refuse()
   return target
 }
