@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { expect } from 'chai'
 import type { Session } from '@taskward/host'
 import { REPAIR_NAMESPACE } from '@taskward/protocol'
@@ -100,7 +102,8 @@ describe('repair: proposals', () => {
     const seq = await evidenceSeq(host, session)
     const args = { title: 't', reason: 'r', rootNodeIds: ['b'], evidenceSeqs: [seq] }
     const consultation = await host.ctx.sessions.create({ cwd, role: 'consultation', parentId: session.id })
-    await refused(host, consultation, 'task_propose_repair', args, 'FORBIDDEN')
+    // The guard of linked sessions answers first on a complete task (and names supervisor_propose_repair).
+    expect((await call(host, consultation, 'task_propose_repair', args)).error?.code).to.be.oneOf(['FORBIDDEN', 'REPAIR_CONFIRMATION_REQUIRED'])
     const helper = await host.ctx.sessions.create({ cwd, role: 'helper', parentId: session.id })
     await refused(host, helper, 'supervisor_propose_repair', args, 'FORBIDDEN')
     // The main agent may not use the consultation's tool (admission denies it on a complete task).
@@ -117,5 +120,31 @@ describe('repair: proposals', () => {
     await completeDiamond(host, session)
     const seq = await evidenceSeq(host, session)
     await refused(host, session, 'task_propose_repair', { title: 't', reason: 'r', rootNodeIds: ['b'], evidenceSeqs: [seq] }, 'ARTIFACT_UNAVAILABLE')
+  })
+  it('never poisons the session when another writer takes the seq a proposal expected (a second host on the store)', async () => {
+    await completeDiamond(host, session)
+    const task = (await host.ctx.supervisor.state(session)).current!
+    // What a second host sharing the database does: it commits the next seq behind this host's back.
+    await host.ctx.database.create('taskward_event', { sessionId: session.id, seq: session.seq, type: 'user/message', time: Date.now(), data: { text: 'hi', origin: 'user' } })
+    const { outcome, proposal } = await host.ctx.repair.propose(session.id, {
+      taskId: task.id, revision: task.revision, title: 'totals', reason: 'the totals are wrong', rootNodeIds: ['b'], evidenceSeqs: [], source: 'user',
+    })
+    expect(outcome).to.equal('proposed')
+    host.ctx.supervisor.forget()
+    const state = await host.ctx.supervisor.state(session)
+    expect(state.poisoned).to.equal(undefined)
+    const stored = await session.event(proposal.proposedSeq)
+    expect(stored?.data).to.deep.include({ namespace: 'dsh-task-supervisor-repair', kind: 'proposal', recordId: proposal.id })
+    expect(state.proposals.at(-1)).to.deep.include({ status: 'pending' })
+  })
+  it('keeps a consultation session from editing the workspace of a completed task: it may read and propose', async () => {
+    await completeDiamond(host, session)
+    const consultation = await host.ctx.sessions.create({ cwd, role: 'consultation', parentId: session.id })
+    const before = await readFile(join(cwd, 'src/totals.ts'), 'utf8')
+    const write = await call(host, consultation, 'write', { path: 'src/totals.ts', content: 'edited by consultation\n' })
+    expect(write.error?.code).to.equal('REPAIR_CONFIRMATION_REQUIRED')
+    expect(await readFile(join(cwd, 'src/totals.ts'), 'utf8')).to.equal(before)
+    expect((await call(host, consultation, 'read', { path: 'src/totals.ts' })).error).to.equal(undefined)
+    expect((await call(host, consultation, 'unknown_shell', { cmd: 'rm -rf .' })).error?.code).to.equal('REPAIR_CONFIRMATION_REQUIRED')
   })
 })

@@ -1,5 +1,5 @@
 import type { Context } from 'cordis'
-import { admitTool, TaskwardError } from '@taskward/protocol'
+import { admitLinkedTool, admitTool, TaskwardError } from '@taskward/protocol'
 import type { Supervisor } from './service'
 
 /** What a reviewer session may run: its review tools and read-only file tools. */
@@ -8,7 +8,9 @@ export const REVIEWER_TOOLS: readonly string[] = ['review_read_log', 'review_ver
 /**
  * Tool admission. Main sessions: the pure `admitTool` on the session's projection (a complete task
  * admits only status, repair proposals and read-only tools; a poisoned projection only inspection).
- * Reviewer sessions: read-only. Other sessions (consultation, …) are not this guard's business.
+ * Reviewer sessions: read-only. A session working for a main session (a consultation) may only read
+ * and propose a repair while that task is complete (`admitLinkedTool`); other sessions are not this
+ * guard's business.
  * A poisoned main session also refuses every agent step.
  */
 export function registerGuard(ctx: Context, supervisor: Supervisor) {
@@ -23,7 +25,13 @@ export function registerGuard(ctx: Context, supervisor: Supervisor) {
         },
       }
     }
-    if (session.role !== 'main') return
+    if (session.role !== 'main') {
+      if (!session.parentId) return
+      const main = await ctx.sessions.get(session.parentId).catch(() => undefined)
+      if (main?.role !== 'main') return
+      const linked = admitLinkedTool(await supervisor.state(main), main.id, name)
+      return 'deny' in linked ? linked : undefined
+    }
     const admission = admitTool(await supervisor.state(session), name)
     return 'deny' in admission ? admission : undefined
   })

@@ -24,6 +24,9 @@ declare module 'cordis' {
 }
 
 /** Asked before a completion review is requested and again before a completion `pass` is applied. */
+/** How often `transact` decides again when the session moved on under it. */
+const TRANSACT_ATTEMPTS = 5
+
 export type CompletionGate = (session: Session, task: Task) => Promise<TaskwardError | undefined>
 
 /** An extra `/task <name> …` subcommand another plugin adds (recovery's `/task checks`). */
@@ -130,13 +133,26 @@ export class Supervisor extends Service {
   async transact<T>(session: Session | string, fn: (state: SupervisorState) => Promise<Transaction<T>> | Transaction<T>): Promise<T> {
     const resolved = await this.resolve(session)
     return this.locks.run(resolved.id, async () => {
-      const state = await this.state(resolved)
-      const { records, result } = await fn(state)
-      if (records.length) {
-        this.check(resolved, state, records)
-        for (const record of records) await resolved.append(RECORD_EVENT_TYPE, record)
+      for (let attempt = 1; ; attempt++) {
+        // The records are checked at the seqs they will get, and written only at exactly those
+        // seqs: if anything else was appended meanwhile (a tool call, a user message, another
+        // host), decide again on the new state instead of writing a record that names a stale seq.
+        const at = resolved.seq
+        const state = await this.state(resolved)
+        const { records, result } = await fn(state)
+        if (!records.length) return result
+        if (resolved.seq === at && state.asOfSeq === at - 1) {
+          this.check(state, records, at)
+          try {
+            await resolved.appendBatch(records.map((data) => ({ type: RECORD_EVENT_TYPE, data })), { expectSeq: at })
+            return result
+          } catch (error) {
+            if (!TaskwardError.is(error, 'SEQ_CONFLICT') || attempt >= TRANSACT_ATTEMPTS) throw error
+          }
+        } else if (attempt >= TRANSACT_ATTEMPTS) {
+          throw new TaskwardError('SEQ_CONFLICT', `Session ${resolved.id} kept changing while the supervisor decided; nothing was written. Retry.`)
+        }
       }
-      return result
     })
   }
 
@@ -229,14 +245,14 @@ export class Supervisor extends Service {
     return typeof session === 'string' ? this.home.sessions.get(session) : Promise.resolve(session)
   }
 
-  private check(session: Session, state: SupervisorState, records: RecordEnvelope[]) {
+  private check(state: SupervisorState, records: RecordEnvelope[], at: number) {
     if (state.poisoned) {
       throw new TaskwardError('SUPERVISOR_POISONED',
         `${state.poisoned.message}. Nothing was written; a person must inspect the session log before the task can change.`,
         { seq: state.poisoned.seq })
     }
     let folded = state
-    let seq = session.seq
+    let seq = at
     for (const record of records) {
       if (!isRecordEnvelope(record)) {
         throw new TaskwardError('TASK_INVALID', 'A supervisor transaction returned something that is not a record envelope; nothing was written.')

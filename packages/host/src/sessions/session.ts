@@ -41,29 +41,39 @@ export class Session {
 
   /** Append an event; resolves with the frozen event once it is committed to the database. */
   append<D = any>(type: string, data: D): Promise<SessionEvent<D>> {
-    if (typeof type !== 'string' || !type) {
-      return Promise.reject(new TaskwardError('BAD_REQUEST', 'An event needs a non-empty type.'))
+    return this.appendBatch([{ type, data }]).then(([event]) => event)
+  }
+
+  /**
+   * Append events at consecutive seqs: no other append of this process comes between them. With
+   * `expectSeq`, the first one must get exactly that seq — a record that names its own seq (or was
+   * checked by folding it at that seq) is never moved: `SEQ_CONFLICT` instead, nothing written, and
+   * the caller re-reads and decides again.
+   */
+  appendBatch<D = any>(entries: { type: string, data: D }[], options: { expectSeq?: number } = {}): Promise<SessionEvent<D>[]> {
+    if (!entries.length || entries.some((entry) => typeof entry.type !== 'string' || !entry.type)) {
+      return Promise.reject(new TaskwardError('BAD_REQUEST', 'Every event needs a non-empty type.'))
     }
-    const run = this.tail.then(() => this.commit(type, data))
+    const run = this.tail.then(() => this.commitBatch(entries, options.expectSeq))
     this.tail = run.catch(() => {})
     return run
   }
 
-  private async commit<D>(type: string, data: D): Promise<SessionEvent<D>> {
-    // Round-trip through JSON so that what is returned is exactly what a reader gets back later.
-    const stored = data === undefined ? null : JSON.parse(JSON.stringify(data))
-    for (let attempt = 0; attempt < MAX_APPEND_RETRIES; attempt++) {
-      const event: SessionEvent<D> = { seq: this.seq, type, time: Date.now(), data: stored }
-      try {
-        await this.ctx.database.create('taskward_event', { sessionId: this.id, ...event })
-      } catch (error: any) {
-        if (error?.code !== 'duplicate-entry' && !/UNIQUE|Duplicate|PRIMARY/i.test(String(error?.message))) throw error
-        // Another writer took this seq: catch up and try the next one.
-        this.seq = await nextSeqOf(this.ctx, this.id)
-        continue
-      }
-      this.seq = event.seq + 1
-      deepFreeze(event)
+  private conflict(expectSeq: number) {
+    return new TaskwardError('SEQ_CONFLICT',
+      `Session ${this.id} moved on past seq ${expectSeq} before this write; nothing was written. Read the session again and retry.`,
+      { sessionId: this.id, expectSeq, seq: this.seq })
+  }
+
+  private async commitBatch<D>(entries: { type: string, data: D }[], expectSeq?: number): Promise<SessionEvent<D>[]> {
+    if (expectSeq !== undefined && expectSeq !== this.seq) throw this.conflict(expectSeq)
+    const events: SessionEvent<D>[] = []
+    for (const { type, data } of entries) {
+      // Round-trip through JSON so that what is returned is exactly what a reader gets back later.
+      const stored = data === undefined ? null : JSON.parse(JSON.stringify(data))
+      events.push(await this.commitOne(type, stored, expectSeq !== undefined))
+    }
+    for (const event of events) {
       try {
         this.ctx.emit('session/event', this, event)
       } catch (error) {
@@ -71,7 +81,25 @@ export class Session {
         // would retry and write it twice).
         this.ctx.logger('sessions').warn('a session/event listener failed at %s seq %d: %s', this.id, event.seq, error)
       }
-      return event
+    }
+    return events
+  }
+
+  private async commitOne<D>(type: string, stored: D, exact: boolean): Promise<SessionEvent<D>> {
+    for (let attempt = 0; attempt < MAX_APPEND_RETRIES; attempt++) {
+      const event: SessionEvent<D> = { seq: this.seq, type, time: Date.now(), data: stored }
+      try {
+        await this.ctx.database.create('taskward_event', { sessionId: this.id, ...event })
+      } catch (error: any) {
+        if (error?.code !== 'duplicate-entry' && !/UNIQUE|Duplicate|PRIMARY/i.test(String(error?.message))) throw error
+        // Another process took this seq: catch up, and try the next one unless the seq was promised.
+        const taken = this.seq
+        this.seq = await nextSeqOf(this.ctx, this.id)
+        if (exact) throw this.conflict(taken)
+        continue
+      }
+      this.seq = event.seq + 1
+      return deepFreeze(event)
     }
     throw new TaskwardError('SEQ_CONFLICT',
       `Session ${this.id}: another writer kept taking the next seq; retry the operation.`, { sessionId: this.id })

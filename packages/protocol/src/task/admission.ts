@@ -51,3 +51,24 @@ export function admitTool(state: SupervisorState, toolName: string): ToolAdmissi
     },
   }
 }
+
+/** Tools a session working for a main session (a consultation) may run while that task is complete. */
+export const LINKED_COMPLETE_ALLOWED_TOOLS: readonly string[] = ['supervisor_propose_repair', 'read', 'glob', 'grep']
+
+/**
+ * Admission for a session linked to a main session (a consultation shares its workspace): while the
+ * main session's task is complete it may only read and propose a repair, like the main agent — or the
+ * click could be bypassed through a second session. Otherwise its tools are not the supervisor's business.
+ */
+export function admitLinkedTool(mainState: SupervisorState, mainSessionId: string, toolName: string): ToolAdmission {
+  const task = mainState.current
+  if (mainState.poisoned || task?.phase !== 'complete' || LINKED_COMPLETE_ALLOWED_TOOLS.includes(toolName)) return { allow: true }
+  return {
+    deny: {
+      code: 'REPAIR_CONFIRMATION_REQUIRED',
+      message: `Task ${task.id} of session ${mainSessionId} is complete, so ${toolName} is not allowed in a session working for it. `
+        + 'Propose a repair with supervisor_propose_repair and wait for the user to confirm it. '
+        + 'Until then only supervisor_propose_repair, read, glob and grep are available.',
+    },
+  }
+}
