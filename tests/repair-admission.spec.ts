@@ -52,6 +52,23 @@ describe('repair: reader admission and forged records', () => {
     }
   })
 
+  it('after a restart, a confirm click on a session no loaded reader can read is refused before anything is written', async () => {
+    host = await bootRepair()
+    session = await mainSession(host, cwd)
+    const done = await completeDiamond(host, session)
+    const answer = await proposeRepair(host, session, ['b'])
+    // A record of a plugin this host does not have (the supervisor's fold ignores other namespaces).
+    await session.append(RECORD_EVENT_TYPE, { namespace: 'dsh-future-plugin', schemaVersion: 1, kind: 'note', recordId: 'n1', payload: {} })
+    await host.restart()
+    const before = (await (await host.ctx.sessions.get(session.id)).read({ from: 0, limit: 10_000 })).length
+    const click = await host.http.post(`/api/sessions/${session.id}/repair`, { action: 'confirm', proposalId: answer.proposalId, taskId: done.id, revision: done.revision })
+    expect(click.status).to.equal(503)
+    expect(await click.json()).to.deep.include({ code: 'READER_UNAVAILABLE' })
+    const after = await (await host.ctx.sessions.get(session.id)).read({ from: 0, limit: 10_000 })
+    expect(after).to.have.length(before)
+    expect((await host.ctx.supervisor.state(session.id)).current).to.deep.include({ phase: 'complete', revision: done.revision })
+  })
+
   it('refuses a repair record of schema 2 (READER_UNAVAILABLE on resume and on every step) and poisons the projection', async () => {
     host = await bootRepair()
     session = await mainSession(host, cwd)

@@ -44,7 +44,7 @@ export async function confirmRepair(service: RepairService, main: Session, bindi
   // The remaining state checks, at once: waiting for the agent cannot make a stale or disabled target confirmable.
   confirmDecision(state, binding)
   const decide = () => service.locks.run(main.id, () => reopenInWindow(service, main, binding))
-  const agent = service.supervisor.mainAgent(main.id)
+  const agent = await service.mainAgent(main)
   if (!agent) return decide()
   await agent.whenIdle()
   return agent.runMaintenance(decide)

@@ -1,5 +1,5 @@
 import { Context, Service } from 'cordis'
-import type { Session } from '@taskward/host'
+import type { Agent, Session } from '@taskward/host'
 import type {} from '@taskward/plugin-supervisor'
 import type {} from '@taskward/plugin-workspace'
 import { repairReader, TaskwardError, type RecordReader, type RepairBinding, type SupervisorState, type WorkspaceStamp } from '@taskward/protocol'
@@ -59,6 +59,18 @@ export class RepairService extends Service {
 
   get supervisor() {
     return this.home.supervisor
+  }
+
+  /**
+   * The main agent, brought back if it is not live (after a restart), so that a reopen always happens
+   * in its maintenance window and an admission refusal (`READER_UNAVAILABLE`) fails the click before
+   * anything is written. A session that never had an agent has nothing to wake: undefined.
+   */
+  async mainAgent(main: Session): Promise<Agent | undefined> {
+    const live = this.supervisor.mainAgent(main.id)
+    if (live) return live
+    if (!main.model) return undefined
+    return this.home.agents.resume(main.id)
   }
 
   /** A main session by id (`SESSION_NOT_FOUND`, or `BAD_REQUEST` for another kind of session). */

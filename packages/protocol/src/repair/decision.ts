@@ -46,10 +46,15 @@ export function appliedOutcome(state: SupervisorState, tracked: TrackedProposal)
   const { proposal } = tracked
   const task = findTask(state, proposal.taskId)
   const entry = task?.repairHistory?.find((h) => h.proposalId === proposal.id)
+  // Read back, never invented: an applied reopen always left its entry (tasks stay in history).
+  if (!entry) {
+    throw new TaskwardError('TASK_STATE_UNAVAILABLE', `Repair ${proposal.id} is applied but task ${proposal.taskId} has no history entry for it; `
+      + 'inspect the session log.', { proposalId: proposal.id, taskId: proposal.taskId })
+  }
   return {
     taskId: proposal.taskId,
     revision: proposal.taskRevision + 1,
-    acceptanceCycle: entry ? entry.previousCycle + 1 : (task ? effectiveCycle(task) : 2),
+    acceptanceCycle: entry.previousCycle + 1,
     affectedNodeIds: [...proposal.affectedNodeIds],
   }
 }

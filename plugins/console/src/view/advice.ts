@@ -10,13 +10,15 @@ export const REFUSAL_ADVICE: Readonly<Record<string, string>> = {
   TASK_NOT_COMPLETE: 'Only a complete task can be repaired; wait until it completes.',
   INVALID_REPAIR_SCOPE: 'Choose at least one root node of the plan.',
   REPAIR_EVIDENCE_INVALID: 'The evidence does not name events of this session; propose again.',
-  SUPERVISOR_DISABLED: 'Supervision is off for this task; turn it on with /task on, then decide again.',
+  SUPERVISOR_DISABLED: 'Supervision is off for this task; turn it on with /task on, then propose the repair again (switching supervision changes the task revision).',
   ARTIFACT_UNAVAILABLE: 'The workspace could not be read; check that the session\'s directory exists.',
   ARTIFACT_UNSUPPORTED: 'The workspace holds a symlink or special file, which the workspace stamp does not support.',
-  ARTIFACT_LIMIT: 'The workspace is larger than the configured limits (repairMaxFiles, repairMaxBytes).',
+  ARTIFACT_LIMIT: 'The workspace is larger than the configured limits; raise repairMaxFiles or repairMaxBytes in the workspace row of cordis.yml, restart, and propose again.',
   UNAUTHORIZED: 'You are not logged in; open the login link printed at start.',
   FORBIDDEN: 'The request was refused; reload the page from the host\'s own address.',
   BAD_REQUEST: 'The request was malformed; reload the page and try again.',
+  READER_UNAVAILABLE: 'This host cannot read every record of the session (a plugin is missing or older); load a plugin version that reads them, then try again.',
+  SEQ_CONFLICT: 'The session changed while the click was applied; nothing was written. Reload and decide again.',
 }
 
 /** The advice for a code, or a generic line for codes the console does not know. */
