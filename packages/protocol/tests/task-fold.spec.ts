@@ -86,6 +86,16 @@ describe('supervisor projection fold', () => {
   })
 
   describe('poisons on forged or invalid records', () => {
+    it('a live transition that writes repair fields (cycle, history, reopened-from) outside a confirmed repair', () => {
+      for (const patch of [{ acceptanceCycle: 2 }, { repairHistory: [] }, { reopenedFromProposalId: 'p-forged' }]) {
+        const driver = new Driver()
+        driver.start('T')
+        const forged: Task = { ...driver.task!, ...patch, revision: driver.task!.revision + 1 }
+        const seq = driver.log.record(taskStateEnvelope(forged)).seq
+        expectPoison(fold(driver.log), seq, new RegExp(`changed ${Object.keys(patch)[0]} outside a confirmed repair`))
+      }
+    })
+
     it('a skipped revision', () => {
       const driver = new Driver()
       driver.start('T')

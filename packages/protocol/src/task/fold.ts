@@ -89,6 +89,7 @@ function applyTask(state: SupervisorState, task: Task, seq: number): SupervisorS
       }
       return { ...acceptReopen(state, current, task, seq), current: task }
     }
+    checkRepairFieldsKept(current, task)
     return { ...state, current: task }
   }
   const archived = state.history.find((t) => t.id === task.id)
@@ -115,6 +116,15 @@ function checkNextRevision(previous: Task, next: Task) {
     throw new Error(`task ${next.id} went from revision ${previous.revision} to ${next.revision}; revisions must be contiguous`)
   }
   if (previous.phase === 'cleared') throw new Error(`task ${next.id} was cleared and cannot change`)
+}
+
+/** Only a confirmed reopen writes the repair fields; every other transition carries them unchanged. */
+function checkRepairFieldsKept(previous: Task, next: Task) {
+  for (const field of ['acceptanceCycle', 'repairHistory', 'reopenedFromProposalId'] as const) {
+    if (!isDeepStrictEqual(previous[field], next[field])) {
+      throw new Error(`task ${next.id} changed ${field} outside a confirmed repair`)
+    }
+  }
 }
 
 /**
