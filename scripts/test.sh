@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# `npm test`: everything the suites need, then the type check and every suite.
+#  - Debian packages: chromium (browser tests), bubblewrap (the recovery sandbox), mariadb-server (the
+#    MySQL driver). Installed with apt-get when missing and this runs as root (CI, a fresh machine);
+#    otherwise the script says what is missing and the tests that need it fail or skip with that reason.
+#  - A throwaway MariaDB on loopback for the MySQL tests, unless TASKWARD_TEST_MYSQL is already set.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+command -v mysqld >/dev/null 2>&1 || missing+=(mariadb-server)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "Installing test prerequisites: ${missing[*]}"
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+  else
+    echo "Missing test prerequisites (install them as root, e.g. apt-get install ${missing[*]}): ${missing[*]}" >&2
+  fi
+fi
+
+if [ -z "${TASKWARD_TEST_MYSQL:-}" ] && command -v mysqld_safe >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  mkdir -p /run/mysqld && chown mysql:mysql /run/mysqld
+  if ! mysqladmin ping --silent >/dev/null 2>&1; then
+    (mysqld_safe --bind-address=127.0.0.1 > /tmp/taskward-test-mysqld.log 2>&1 &)
+    for _ in $(seq 1 60); do mysqladmin ping --silent >/dev/null 2>&1 && break; sleep 1; done
+  fi
+  mysql -uroot <<'SQL'
+DROP DATABASE IF EXISTS taskward_test;
+CREATE DATABASE taskward_test;
+CREATE USER IF NOT EXISTS 'taskward_test'@'127.0.0.1' IDENTIFIED BY 'taskward_test';
+GRANT ALL ON taskward_test.* TO 'taskward_test'@'127.0.0.1';
+FLUSH PRIVILEGES;
+SQL
+  export TASKWARD_TEST_MYSQL=mysql://taskward_test:taskward_test@127.0.0.1:3306/taskward_test
+fi
+
+npm run typecheck
+exec npx mocha 'packages/*/tests/**/*.spec.ts' 'plugins/*/tests/**/*.spec.ts' 'tests/**/*.spec.ts' "$@"
