@@ -24,16 +24,15 @@ for (let i = 0; i < args.length; i++) {
 }
 env.NODE_OPTIONS = [env.NODE_OPTIONS, '--import tsx', '--conditions source'].filter(Boolean).join(' ')
 
-// Its own process group, so that a signal sent to this script alone (not only a terminal's Ctrl-C)
-// reaches the cordis worker too, which then shuts the host down cleanly.
-const child = spawn(process.execPath, [cli, 'start', join(root, 'cordis.yml')], { cwd: root, env, stdio: 'inherit', detached: true })
+// The CLI forks the host worker; both stay in this process group, so a terminal's Ctrl-C reaches the
+// worker directly. A signal sent to this script alone is forwarded to the CLI, and the worker shuts
+// down cleanly when the CLI goes away (the host listens for the daemon's IPC channel closing).
+const child = spawn(process.execPath, [cli, 'start', join(root, 'cordis.yml')], { cwd: root, env, stdio: 'inherit' })
 let stopping = false
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.on(signal, () => {
     stopping = true
-    try {
-      process.kill(-child.pid, signal)
-    } catch {}
+    child.kill(signal)
   })
 }
 child.on('exit', (code) => process.exit(stopping ? 0 : code ?? 1))

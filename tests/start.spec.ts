@@ -37,7 +37,9 @@ async function startHost(args: string[]) {
       return fetch(base + path, { headers: { authorization: `Bearer ${host.token}` } })
     },
     async dispose() {
+      // The whole group: npm, the start script, the cordis CLI and the host worker.
       try { process.kill(-child.pid!, 'SIGKILL') } catch {}
+      await Promise.race([exited, sleep(5000)])
       await rm(data, { recursive: true, force: true })
     },
   }

@@ -48,4 +48,18 @@ export function apply(ctx: Context, config: Config) {
   ctx.plugin(Commands)
   ctx.plugin(Connection, config.connection)
   ctx.plugin({ name: 'taskward-file-tools', inject: ['tools'], apply: registerFileTools })
+  stopWithDaemon(ctx)
+}
+
+/**
+ * Under the cordis CLI the host runs in a forked worker. If the CLI goes away without signalling it
+ * (killed, or its parent was), the IPC channel closes: shut down cleanly instead of living on orphaned.
+ */
+function stopWithDaemon(ctx: Context) {
+  if (!process.send || !process.connected) return
+  const onDisconnect = () => process.kill(process.pid, 'SIGTERM')
+  process.once('disconnect', onDisconnect)
+  ctx.on('dispose', () => {
+    process.off('disconnect', onDisconnect)
+  })
 }
