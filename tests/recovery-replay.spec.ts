@@ -1,8 +1,8 @@
 import { expect } from 'chai'
 import { removeTree, type TestHost } from '@taskward/testkit'
 import {
-  decide, decisionPayload, foldRecovery, initRecoveryState, RECORD_EVENT_TYPE, RECOVERY_NAMESPACE,
-  type DecisionPayload, type RecoveryState, type SessionEvent,
+  decide, decisionPayload, DEFAULT_BUDGETS, foldRecovery, initRecoveryState, RECORD_EVENT_TYPE, RECOVERY_NAMESPACE, resolveBudgets,
+  type Budgets, type DecisionPayload, type RecoveryState, type SessionEvent,
 } from '@taskward/protocol'
 import {
   allEvents, ANSWER_CHECK, answerWorkspace, bootRecovery, call, ok, readyTask, recoveryRecords, reviewsSettled, scriptReview, setAnswer,
@@ -13,17 +13,19 @@ const isRecovery = (event: SessionEvent, kind?: string) => event.type === RECORD
 
 /**
  * Re-decide every recorded decision from the log alone: the state folded up to the decision, without
- * the journal records the decision itself asked for. Returns each decision as JSON text.
+ * the journal records the decision itself asked for, under the budgets the decision records (or
+ * `budgets` when given: a replay under another configuration). Returns each decision as JSON text.
  */
-function replayDecisions(events: SessionEvent[]): string[] {
+function replayDecisions(events: SessionEvent[], budgets?: Partial<Budgets>): string[] {
   let state: RecoveryState = initRecoveryState()
   let beforeJournal = state
   const decisions: string[] = []
   for (const event of events) {
     if (isRecovery(event, 'decision')) {
       const recorded = event.data.payload as DecisionPayload
-      const decision = decide(beforeJournal, {}, { taskId: recorded.taskId, at: recorded.decidedAt, completionRequested: true })
-      decisions.push(JSON.stringify(decisionPayload(decision, recorded.decisionId, recorded.decidedAt)))
+      const used = resolveBudgets(budgets ?? recorded.budgets ?? {})
+      const decision = decide(beforeJournal, used, { taskId: recorded.taskId, at: recorded.decidedAt, completionRequested: true })
+      decisions.push(JSON.stringify(decisionPayload(decision, recorded.decisionId, recorded.decidedAt, used)))
     }
     state = foldRecovery(state, event)
     if (!isRecovery(event, 'candidate') && !isRecovery(event, 'receipt')) beforeJournal = state
@@ -83,7 +85,13 @@ describe('recovery: replaying the log gives byte-identical decisions, with or wi
     const attempts = await recoveryRecords(session, 'attempt')
     expect(attempts.every((a) => a.payload.agentRequests?.length === 2)).to.equal(true)
 
+    // Every decision records the budgets it was made under (here the defaults, nothing configured).
+    expect(recorded.map((d) => JSON.parse(d).budgets)).to.deep.equal(recorded.map(() => ({ ...DEFAULT_BUDGETS })))
     expect(replayDecisions(events)).to.deep.equal(recorded)
+    // Under another configuration the same log is judged differently, and the replay shows where.
+    const strict = replayDecisions(events, { maxStrategyChanges: 0 }).map((d) => JSON.parse(d))
+    expect(strict.map((d) => d.action)).to.deep.equal(['RETRY', 'STOP', 'RETRY', 'COMPLETE'])
+    expect(strict[1]).to.include({ stopReason: 'stagnation' })
     const stripped = withoutRequests(events)
     expect(stripped.length).to.be.below(events.length)
     expect(replayDecisions(stripped)).to.deep.equal(recorded)

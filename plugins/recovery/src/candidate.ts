@@ -1,27 +1,80 @@
 import { execFile } from 'node:child_process'
 import type { Context } from 'cordis'
-import { TaskwardError, type CandidateRef } from '@taskward/protocol'
+import {
+  candidateCommit, gitCandidate, recordedCandidate, TaskwardError, type CandidateRef, type RecoveryState,
+} from '@taskward/protocol'
 import type {} from '@taskward/plugin-workspace'
+
+const COMMIT = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/
+
+interface GitOutcome {
+  /** Exit status (0 on success). */
+  status: number
+  stdout: string
+  message: string
+}
+
+/** Run git in `cwd` with a minimal environment; never throws for a non-zero exit. */
+function git(cwd: string, args: string[]): Promise<GitOutcome> {
+  return new Promise((resolve) => {
+    execFile('git', args, { cwd, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, timeout: 30_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const status = error ? (typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : -1) : 0
+      resolve({ status, stdout: String(stdout), message: String(stderr || error?.message || '').trim() })
+    })
+  })
+}
+
+async function gitOrRefuse(cwd: string, args: string[]): Promise<string> {
+  const outcome = await git(cwd, args)
+  if (outcome.status !== 0) {
+    throw new TaskwardError('ARTIFACT_UNAVAILABLE',
+      `The candidate is read from git but "git ${args.join(' ')}" failed in ${cwd} (${outcome.message}). Make the workspace a git repository with a commit, or set candidateSource: workspace.`)
+  }
+  return outcome.stdout
+}
 
 /**
  * The candidate as the controller reads it — never the agent's word: the workspace stamp digest of the
- * session's cwd, or `git rev-parse HEAD` there in git mode.
+ * session's cwd, or in git mode what the checks will see: HEAD when the working tree is clean
+ * (`git status --porcelain --untracked-files=all` prints nothing), else HEAD plus the stamp digest of
+ * the tree (`gitCandidate`).
  */
 export async function readCandidate(ctx: Context, cwd: string, source: 'workspace' | 'git'): Promise<CandidateRef> {
   if (source === 'workspace') {
     const stamp = await ctx.workspace.stamp(cwd)
     return { digest: stamp.digest, source }
   }
-  const head = await new Promise<string>((resolve, reject) => {
-    execFile('git', ['rev-parse', 'HEAD'], { cwd, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, timeout: 30_000 }, (error, stdout) => {
-      if (error) {
-        reject(new TaskwardError('ARTIFACT_UNAVAILABLE',
-          `The candidate is git HEAD but "git rev-parse HEAD" failed in ${cwd} (${error.message.trim()}). Make the workspace a git repository with a commit, or set candidateSource: workspace.`))
-      } else resolve(stdout.trim())
-    })
-  })
-  if (!/^[0-9a-f]{40}(?:[0-9a-f]{24})?$/.test(head)) {
+  const head = (await gitOrRefuse(cwd, ['rev-parse', 'HEAD'])).trim()
+  if (!COMMIT.test(head)) {
     throw new TaskwardError('ARTIFACT_UNAVAILABLE', `git rev-parse HEAD answered "${head}", which is not a commit id. Check the repository in ${cwd}.`)
   }
-  return { digest: head, source }
+  const status = await gitOrRefuse(cwd, ['status', '--porcelain', '--untracked-files=all'])
+  if (!status.trim()) return gitCandidate(head)
+  return gitCandidate(head, (await ctx.workspace.stamp(cwd)).digest)
+}
+
+/**
+ * The parent of a new attempt as observed, not assumed. In workspace mode a directory has no ancestry:
+ * every candidate the controller reads is a legal successor of the authoritative one. In git mode the
+ * candidate's commit must descend from the authoritative commit (`git merge-base --is-ancestor`); when
+ * it does not, the parent is what git shows instead — the merge base, or none for unrelated history —
+ * so `decide` rejects the candidate.
+ */
+export async function observedParent(state: RecoveryState, cwd: string, candidate: CandidateRef): Promise<string | undefined> {
+  const authoritative = state.authoritative
+  if (authoritative === undefined) return undefined
+  const head = candidateCommit(candidate)
+  const promoted = recordedCandidate(state, authoritative)
+  // A workspace candidate (or an authoritative one recorded in workspace mode) has no ancestry to check.
+  if (head === undefined || (promoted && promoted.source !== 'git')) return authoritative
+  const base = promoted ? candidateCommit(promoted)! : authoritative
+  const ancestry = await git(cwd, ['merge-base', '--is-ancestor', base, head])
+  if (ancestry.status === 0) return authoritative
+  if (ancestry.status !== 1 && !/not a valid commit|unknown revision|bad object|Not a valid/i.test(ancestry.message)) {
+    throw new TaskwardError('ARTIFACT_UNAVAILABLE',
+      `Cannot tell whether HEAD descends from the authoritative commit ${base}: git merge-base failed in ${cwd} (${ancestry.message}). Check the repository, then try again.`)
+  }
+  // Not a descendant (or the authoritative commit is not in this repository at all).
+  const mergeBase = (await git(cwd, ['merge-base', base, head])).stdout.trim()
+  return COMMIT.test(mergeBase) ? mergeBase : undefined
 }

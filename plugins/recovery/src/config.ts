@@ -4,8 +4,12 @@ import { BudgetsSchema, CheckSpecSchema, type Budgets, type CheckSpec } from '@t
 export interface Config {
   /** Controller-owned checks (argv, never a shell string). `[]` means validation is MISSING. */
   checks: CheckSpec[]
-  /** `copy`: a temp copy with a scrubbed environment (not isolation); `bwrap`: the copy inside bubblewrap. */
-  sandbox: 'copy' | 'bwrap'
+  /**
+   * `auto` (default): bubblewrap where `bwrap` is installed, else `copy` with a warning at start.
+   * `copy`: a temp copy with a scrubbed environment (not isolation). `bwrap`: the copy inside
+   * bubblewrap, refused where it is missing.
+   */
+  sandbox: 'auto' | 'copy' | 'bwrap'
   /** Where the candidate's identity comes from: the workspace stamp, or `git rev-parse HEAD`. */
   candidateSource: 'workspace' | 'git'
   budgets: Budgets
@@ -16,8 +20,8 @@ export interface Config {
 export const Config: Schema<Partial<Config>, Config> = Schema.object({
   checks: Schema.array(CheckSpecSchema).default([])
     .description('Checks run against a copy of the candidate: [{id, argv: ["npm", "test"], timeoutMs}]. Empty means unverified.'),
-  sandbox: Schema.union(['copy', 'bwrap'] as const).default('copy')
-    .description('copy: a temp copy with a scrubbed environment (not isolation). bwrap: the copy inside bubblewrap, no network.'),
+  sandbox: Schema.union(['auto', 'copy', 'bwrap'] as const).default('auto')
+    .description('auto: bwrap where bubblewrap is installed, else copy (with a warning). copy: a temp copy with a scrubbed environment (not isolation). bwrap: the copy inside bubblewrap, no network; refused where bubblewrap is missing.'),
   candidateSource: Schema.union(['workspace', 'git'] as const).default('workspace')
     .description('The candidate identity: the workspace stamp digest, or git HEAD.'),
   budgets: BudgetsSchema,

@@ -1,5 +1,5 @@
 import type { Session } from '@taskward/host'
-import { EventTypes, type AgentRequest } from '@taskward/protocol'
+import { EventTypes, taskOfStateRecord, type AgentRequest } from '@taskward/protocol'
 
 /** The agent tools whose calls are recorded as requests: they change no decision. */
 export const REQUEST_TOOLS: Record<string, AgentRequest['type']> = {
@@ -29,4 +29,12 @@ export async function turnEvidence(session: Session, from: number): Promise<Turn
     requests.push({ type, text })
   }
   return { steps: Math.max(1, steps), requests }
+}
+
+/** Seq of the first state record of task `taskId` in the log (where the task began), if any. */
+export async function taskStartSeq(session: Session, taskId: string): Promise<number | undefined> {
+  for await (const event of session.events(0)) {
+    if (taskOfStateRecord(event) === taskId) return event.seq
+  }
+  return undefined
 }

@@ -1,13 +1,11 @@
 import type { Session } from '@taskward/host'
 import {
-  asTaskwardError, completionVeto, latestRecoveryAttempt, pause, TaskwardError,
+  asTaskwardError, completionVeto, latestRecoveryAttempt, TaskwardError,
   type AttemptView, type ErrorCode, type RecoveryDecision, type Task,
 } from '@taskward/protocol'
 import { readCandidate } from './candidate'
 import type { Recovery } from './service'
-
-/** Phases a task can be paused from (the protocol's `pause` refuses the others). */
-const PAUSABLE: readonly Task['phase'][] = ['planning', 'awaiting-approval', 'active', 'reviewing']
+import { cancelMainAgent, stopExecution } from './stop'
 
 /** The refusal code of a STOP, by its stop reason. */
 function stopCode(decision: RecoveryDecision): ErrorCode {
@@ -107,20 +105,14 @@ export class CompletionGate {
         return new TaskwardError('CANDIDATE_ILLEGAL',
           `Completion refused: candidate ${decision.candidate} does not descend from the authoritative candidate ${decision.authoritative ?? ''}. Restore the authoritative candidate and redo the change on top of it.`, details)
       case 'STOP':
-        this.recovery.track(new Promise((resolve) => setImmediate(resolve)).then(() => this.pauseTask(session, task.id)))
+        // The agent stops now (its turn must not go on writing the preserved candidate); the pause is a
+        // supervisor transition, so it follows once the gate has returned.
+        cancelMainAgent(this.recovery, session)
+        this.recovery.track(new Promise((resolve) => setImmediate(resolve)).then(() => stopExecution(this.recovery, session, task.id)))
         return new TaskwardError(stopCode(decision), stopMessage(decision), details)
       default:
         // REVERIFY never reaches here (verify loops until another action).
         return new TaskwardError('VALIDATION_MISSING', `Completion refused: the recovery decision is ${decision.action}. Wait for the controller to re-verify.`, details)
     }
-  }
-
-  /** Pause the task (reason 'recovery') once the gate has returned; the candidate stays as it is. */
-  async pauseTask(session: Session, taskId: string) {
-    const supervisor = this.recovery.home.supervisor
-    await supervisor.apply(session, (current, at) => current && current.id === taskId && current.enabled && PAUSABLE.includes(current.phase)
-      ? pause(current, { reason: 'recovery' }, at)
-      : current!)
-    supervisor.controller.disarm(session.id)
   }
 }

@@ -1,12 +1,34 @@
 import { spawn } from 'node:child_process'
+import { constants } from 'node:os'
 import { performance } from 'node:perf_hooks'
-import type { CheckRun, CheckSpec } from '@taskward/protocol'
+import type { CheckRun, CheckSpec, SandboxKind } from '@taskward/protocol'
 import { BoundedOutput } from './output'
-import { bwrapArgv, scrubbedEnv, type CheckArea } from './sandbox'
+import { bwrapArgv, programExists, scrubbedEnv, type CheckArea } from './sandbox'
 
 export interface RunOptions {
-  sandbox: 'copy' | 'bwrap'
+  /** The sandbox that runs (already resolved: `auto` is not a kind). */
+  sandbox: SandboxKind
   outputLimitBytes: number
+  /** bwrap: directories replaced by an empty tmpfs (the data directory). */
+  hidden?: string[]
+}
+
+/**
+ * After the check's process exited (or its group was killed on timeout), how long its output may
+ * still arrive. A descendant that left the process group (`setsid cmd &`) can hold the pipes open for
+ * as long as it lives; waiting for it would let it outlive the timeout.
+ */
+export const OUTPUT_GRACE_MS = 200
+
+/**
+ * bubblewrap reports a sandboxed process killed by signal N as exit status 128 + N (it cannot die of the
+ * signal itself). Read it back as the signal, so a check killed inside the sandbox is judged as one
+ * killed outside it. The price: a bwrap check that itself exits 129–192 is judged as killed.
+ */
+export function bwrapExit(code: number | null, signal: NodeJS.Signals | null): { code: number | null, signal: NodeJS.Signals | null } {
+  if (signal || code === null || code <= 128 || code > 128 + 64) return { code, signal }
+  const name = Object.entries(constants.signals).find(([, number]) => number === code - 128)?.[0] as NodeJS.Signals | undefined
+  return name ? { code: null, signal: name } : { code, signal }
 }
 
 /** Kill the check's whole process group (it was started detached, as its own group leader). */
@@ -19,26 +41,51 @@ function killGroup(pid: number | undefined) {
 
 /**
  * Run one check in `area`: argv spawned directly (never through a shell), cwd = the copy, the scrubbed
- * environment, its own process group (killed as a whole on timeout), bounded output. Resolves to the
- * raw run for `checkResultOf`; a program that cannot be started is `not-runnable`.
+ * environment, its own process group (killed as a whole on timeout and after exit), bounded output.
+ * It ends at the latest `OUTPUT_GRACE_MS` after the process exited or the timeout killed it, whoever
+ * still holds its output. Resolves to the raw run for `checkResultOf`; a program that cannot be
+ * started is `not-runnable`.
  */
 export async function runCheck(spec: CheckSpec, area: CheckArea, options: RunOptions): Promise<CheckRun> {
-  const argv = options.sandbox === 'bwrap' ? await bwrapArgv(area, spec.argv) : spec.argv
-  const output = new BoundedOutput(options.outputLimitBytes)
   const started = performance.now()
+  // bwrap is required before anything else: a check never runs unsandboxed instead.
+  const argv = options.sandbox === 'bwrap' ? await bwrapArgv(area, spec.argv, options.hidden) : spec.argv
+  if (options.sandbox === 'bwrap' && !await programExists(spec.argv[0], area.work)) {
+    // Inside bubblewrap a missing program is only an exit status; outside it is ENOENT. Same verdict.
+    return { runnerError: 'not-runnable', durationMs: performance.now() - started, output: `ENOENT: cannot start ${spec.argv[0]}` }
+  }
+  const output = new BoundedOutput(options.outputLimitBytes)
   return new Promise<CheckRun>((resolve) => {
     let timedOut = false
     let settled = false
+    let exit: { code: number | null, signal: NodeJS.Signals | null } | undefined
+    let grace: NodeJS.Timeout | undefined
     let spawnError: NodeJS.ErrnoException | undefined
     const finish = (run: CheckRun) => {
       if (settled) return
       settled = true
       clearTimeout(timer)
+      clearTimeout(grace)
       resolve(run)
     }
     const notStarted = (error: NodeJS.ErrnoException) => {
       const notRunnable = ['ENOENT', 'EACCES', 'ENOTDIR', 'ENOEXEC'].includes(error.code ?? '')
       finish({ runnerError: notRunnable ? 'not-runnable' : 'runner-fault', durationMs: performance.now() - started, output: `${error.code ?? 'error'}: cannot start ${spec.argv[0]}` })
+    }
+    const ended = () => {
+      const status = options.sandbox === 'bwrap' ? bwrapExit(exit?.code ?? null, exit?.signal ?? null) : exit
+      finish({
+        exitCode: status?.code ?? null, signal: status?.signal ?? null, ...timedOut ? { timedOut } : {},
+        durationMs: performance.now() - started, output: output.text(),
+      })
+    }
+    // Give the output a moment, then stop reading it: whatever still holds the pipes is not waited for.
+    const startGrace = () => {
+      grace ??= setTimeout(() => {
+        child.stdout?.destroy()
+        child.stderr?.destroy()
+        ended()
+      }, OUTPUT_GRACE_MS)
     }
     const child = spawn(argv[0], argv.slice(1), {
       cwd: area.work,
@@ -52,17 +99,24 @@ export async function runCheck(spec: CheckSpec, area: CheckArea, options: RunOpt
     const timer = setTimeout(() => {
       timedOut = true
       killGroup(child.pid)
+      startGrace()
     }, spec.timeoutMs)
     child.on('error', (error: NodeJS.ErrnoException) => {
       spawnError = error
       // A process that never started emits no useful close; one that did is settled by close.
       if (child.pid === undefined) notStarted(error)
     })
-    child.on('close', (code, signal) => {
-      if (spawnError) return notStarted(spawnError)
+    child.on('exit', (code, signal) => {
+      exit = { code, signal }
       // Whatever the leader left behind in its group goes too.
       killGroup(child.pid)
-      finish({ exitCode: code, signal, ...timedOut ? { timedOut } : {}, durationMs: performance.now() - started, output: output.text() })
+      startGrace()
+    })
+    child.on('close', (code, signal) => {
+      if (spawnError) return notStarted(spawnError)
+      exit ??= { code, signal }
+      killGroup(child.pid)
+      ended()
     })
   })
 }

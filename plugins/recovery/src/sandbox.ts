@@ -1,8 +1,9 @@
-import { cp, mkdtemp, realpath, rm, mkdir } from 'node:fs/promises'
+import { cp, mkdtemp, realpath, rm, mkdir, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { delimiter, join, relative } from 'node:path'
+import { delimiter, isAbsolute, join, relative } from 'node:path'
 import { access, constants } from 'node:fs/promises'
-import { TaskwardError } from '@taskward/protocol'
+import { dataDirectory } from '@taskward/plugin-database'
+import { TaskwardError, type SandboxKind } from '@taskward/protocol'
 
 /** A fresh place for one verification: the candidate's copy and an empty home. */
 export interface CheckArea {
@@ -63,21 +64,72 @@ export async function findOnPath(program: string, path = process.env.PATH ?? '')
   }
 }
 
+/** The configured sandbox as it will run, and the warning to log once when that is weaker than asked. */
+export interface SandboxChoice {
+  kind: SandboxKind
+  warning?: string
+}
+
+/**
+ * Resolve the configured sandbox once, at plugin start. `auto` is bubblewrap where `bwrap` is on PATH,
+ * else `copy` with a warning; `bwrap` stays strict (`bwrapArgv` refuses at use when it is missing).
+ */
+export async function chooseSandbox(configured: 'auto' | SandboxKind): Promise<SandboxChoice> {
+  if (configured !== 'auto') return { kind: configured }
+  if (await findOnPath('bwrap')) return { kind: 'bwrap' }
+  return {
+    kind: 'copy',
+    warning: 'recovery checks are NOT isolated: bubblewrap (bwrap) is not installed, so sandbox "auto" runs them in a plain temp copy '
+      + 'that can still write outside it, read your files and use the network. Install bubblewrap (e.g. apt-get install bubblewrap), '
+      + 'or set sandbox: bwrap to refuse checks without it.',
+  }
+}
+
+/**
+ * Directories a sandboxed check must not see: the Taskward data directory (the session database,
+ * tokens). Only existing ones, resolved through links, and never `/`.
+ */
+export async function hiddenDirectories(): Promise<string[]> {
+  const hidden: string[] = []
+  for (const dir of [dataDirectory()]) {
+    const real = await realpath(dir).catch(() => undefined)
+    if (real && real !== '/' && (await stat(real)).isDirectory()) hidden.push(real)
+  }
+  return hidden
+}
+
+/**
+ * Whether argv[0] can be found the way a spawn would find it (a path relative to `cwd`, or on PATH).
+ * bwrap reports a missing program as an ordinary exit status, so this decides `not-runnable` there.
+ */
+export async function programExists(program: string, cwd: string, path = process.env.PATH ?? ''): Promise<boolean> {
+  if (program.includes('/')) {
+    return access(isAbsolute(program) ? program : join(cwd, program), constants.X_OK).then(() => true, () => false)
+  }
+  return (await findOnPath(program, path)) !== undefined
+}
+
 /**
  * The argv that runs `argv` in bubblewrap: every namespace unshared (no network), the host read-only,
- * a fresh /dev, /proc and /tmp, and only the copy and the temp home writable. Refused when bwrap is not
- * installed: running the check unsandboxed instead would silently weaken the configured policy.
+ * a fresh /dev, /proc and /tmp, `hidden` directories replaced by empty tmpfs (the data directory), and
+ * only the copy and the temp home writable. $HOME stays visible read-only: programs may live there.
+ * Refused when bwrap is not installed: running the check unsandboxed instead would silently weaken the
+ * configured policy.
  */
-export async function bwrapArgv(area: CheckArea, argv: string[]): Promise<string[]> {
+export async function bwrapArgv(area: CheckArea, argv: string[], hidden: string[] = []): Promise<string[]> {
   const bwrap = await findOnPath('bwrap')
   if (!bwrap) {
     throw new TaskwardError('SERVICE_UNAVAILABLE',
       'The recovery sandbox is "bwrap" but bubblewrap (bwrap) is not installed on this host. Install bubblewrap or set sandbox: copy (which is not isolation).')
   }
+  const env = await findOnPath('env')
   return [
     bwrap, '--unshare-all', '--die-with-parent', '--new-session',
     '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp',
+    // Before the binds of the area, so an area inside a hidden directory stays reachable.
+    ...hidden.flatMap((dir) => ['--tmpfs', dir]),
     '--bind', area.work, area.work, '--bind', area.home, area.home, '--chdir', area.work,
-    '--', ...argv,
+    // bwrap always sets PWD; `env -u PWD` (which execs the check) keeps exactly the scrubbed environment.
+    '--', ...env ? [env, '-u', 'PWD', '--'] : [], ...argv,
   ]
 }

@@ -3,18 +3,18 @@ import type { Session } from '@taskward/host'
 import type {} from '@taskward/plugin-supervisor'
 import type {} from '@taskward/plugin-workspace'
 import {
-  checkResultOf, decide, decisionPayload, foldRecovery, initRecoveryState, latestRecoveryAttempt, RECORD_EVENT_TYPE,
-  reconcileJournal, RECOVERY_NAMESPACE, recoveryReader, recoveryRecord, TaskwardError,
+  checkResultOf, decide, decisionPayload, foldRecovery, initRecoveryState, isBudgetStop, latestRecoveryAttempt, RECORD_EVENT_TYPE,
+  reconcileJournal, RECOVERY_NAMESPACE, recoveryReader, recoveryRecord, resolveBudgets, TaskwardError,
   type AgentClaim, type AttemptPayload, type AttemptView, type CheckResult, type CheckSpec, type JournalRecord,
-  type RecordReader, type RecoveryDecision, type RecoveryKind, type RecoveryPayloads, type RecoveryState,
+  type RecordReader, type RecoveryDecision, type RecoveryKind, type RecoveryPayloads, type RecoveryState, type SandboxKind,
 } from '@taskward/protocol'
 import { Config } from './config'
-import { readCandidate } from './candidate'
-import { turnEvidence } from './evidence'
+import { observedParent, readCandidate } from './candidate'
+import { taskStartSeq, turnEvidence } from './evidence'
 import { KeyedLock } from '@taskward/host'
 import { runCheck } from './runner'
 import { wireRecovery } from './wiring'
-import { prepareArea, removeArea, type CheckArea } from './sandbox'
+import { chooseSandbox, hiddenDirectories, prepareArea, removeArea, type CheckArea, type SandboxChoice } from './sandbox'
 
 declare module 'cordis' {
   interface Context {
@@ -60,11 +60,19 @@ export class Recovery extends Service {
   readonly home: Context
   /** Deferred work (pauses, follow-ups, stage verifications) so callers and tests can wait for it. */
   private readonly deferred = new Set<Promise<unknown>>()
+  /** Seq of each task's first state record, by `<session>\0<task>` (found once per task). */
+  private readonly taskStarts = new Map<string, number>()
+  /** The sandbox `config.sandbox` resolved to at start (its warning is logged once, then). */
+  private readonly sandboxChoice: Promise<SandboxChoice>
 
   constructor(ctx: Context, public override config: Config) {
     super(ctx, 'recovery', true)
     this.home = ctx
     this.config = Config(config ?? {})
+    this.sandboxChoice = chooseSandbox(this.config.sandbox).then((choice) => {
+      if (choice.warning) ctx.logger('recovery').warn(choice.warning)
+      return choice
+    })
     ctx.projections.register<RecoveryState>({
       key: RECOVERY_PROJECTION_KEY,
       version: RECOVERY_PROJECTION_VERSION,
@@ -80,6 +88,11 @@ export class Recovery extends Service {
   /** The recovery state of a session, folded from its recovery records. */
   async state(session: Session | string): Promise<RecoveryState> {
     return this.home.projections.get<RecoveryState>(await this.resolve(session), RECOVERY_PROJECTION_KEY)
+  }
+
+  /** The sandbox the checks run in: `config.sandbox` as resolved at plugin start. */
+  sandbox(): Promise<SandboxChoice> {
+    return this.sandboxChoice
   }
 
   /** The checks that verify a task: the ones a person set with `/task checks`, else the configured ones. */
@@ -138,8 +151,13 @@ export class Recovery extends Service {
     const specs = this.checksFor(state, taskId)
     // A rerun re-checks the same candidate; a new attempt reads the candidate now (never the agent's word).
     const candidate = options.rerun ? last!.candidate : await readCandidate(this.home, session.cwd, this.config.candidateSource)
-    const checks = await this.runAll(session.cwd, specs)
-    const evidence = await turnEvidence(session, last ? last.seq + 1 : 0)
+    // Observed, not assumed: in git mode a HEAD that does not descend from the authoritative commit
+    // gets the parent git shows, and `decide` rejects it.
+    const parent = options.rerun ? last!.parentCandidate : await observedParent(state, session.cwd, candidate)
+    const sandbox = (await this.sandboxChoice).kind
+    const checks = await this.runAll(session.cwd, specs, sandbox)
+    // A task's first attempt counts from the task's start, not the session's: earlier tasks are not its work.
+    const evidence = await turnEvidence(session, last ? last.seq + 1 : await this.taskStart(session, taskId))
     const index = options.rerun ? last!.index : (task?.counters.attempts ?? 0) + 1
     const attemptId = options.rerun ? `${taskId}-a${index}-r${last!.reruns + 1}` : `${taskId}-a${index}`
     const payload: AttemptPayload = {
@@ -149,7 +167,7 @@ export class Recovery extends Service {
       index,
       ...options.rerun ? { rerunOf: last!.attemptId } : {},
       candidate,
-      ...state.authoritative ? { parentCandidate: state.authoritative } : {},
+      ...parent ? { parentCandidate: parent } : {},
       configuredChecks: specs.map((spec) => spec.id),
       checks,
       // A rerun is the controller's own step, not the agent's.
@@ -157,6 +175,7 @@ export class Recovery extends Service {
       ...options.claim ? { agentClaim: options.claim } : {},
       ...!options.rerun && evidence.requests.length ? { agentRequests: evidence.requests } : {},
       strategy: task?.counters.strategyChanges ?? 0,
+      ...specs.length ? { sandbox } : {},
       recordedAt: Date.now(),
     }
     const next = await this.append(session, 'attempt', attemptId, payload)
@@ -168,10 +187,39 @@ export class Recovery extends Service {
     const state = await this.usable(session)
     const at = Date.now()
     const decision = decide(state, this.config.budgets, { taskId, at, ...completionRequested ? { completionRequested } : {} })
-    await this.appendJournal(session, decision.journal)
-    const decisionId = `${taskId}-d${(state.tasks[taskId]?.decisions.length ?? 0) + 1}`
-    await this.append(session, 'decision', decisionId, decisionPayload(decision, decisionId, at))
+    await this.writeDecision(session, state, decision, at)
     return decision
+  }
+
+  /**
+   * Unlocked: callers hold the session's lock. After a progress attempt (a stage report, a progress
+   * measurement): decide, and record the decision only when it is a budget STOP — the one outcome a
+   * progress attempt acts on (the caller stops execution). Anything else is decided at completion.
+   */
+  async budgetStopAfterProgress(session: Session, taskId: string): Promise<RecoveryDecision | undefined> {
+    const state = await this.usable(session)
+    const at = Date.now()
+    const decision = decide(state, this.config.budgets, { taskId, at })
+    if (!isBudgetStop(decision)) return undefined
+    await this.writeDecision(session, state, decision, at)
+    return decision
+  }
+
+  private async writeDecision(session: Session, state: RecoveryState, decision: RecoveryDecision, at: number) {
+    await this.appendJournal(session, decision.journal)
+    const decisionId = `${decision.taskId}-d${(state.tasks[decision.taskId]?.decisions.length ?? 0) + 1}`
+    await this.append(session, 'decision', decisionId, decisionPayload(decision, decisionId, at, resolveBudgets(this.config.budgets)))
+  }
+
+  /** Seq of the task's first state record (0 when the log has none), found by one scan and kept. */
+  private async taskStart(session: Session, taskId: string): Promise<number> {
+    const key = `${session.id}\0${taskId}`
+    const known = this.taskStarts.get(key)
+    if (known !== undefined) return known
+    const seq = await taskStartSeq(session, taskId)
+    if (seq === undefined) return 0
+    this.taskStarts.set(key, seq)
+    return seq
   }
 
   /** Append a recovery record after checking that it folds cleanly; returns the state with it. */
@@ -208,8 +256,9 @@ export class Recovery extends Service {
   }
 
   /** Each check in its own fresh copy, so one check's writes cannot change what the next one sees. */
-  private async runAll(cwd: string, specs: CheckSpec[]): Promise<CheckResult[]> {
+  private async runAll(cwd: string, specs: CheckSpec[], sandbox: SandboxKind): Promise<CheckResult[]> {
     const results: CheckResult[] = []
+    const hidden = sandbox === 'bwrap' && specs.length ? await hiddenDirectories() : []
     for (const spec of specs) {
       let area: CheckArea
       try {
@@ -220,7 +269,7 @@ export class Recovery extends Service {
         continue
       }
       try {
-        const run = await runCheck(spec, area, this.config)
+        const run = await runCheck(spec, area, { sandbox, outputLimitBytes: this.config.outputLimitBytes, hidden })
         results.push(checkResultOf(spec, run, { roots: area.roots }))
       } finally {
         await removeArea(area)

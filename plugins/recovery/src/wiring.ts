@@ -6,6 +6,7 @@ import {
 } from '@taskward/protocol'
 import { CompletionGate } from './gate'
 import type { Recovery } from './service'
+import { stopExecution } from './stop'
 
 const MAX_TEXT = 2000
 
@@ -89,12 +90,17 @@ function onStageReported(recovery: Recovery, session: Session, event: SessionEve
   if (session.role !== 'main' || event.type !== EventTypes.toolResult) return
   if (event.data?.name !== 'task_report_stage' || event.data.error || !event.data.result?.taskId) return
   const { taskId, nodeId } = event.data.result as { taskId: string, nodeId?: string }
-  recovery.track(recovery.exclusive(session, async (resolved) => {
-    const state = await recovery.usable(resolved)
-    // Without checks there is nothing objective to measure; MISSING is decided at completion.
-    if (!recovery.checksFor(state, taskId).length) return
-    await recovery.recordAttempt(resolved, taskId, { claim: 'progress', ...nodeId ? { nodeId } : {} })
-  }))
+  recovery.track((async () => {
+    const stop = await recovery.exclusive(session, async (resolved) => {
+      const state = await recovery.usable(resolved)
+      // Without checks there is nothing objective to measure; MISSING is decided at completion.
+      if (!recovery.checksFor(state, taskId).length) return undefined
+      await recovery.recordAttempt(resolved, taskId, { claim: 'progress', ...nodeId ? { nodeId } : {} })
+      return recovery.budgetStopAfterProgress(resolved, taskId)
+    })
+    // Outside the recovery lock: stopping is a supervisor transition.
+    if (stop) await stopExecution(recovery, session, taskId)
+  })())
 }
 
 /**
@@ -103,14 +109,21 @@ function onStageReported(recovery: Recovery, session: Session, event: SessionEve
  * attempt, so the measurement is evidence in the log like any other.
  */
 function registerProgressSource(ctx: Context, recovery: Recovery) {
-  ctx.supervisor.registerProgressSignal((session, task) => recovery.exclusive(session, async (resolved) => {
-    const state = await recovery.usable(resolved)
-    // Without checks nothing objective can be measured: the supervisor falls back to its review.
-    if (!recovery.checksFor(state, task.id).length) return undefined
-    const previous = latestRecoveryAttempt(state, task.id)
-    const attempt = await recovery.recordAttempt(resolved, task.id, { claim: 'progress' })
-    return progressSignalOf(progressDelta(previous, attempt))
-  }))
+  ctx.supervisor.registerProgressSignal(async (session, task) => {
+    const measured = await recovery.exclusive(session, async (resolved) => {
+      const state = await recovery.usable(resolved)
+      // Without checks nothing objective can be measured: the supervisor falls back to its review.
+      if (!recovery.checksFor(state, task.id).length) return undefined
+      const previous = latestRecoveryAttempt(state, task.id)
+      const attempt = await recovery.recordAttempt(resolved, task.id, { claim: 'progress' })
+      const stop = await recovery.budgetStopAfterProgress(resolved, task.id)
+      return { signal: progressSignalOf(progressDelta(previous, attempt)), stop }
+    })
+    // A used-up budget stops the task before the supervisor continues it or asks for a review (both
+    // skip a paused task).
+    if (measured?.stop) await stopExecution(recovery, session, task.id)
+    return measured?.signal
+  })
 }
 
 /** Everything recovery hooks into: the completion gate, agent tools, /task checks, stage reports, resume. */

@@ -64,6 +64,23 @@ describe('recovery: the check runner (real processes through the plugin)', () =>
     expect(attempt.checks[0].durationMs).to.be.below(5000)
   })
 
+  it('bounds a timed-out check even when a descendant left its process group holding the output open', async () => {
+    const started = Date.now()
+    const { attempt } = await attemptWith([{ id: 'escaper', argv: ['sh', '-c', 'setsid sleep 30 & echo started; sleep 30'], timeoutMs: 300 }], { sandbox: 'copy' })
+    // A functional bound (the escaped sleep lives 30 s), not a speed benchmark.
+    expect(Date.now() - started).to.be.below(5000)
+    expect(attempt.checks[0]).to.include({ verdict: 'FAIL', reason: 'timeout' })
+    expect(attempt.checks[0].outputExcerpt).to.match(/started/)
+  })
+
+  it('finishes a check that exits 0 at once while an escaped descendant keeps its output open: PASS, promptly', async () => {
+    const started = Date.now()
+    const { attempt } = await attemptWith([{ id: 'daemon', argv: ['sh', '-c', 'setsid sleep 30 & echo started'], timeoutMs: 300 }], { sandbox: 'copy' })
+    expect(Date.now() - started).to.be.below(5000)
+    expect(attempt.checks[0]).to.include({ verdict: 'PASS', exitCode: 0 })
+    expect(attempt.checks[0].outputExcerpt).to.match(/started/)
+  })
+
   it('classifies a program that does not exist as not-runnable, and decides STOP non_retryable', async () => {
     const { session, task, attempt } = await attemptWith([{ id: 'ghost', argv: ['no-such-program-taskward'], timeoutMs: 1000 }])
     expect(attempt.checks[0]).to.include({ verdict: 'INCONCLUSIVE', reason: 'not-runnable' })

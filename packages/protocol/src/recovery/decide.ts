@@ -51,7 +51,8 @@ export interface RecoveryDecision {
   journal: JournalRecord[]
 }
 
-function resolveBudgets(budgets: Partial<Budgets>): Budgets {
+/** The budgets with defaults filled in; invalid ones are `CONFIG_INVALID`. */
+export function resolveBudgets(budgets: Partial<Budgets>): Budgets {
   try {
     return BudgetsSchema(budgets)
   } catch (error) {
@@ -139,8 +140,19 @@ export function decide(state: RecoveryState, budgetsIn: Partial<Budgets>, input:
   return go('RETRY', 'FAIL_NO_PROGRESS')
 }
 
-/** The payload of the `decision` record that records `decision`. */
-export function decisionPayload(decision: RecoveryDecision, decisionId: string, decidedAt: number): DecisionPayload {
+/**
+ * The payload of the `decision` record that records `decision`; `budgets` (resolved) records what it
+ * was decided under, so a replay can re-decide under the same budgets or judge it under others.
+ */
+export function decisionPayload(decision: RecoveryDecision, decisionId: string, decidedAt: number, budgets?: Budgets): DecisionPayload {
   const { taskId, attemptId, verdict, delta, action, stopReason, reason, budgetsUsed } = decision
-  return { decisionId, taskId, attemptId, verdict, delta, action, ...stopReason ? { stopReason } : {}, reason, budgetsUsed, decidedAt }
+  return {
+    decisionId, taskId, attemptId, verdict, delta, action, ...stopReason ? { stopReason } : {}, reason, budgetsUsed,
+    ...budgets ? { budgets: { ...budgets } } : {}, decidedAt,
+  }
+}
+
+/** A STOP because a budget (attempts, steps) is used up: the one decision a progress attempt acts on. */
+export function isBudgetStop(decision: Pick<RecoveryDecision, 'action' | 'stopReason'>): boolean {
+  return decision.action === 'STOP' && (decision.stopReason ?? '').startsWith('budget_exhausted:')
 }

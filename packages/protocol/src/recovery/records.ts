@@ -2,7 +2,7 @@ import Schema from 'schemastery'
 import { RecordEnvelope } from '../envelope'
 import { defineReader, optional } from '../records'
 import { CheckResult, CheckResultSchema, CheckSpec, CheckSpecSchema, CHECK_ID_PATTERN } from './checks'
-import { BudgetsUsed } from './budgets'
+import { Budgets, BudgetsUsed } from './budgets'
 import type { ProgressDelta } from './delta'
 import type { AggregateVerdict } from './verdict'
 
@@ -19,7 +19,17 @@ const Text = Schema.string().max(2000)
 export interface CandidateRef {
   digest: string
   source: 'workspace' | 'git'
+  /**
+   * git mode, a working tree that differs from HEAD: the commit it sits on. `digest` then names HEAD
+   * and the tree together (see `gitCandidate`), so a dirty tree is never verified under HEAD's name.
+   */
+  head?: string
+  /** git mode, a dirty working tree: the workspace stamp digest of the tree that was checked. */
+  tree?: string
 }
+
+/** The sandbox a check ran in (`auto` resolves to one of these). */
+export type SandboxKind = 'copy' | 'bwrap'
 
 export type AgentClaim = 'done' | 'progress' | 'blocked'
 
@@ -52,6 +62,8 @@ export interface AttemptPayload {
   agentRequests?: AgentRequest[]
   /** Index of the approach in use (0 first, +1 per authorized strategy change). */
   strategy: number
+  /** The sandbox the checks actually ran in (absent on older records and when no check ran). */
+  sandbox?: SandboxKind
   recordedAt: number
 }
 
@@ -68,6 +80,8 @@ export interface DecisionPayload {
   stopReason?: string
   reason: string
   budgetsUsed: BudgetsUsed
+  /** The resolved budgets the decision was made under (absent on older records). */
+  budgets?: Budgets
   decidedAt: number
 }
 
@@ -136,6 +150,8 @@ const AttemptSchema = Schema.object({
   candidate: Schema.object({
     digest: Digest.required(),
     source: Schema.union(['workspace', 'git']).required(),
+    head: Digest,
+    tree: Digest,
   }).required(),
   parentCandidate: Digest,
   configuredChecks: Schema.array(Schema.string().pattern(CHECK_ID_PATTERN)).required(),
@@ -147,6 +163,7 @@ const AttemptSchema = Schema.object({
     text: Text.required(),
   }))),
   strategy: Schema.natural().required(),
+  sandbox: Schema.union(['copy', 'bwrap']),
   recordedAt: Time.required(),
 })
 
@@ -165,6 +182,16 @@ const BudgetsUsedSchema = Schema.object({
   strategyChanges: Schema.natural().required(),
 })
 
+/** Every key required: a recorded budget is what was used, never a default filled in on reading. */
+const RecordedBudgetsSchema = Schema.object({
+  maxAttempts: Schema.natural().required(),
+  maxTotalSteps: Schema.natural().required(),
+  maxVerifyReruns: Schema.natural().required(),
+  stagnationIdenticalRounds: Schema.natural().required(),
+  stagnationUnchangedRounds: Schema.natural().required(),
+  maxStrategyChanges: Schema.natural().required(),
+})
+
 const DecisionSchema = Schema.object({
   decisionId: Id.required(),
   taskId: Id.required(),
@@ -175,6 +202,7 @@ const DecisionSchema = Schema.object({
   stopReason: Schema.string().max(100),
   reason: Schema.string().pattern(/^[A-Z][A-Z0-9_]*$/).required(),
   budgetsUsed: BudgetsUsedSchema.required(),
+  budgets: optional(RecordedBudgetsSchema),
   decidedAt: Time.required(),
 })
 

@@ -1,0 +1,109 @@
+import { expect } from 'chai'
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises'
+import { homedir, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Logger } from 'cordis'
+import { removeTree, type TestHost } from '@taskward/testkit'
+import { Config, findOnPath } from '../src'
+import { answerWorkspace, bootRecovery, readyTask, recoveryRecords, type RecoveryConfig } from './fixtures'
+
+/** The sandbox policy: `auto` by default, what actually ran is recorded, bwrap hides the data directory. */
+describe('recovery: the sandbox policy', function () {
+  let host: TestHost | undefined
+  let cwd: string | undefined
+  const cleanup: string[] = []
+  const saved = { path: process.env.PATH, data: process.env.TASKWARD_DATA }
+
+  afterEach(async () => {
+    process.env.PATH = saved.path
+    if (saved.data === undefined) delete process.env.TASKWARD_DATA
+    else process.env.TASKWARD_DATA = saved.data
+    await host?.ctx.recovery.settled()
+    await host?.dispose()
+    for (const dir of [cwd, ...cleanup.splice(0)]) if (dir) await removeTree(dir)
+    host = cwd = undefined
+  })
+
+  async function probe(argv: string[], config: RecoveryConfig = {}) {
+    host ??= await bootRecovery(config)
+    cwd = await answerWorkspace('alpha')
+    const { session, task } = await readyTask(host, cwd, [{ id: 'probe', argv, timeoutMs: 20_000 }])
+    const attempt = await host.ctx.recovery.runChecks(session, task.id, { claim: 'progress' })
+    return { session, attempt }
+  }
+
+  it('defaults to auto, in the configuration schema and in cordis.yml', async () => {
+    expect(Config({}).sandbox).to.equal('auto')
+    const { readFile } = await import('node:fs/promises')
+    const yml = await readFile(join(import.meta.dirname, '../../../cordis.yml'), 'utf8')
+    expect(yml).to.match(/- id: recovery[\s\S]*?sandbox: auto/)
+  })
+
+  it('auto without bubblewrap runs checks in copy mode, records it, and warns once at start how to fix it', async () => {
+    const warnings: string[] = []
+    const target: Logger.Target = { record: (record) => { if (record.type === 'warn') warnings.push(record.content) }, levels: { base: 2 } }
+    Logger.targets.push(target)
+    try {
+      // A PATH without bwrap stands for a host that lacks it, while the plugin starts.
+      const empty = await mkdtemp(join(tmpdir(), 'taskward-empty-path-'))
+      cleanup.push(empty)
+      process.env.PATH = empty
+      host = await bootRecovery({ sandbox: 'auto' })
+      const choice = await host.ctx.recovery.sandbox()
+      process.env.PATH = saved.path
+      expect(choice.kind).to.equal('copy')
+      const { session, attempt } = await probe(['true'])
+      expect(attempt.sandbox).to.equal('copy')
+      await host.ctx.recovery.runChecks(session, attempt.taskId, { claim: 'progress' })
+      const notIsolated = warnings.filter((text) => /NOT isolated/.test(text))
+      expect(notIsolated).to.have.length(1)
+      expect(notIsolated[0]).to.match(/install bubblewrap/i).and.match(/sandbox: bwrap/)
+      expect((await recoveryRecords(session, 'attempt')).map((a) => a.payload.sandbox)).to.deep.equal(['copy', 'copy'])
+    } finally {
+      Logger.targets.splice(Logger.targets.indexOf(target), 1)
+    }
+  })
+
+  it('copy stays copy; an attempt without checks names no sandbox', async () => {
+    const { attempt } = await probe(['true'], { sandbox: 'copy' })
+    expect(attempt.sandbox).to.equal('copy')
+    const other = await answerWorkspace('alpha')
+    cleanup.push(other)
+    const { session, task } = await readyTask(host!, other, [])
+    const unverified = await host!.ctx.recovery.runChecks(session, task.id, { claim: 'progress' })
+    expect(unverified.verdict).to.equal('MISSING')
+    expect(unverified).to.not.have.property('sandbox')
+  })
+
+  describe('where bubblewrap is installed', () => {
+    before(async function () {
+      if (await findOnPath('bwrap')) return
+      if (process.env.CI) throw new Error('bubblewrap (bwrap) must be installed in CI: .ci/run installs it')
+      this.skip()
+    })
+
+    it('auto runs checks in bwrap and records it', async () => {
+      const { attempt } = await probe(['true'])
+      expect((await host!.ctx.recovery.sandbox()).kind).to.equal('bwrap')
+      expect(attempt.sandbox).to.equal('bwrap')
+    })
+
+    it('hides the Taskward data directory from a check, and keeps $HOME visible', async () => {
+      // Outside /tmp (bwrap's /tmp is private anyway), like a real data directory.
+      await mkdir(join(homedir(), '.cache'), { recursive: true })
+      const data = await mkdtemp(join(homedir(), '.cache', 'taskward-data-'))
+      cleanup.push(data)
+      await writeFile(join(data, 'taskward.db'), 'session-database-secret')
+      process.env.TASKWARD_DATA = data
+      const read = ['sh', '-c', `cat '${data}/taskward.db'; ls '${homedir()}' > /dev/null && echo home-visible`]
+      const sandboxed = await probe(read, { sandbox: 'bwrap' })
+      expect(sandboxed.attempt.checks[0].outputExcerpt).to.not.include('session-database-secret')
+      expect(sandboxed.attempt.checks[0].outputExcerpt).to.include('home-visible')
+      await host!.dispose()
+      host = undefined
+      // Copy mode is not isolation: the same read succeeds (docs/recovery.md says so).
+      const copied = await probe(read, { sandbox: 'copy' })
+      expect(copied.attempt.checks[0].outputExcerpt).to.include('session-database-secret')
+    })
+  })
+})
