@@ -3,10 +3,10 @@ import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Session } from '@taskward/host'
 import { REPAIR_NAMESPACE } from '@taskward/protocol'
-import { removeTree, type TestHost } from '@taskward/testkit'
+import type { TestHost } from '@taskward/testkit'
 import {
-  allIdle, bootRepair, completeDiamond, evidenceSeq, fileIs, followups, mainSession, ok, proposeRepair, receipts,
-  records, refused, reopens, workspace,
+  allIdle, completeDiamond, evidenceSeq, fileIs, followups, ok, proposeRepair, receipts,
+  records, refused, reopens, useRepairSession,
 } from '../plugins/repair/tests/fixtures'
 
 /*
@@ -20,16 +20,7 @@ describe('repair over HTTP', () => {
   let host: TestHost
   let cwd: string
   let session: Session
-
-  beforeEach(async () => {
-    host = await bootRepair()
-    cwd = await workspace()
-    session = await mainSession(host, cwd)
-  })
-  afterEach(async () => {
-    await host.dispose()
-    await removeTree(cwd)
-  })
+  useRepairSession((env) => ({ host, cwd, session } = env))
 
   const repairs = () => host.http.json(`/api/sessions/${session.id}/repairs`)
   const post = async (body: unknown, init: Parameters<TestHost['http']['post']>[2] = {}) => {

@@ -3,10 +3,10 @@ import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Session } from '@taskward/host'
 import { REPAIR_NAMESPACE } from '@taskward/protocol'
-import { removeTree, type TestHost } from '@taskward/testkit'
+import type { TestHost } from '@taskward/testkit'
 import {
-  allIdle, bindingOf, bootRepair, completeDiamond, fileIs, followups, mainSession, ok, proposeRepair, receipts,
-  records, refused, rejects, reopens, workspace,
+  allIdle, bindingOf, completeDiamond, fileIs, followups, ok, proposeRepair, receipts,
+  records, refused, rejects, reopens, useRepairSession,
 } from './fixtures'
 
 const ORIGINAL = 'export const total = (rows: number[]) => 0\n'
@@ -15,16 +15,7 @@ describe('repair: confirmation and decline', () => {
   let host: TestHost
   let cwd: string
   let session: Session
-
-  beforeEach(async () => {
-    host = await bootRepair()
-    cwd = await workspace()
-    session = await mainSession(host, cwd)
-  })
-  afterEach(async () => {
-    await host.dispose()
-    await removeTree(cwd)
-  })
+  useRepairSession((env) => ({ host, cwd, session } = env))
 
   const mainCalls = () => host.scripted.served.filter((s) => s.sessionId === session.id).length
 

@@ -1,10 +1,10 @@
 import { expect } from 'chai'
 import type { Session } from '@taskward/host'
 import { httpStatusOf, REPAIR_NAMESPACE, TASK_NAMESPACE } from '@taskward/protocol'
-import { removeTree, type TestHost } from '@taskward/testkit'
+import type { TestHost } from '@taskward/testkit'
 import {
-  allIdle, bindingOf, bootRepair, command, completeDiamond, evidenceSeq, fileIs, finishReopened, mainSession, ok, proposeRepair,
-  receipts, records, refused, rejects, reopens, workspace,
+  allIdle, bindingOf, command, completeDiamond, evidenceSeq, fileIs, finishReopened, ok, proposeRepair,
+  receipts, records, refused, rejects, reopens, useRepairSession,
 } from './fixtures'
 
 /*
@@ -19,16 +19,7 @@ describe('repair: supervision switched off and on for a complete task', () => {
   let host: TestHost
   let cwd: string
   let session: Session
-
-  beforeEach(async () => {
-    host = await bootRepair()
-    cwd = await workspace()
-    session = await mainSession(host, cwd)
-  })
-  afterEach(async () => {
-    await host.dispose()
-    await removeTree(cwd)
-  })
+  useRepairSession((env) => ({ host, cwd, session } = env))
 
   const state = () => host.ctx.supervisor.state(session)
   const allRecords = async () => (await records(session, TASK_NAMESPACE)).length + (await records(session, REPAIR_NAMESPACE)).length

@@ -3,9 +3,9 @@ import { join } from 'node:path'
 import { expect } from 'chai'
 import type { Session } from '@taskward/host'
 import { REPAIR_NAMESPACE } from '@taskward/protocol'
-import { removeTree, type TestHost } from '@taskward/testkit'
+import type { TestHost } from '@taskward/testkit'
 import {
-  bootRepair, call, completeDiamond, evidenceSeq, fileIs, mainSession, ok, records, refused, workspace,
+  bootRepair, call, completeDiamond, evidenceSeq, fileIs, mainSession, ok, records, refused, workspace, useRepairSession,
 } from './fixtures'
 
 const ORIGINAL = 'export const total = (rows: number[]) => 0\n'
@@ -14,16 +14,7 @@ describe('repair: proposals', () => {
   let host: TestHost
   let cwd: string
   let session: Session
-
-  beforeEach(async () => {
-    host = await bootRepair()
-    cwd = await workspace()
-    session = await mainSession(host, cwd)
-  })
-  afterEach(async () => {
-    await host.dispose()
-    await removeTree(cwd)
-  })
+  useRepairSession((env) => ({ host, cwd, session } = env))
 
   const propose = (args: Record<string, unknown>, on = session) => ok(host, on, 'task_propose_repair', args)
 
