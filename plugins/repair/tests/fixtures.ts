@@ -11,9 +11,11 @@ import { AdmissionService } from '@taskward/plugin-admission'
 import { SupervisorPlugin } from '@taskward/plugin-supervisor'
 import WorkspacePlugin from '@taskward/plugin-workspace'
 import { REPAIR_NAMESPACE, TASK_NAMESPACE, type TaskPlan } from '@taskward/protocol'
-import { TestHost, removeTree, tempWorkspace } from '@taskward/testkit'
+import { TestHost, tempWorkspace } from '@taskward/testkit'
 import { RepairPlugin } from '../src'
-import { completedTask, controllerTurns, ok, reviewsSettled, scriptReviews } from '../../supervisor/tests/fixtures'
+import {
+  completedTask, controllerTurns, ok, reviewsSettled, scriptReviews, useSupervisedSession, type SupervisedSession,
+} from '../../supervisor/tests/fixtures'
 
 export {
   allIdle, call, command, commandError, completedTask, controllerTurns, ok, refused, reviewsSettled, scriptReviews, until,
@@ -130,28 +132,7 @@ export async function rejects(promise: Promise<unknown>, code: string) {
   expect.fail(`expected a ${code} refusal`)
 }
 
-export interface RepairSession {
-  host: TestHost
-  cwd: string
-  session: Session
-}
-
-/**
- * Mocha hooks for a suite: before each test a repair host, a fresh workspace and a main session (handed
- * to `assign`); after it, the host is disposed and the workspace removed.
- */
-export function useRepairSession(assign: (env: RepairSession) => void) {
-  let env: RepairSession | undefined
-  beforeEach(async () => {
-    const host = await bootRepair()
-    const cwd = await workspace()
-    env = { host, cwd, session: await mainSession(host, cwd) }
-    assign(env)
-  })
-  afterEach(async () => {
-    if (!env) return
-    await env.host.dispose()
-    await removeTree(env.cwd)
-    env = undefined
-  })
+/** Mocha hooks: a repair host, a fresh workspace and a main session with its agent for each test. */
+export function useRepairSession(assign: (env: SupervisedSession) => void) {
+  useSupervisedSession(assign, { boot: () => bootRepair(), files: workspace, open: mainSession })
 }

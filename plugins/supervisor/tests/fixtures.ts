@@ -5,7 +5,7 @@
 import { expect } from 'chai'
 import type { ScriptStep, Session, ToolResult } from '@taskward/host'
 import type { SupervisorState, TaskPlan } from '@taskward/protocol'
-import { TestHost, tempWorkspace } from '@taskward/testkit'
+import { TestHost, removeTree, tempWorkspace } from '@taskward/testkit'
 import { SupervisorPlugin, type Config, type Supervisor } from '../src'
 
 /** a → b, a → c, (b, c) → d. */
@@ -136,4 +136,38 @@ export function turn(...steps: (ScriptStep | { name: string, args?: Record<strin
 export async function controllerTurns(session: Session): Promise<string[]> {
   const events = await session.read({ from: 0, limit: 10000 })
   return events.filter((e) => e.type === 'user/message' && e.data.origin === 'controller').map((e) => e.data.text)
+}
+
+export interface SupervisedSession {
+  host: TestHost
+  cwd: string
+  session: Session
+}
+
+/**
+ * Mocha hooks for a suite: before each test a host (`boot`, default: the supervisor with automatic
+ * continuation off), a fresh workspace (`files`) and a session on it (`open`, default: a plain session), handed to
+ * `assign`; after it, the host is disposed and the workspace removed.
+ */
+export function useSupervisedSession(assign: (env: SupervisedSession) => void, options: {
+  boot?: () => Promise<TestHost>
+  files?: () => Promise<string>
+  open?: (host: TestHost, cwd: string) => Promise<Session>
+} = {}) {
+  const boot = options.boot ?? (() => bootSupervisor({ automaticContinuation: false }))
+  const files = options.files ?? workspace
+  const open = options.open ?? ((host, cwd) => host.ctx.sessions.create({ cwd }))
+  let env: SupervisedSession | undefined
+  beforeEach(async () => {
+    const host = await boot()
+    const cwd = await files()
+    env = { host, cwd, session: await open(host, cwd) }
+    assign(env)
+  })
+  afterEach(async () => {
+    if (!env) return
+    await env.host.dispose()
+    await removeTree(env.cwd)
+    env = undefined
+  })
 }

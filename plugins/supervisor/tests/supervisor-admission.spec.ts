@@ -2,25 +2,16 @@ import { expect } from 'chai'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Session } from '@taskward/host'
-import { removeTree, type TestHost } from '@taskward/testkit'
+import type { TestHost } from '@taskward/testkit'
 import {
-  bootSupervisor, call, command, completedTask, ok, refused, reviewsSettled, scriptReviews, supervisorOf, workspace,
+  call, command, completedTask, ok, refused, reviewsSettled, supervisorOf, useSupervisedSession,
 } from './fixtures'
 
 describe('supervisor: tool admission', () => {
   let host: TestHost
   let cwd: string
   let session: Session
-
-  beforeEach(async () => {
-    host = await bootSupervisor({ automaticContinuation: false })
-    cwd = await workspace()
-    session = await host.ctx.sessions.create({ cwd })
-  })
-  afterEach(async () => {
-    await host.dispose()
-    await removeTree(cwd)
-  })
+  useSupervisedSession((env) => ({ host, cwd, session } = env))
 
   it('lets every tool run while a task executes', async () => {
     await command(host, session, '/task new write things')

@@ -1,22 +1,15 @@
 import { expect } from 'chai'
 import type { Session } from '@taskward/host'
-import { removeTree, type TestHost } from '@taskward/testkit'
-import { approvedTask, bootSupervisor, completedTask, command, commandError, ok, refused, reviewsSettled, scriptReviews, supervisorOf, workspace } from './fixtures'
+import type { TestHost } from '@taskward/testkit'
+import {
+  approvedTask, command, commandError, completedTask, ok, refused, reviewsSettled, scriptReviews, supervisorOf, useSupervisedSession,
+} from './fixtures'
 
 describe('supervisor: /task commands', () => {
   let host: TestHost
   let cwd: string
   let session: Session
-
-  beforeEach(async () => {
-    host = await bootSupervisor({ automaticContinuation: false })
-    cwd = await workspace()
-    session = await host.ctx.sessions.create({ cwd })
-  })
-  afterEach(async () => {
-    await host.dispose()
-    await removeTree(cwd)
-  })
+  useSupervisedSession((env) => ({ host, cwd, session } = env))
 
   const current = async () => (await supervisorOf(host).state(session)).current!
 

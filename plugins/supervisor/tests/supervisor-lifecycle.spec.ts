@@ -1,9 +1,9 @@
 import { expect } from 'chai'
 import type { Session } from '@taskward/host'
 import { foldSupervisorEvents, SUPERVISOR_PROJECTION_KEY, type SessionEvent } from '@taskward/protocol'
-import { removeTree, type TestHost } from '@taskward/testkit'
+import type { TestHost } from '@taskward/testkit'
 import {
-  PLAN, bootSupervisor, command, commandError, ok, refused, reviewsSettled, scriptReviews, supervisorOf, verdict, workspace,
+  command, commandError, ok, PLAN, refused, reviewsSettled, scriptReviews, supervisorOf, useSupervisedSession, verdict,
 } from './fixtures'
 
 async function allEvents(session: Session) {
@@ -16,16 +16,7 @@ describe('supervisor: a task through its lifecycle', () => {
   let host: TestHost
   let cwd: string
   let session: Session
-
-  beforeEach(async () => {
-    host = await bootSupervisor({ automaticContinuation: false })
-    cwd = await workspace()
-    session = await host.ctx.sessions.create({ cwd })
-  })
-  afterEach(async () => {
-    await host.dispose()
-    await removeTree(cwd)
-  })
+  useSupervisedSession((env) => ({ host, cwd, session } = env))
 
   const state = () => supervisorOf(host).state(session)
 

@@ -1,23 +1,16 @@
 import { expect } from 'chai'
 import type { Session } from '@taskward/host'
 import { RECORD_EVENT_TYPE, taskStateEnvelope, TaskwardError, type Task } from '@taskward/protocol'
-import { removeTree, type TestHost } from '@taskward/testkit'
-import { approvedTask, bootSupervisor, completedTask, ok, refused, supervisorOf, until, workspace } from './fixtures'
+import type { TestHost } from '@taskward/testkit'
+import {
+  approvedTask, completedTask, ok, refused, supervisorOf, until, useSupervisedSession,
+} from './fixtures'
 
 describe('supervisor: poisoned projection', () => {
   let host: TestHost
   let cwd: string
   let session: Session
-
-  beforeEach(async () => {
-    host = await bootSupervisor({ automaticContinuation: false })
-    cwd = await workspace()
-    session = await host.ctx.sessions.create({ cwd })
-  })
-  afterEach(async () => {
-    await host.dispose()
-    await removeTree(cwd)
-  })
+  useSupervisedSession((env) => ({ host, cwd, session } = env))
 
   const forge = (task: Task) => session.append(RECORD_EVENT_TYPE, taskStateEnvelope(task))
 

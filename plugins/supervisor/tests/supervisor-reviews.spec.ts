@@ -1,25 +1,16 @@
 import { expect } from 'chai'
 import type { Session } from '@taskward/host'
 import { TaskwardError } from '@taskward/protocol'
-import { removeTree, type TestHost } from '@taskward/testkit'
+import type { TestHost } from '@taskward/testkit'
 import {
-  approvedTask, bootSupervisor, command, ok, refused, reviewsSettled, scriptReviews, supervisorOf, verdict, workspace,
+  approvedTask, command, ok, refused, reviewsSettled, scriptReviews, supervisorOf, useSupervisedSession, verdict,
 } from './fixtures'
 
 describe('supervisor: reviews', () => {
   let host: TestHost
   let cwd: string
   let session: Session
-
-  beforeEach(async () => {
-    host = await bootSupervisor({ automaticContinuation: false })
-    cwd = await workspace()
-    session = await host.ctx.sessions.create({ cwd })
-  })
-  afterEach(async () => {
-    await host.dispose()
-    await removeTree(cwd)
-  })
+  useSupervisedSession((env) => ({ host, cwd, session } = env))
 
   const state = () => supervisorOf(host).state(session)
 
