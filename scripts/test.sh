@@ -38,4 +38,6 @@ SQL
 fi
 
 npm run typecheck
-exec npx mocha 'packages/*/tests/**/*.spec.ts' 'plugins/*/tests/**/*.spec.ts' 'tests/**/*.spec.ts' "$@"
+# --exit: every suite disposes its hosts, but a handle a future test forgets must fail loudly in review,
+# not hang CI until its time limit.
+exec npx mocha --exit 'packages/*/tests/**/*.spec.ts' 'plugins/*/tests/**/*.spec.ts' 'tests/**/*.spec.ts' "$@"

@@ -106,12 +106,18 @@ describe('repair: proposals', () => {
 
   it('answers ARTIFACT_UNAVAILABLE without the workspace service', async () => {
     await host.dispose()
-    host = await bootRepair({ workspace: false })
-    session = await mainSession(host, cwd)
-    await completeDiamond(host, session)
-    const seq = await evidenceSeq(host, session)
-    await refused(host, session, 'task_propose_repair', { title: 't', reason: 'r', rootNodeIds: ['b'], evidenceSeqs: [seq] }, 'ARTIFACT_UNAVAILABLE')
+    // A host of this test's own: the suite's hooks dispose only the host they booted.
+    const bare = await bootRepair({ workspace: false })
+    try {
+      const main = await mainSession(bare, cwd)
+      await completeDiamond(bare, main)
+      const seq = await evidenceSeq(bare, main)
+      await refused(bare, main, 'task_propose_repair', { title: 't', reason: 'r', rootNodeIds: ['b'], evidenceSeqs: [seq] }, 'ARTIFACT_UNAVAILABLE')
+    } finally {
+      await bare.dispose()
+    }
   })
+
   it('never poisons the session when another writer takes the seq a proposal expected (a second host on the store)', async () => {
     await completeDiamond(host, session)
     const task = (await host.ctx.supervisor.state(session)).current!
