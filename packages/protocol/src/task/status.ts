@@ -3,22 +3,15 @@ import type { ProposalStatus } from '../repair/types'
 import { dependencyMap, readyNodes } from './dag'
 import type { SupervisorState } from './fold'
 import { phaseAdvice } from './guards'
-import { effectiveCycle, type NodeRunStatus, type PauseReason, type PendingReview, type Task, type TaskPhase } from './types'
+import { effectiveCycle, type NodeRunStatus, type PendingReview, type Task, type TaskPhase } from './types'
+
+/** A task's identifying fields as views show them; `acceptanceCycle` is the effective one (absent = 1). */
+export type TaskHeadline = Pick<Task, 'id' | 'revision' | 'objective' | 'phase' | 'pauseReason' | 'enabled' | 'completedAt' | 'reopenedFromProposalId'>
+  & { acceptanceCycle: number }
 
 /** What the `task_status` tool returns: a read-only view, computed purely from the projection. */
 export interface TaskStatusView {
-  task?: {
-    id: string
-    revision: number
-    objective: string
-    phase: TaskPhase
-    pauseReason?: PauseReason
-    enabled: boolean
-    acceptanceCycle: number
-    completedAt?: number
-    reopenedFromProposalId?: string
-    repairs: number
-  }
+  task?: TaskHeadline & { repairs: number }
   nodes: { id: string, title: string, dependsOn: string[], attempt?: number, status?: NodeRunStatus }[]
   readyNodes: string[]
   pendingReview?: PendingReview

@@ -1,6 +1,6 @@
 import {
-  dependencyMap, effectiveCycle, type CompletionReview, type NodeRun, type NodeRunStatus, type PauseReason, type PendingReview,
-  type PriorAcceptance, type ReviewJob, type ReviewKind, type ReviewVerdict, type Task, type TaskPhase,
+  dependencyMap, effectiveCycle, type CompletionReview, type NodeRun, type NodeRunStatus, type PendingReview,
+  type PriorAcceptance, type ReviewJob, type ReviewKind, type ReviewVerdict, type Task, type TaskHeadline,
 } from '@taskward/protocol'
 import { layoutDag, type DagLayout } from './dag-layout'
 
@@ -52,19 +52,9 @@ export interface RepairCycleView {
   runs: (NodeRun & { id: string })[]
 }
 
-export interface TaskDetailView {
-  id: string
-  revision: number
-  objective: string
-  phase: TaskPhase
-  pauseReason?: PauseReason
-  enabled: boolean
-  /** The effective cycle: absent in the record means 1. */
-  acceptanceCycle: number
+export interface TaskDetailView extends TaskHeadline {
   /** Whether the record carries the cycle (false: implicit first cycle). */
   cycleRecorded: boolean
-  completedAt?: number
-  reopenedFromProposalId?: string
   acceptanceCriteria: string[]
   planFeedback?: string[]
   nodes: NodeView[]
