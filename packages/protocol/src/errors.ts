@@ -46,6 +46,22 @@ export const ERROR_CODES = [
   'CANDIDATE_ILLEGAL',
   'ABORTED',
   'INTERNAL',
+  // Models (plugin-openai and the agent loop)
+  'MODEL_UNAVAILABLE',
+  'TOKEN_BUDGET_EXHAUSTED',
+  'REVIEW_FAULT',
+  // The store (database, sessions, leases)
+  'STORE_CORRUPT',
+  'STORE_LOCKED',
+  'STORE_UNAVAILABLE',
+  'LEASE_HELD',
+  'LEASE_LOST',
+  // File tools and other trust boundaries
+  'PATH_FORBIDDEN',
+  'FILE_UNSUPPORTED',
+  'PATTERN_REJECTED',
+  // Recovery
+  'CHECK_PINNED',
 ] as const
 
 export type ErrorCode = typeof ERROR_CODES[number]
@@ -85,11 +101,14 @@ export function httpStatusOf(code: ErrorCode): number {
     case 'REPAIR_EVIDENCE_INVALID':
     case 'CONFIG_INVALID':
     case 'TASK_INVALID':
+    case 'PATTERN_REJECTED':
+    case 'FILE_UNSUPPORTED':
       return 400
     case 'UNAUTHORIZED':
       return 401
     case 'FORBIDDEN':
     case 'PATH_OUTSIDE_WORKSPACE':
+    case 'PATH_FORBIDDEN':
       return 403
     case 'NOT_FOUND':
     case 'SESSION_NOT_FOUND':
@@ -99,6 +118,9 @@ export function httpStatusOf(code: ErrorCode): number {
     case 'MODEL_NOT_FOUND':
       return 404
     case 'SERVICE_UNAVAILABLE':
+    case 'MODEL_UNAVAILABLE':
+    case 'STORE_UNAVAILABLE':
+    case 'STORE_CORRUPT':
     case 'ARTIFACT_UNAVAILABLE':
     case 'READER_UNAVAILABLE':
       return 503

@@ -169,9 +169,15 @@ export class Agent {
           summary.cancelled = true
           break
         }
-        const answer = await adapter.step({ session: this.session, role: this.role, input: { text: input.message, meta: input.meta }, results, step, signal: abort.signal })
+        const answer = await adapter.step({
+          session: this.session, role: this.role, input: { text: input.message, meta: input.meta }, results, step,
+          signal: abort.signal, onText: (delta) => this.ctx.emit('agent/text-delta', this, delta),
+        })
         summary.steps++
         if (answer.text) await this.session.append(EventTypes.assistantMessage, { text: answer.text })
+        if (answer.usage) {
+          await this.session.append('model/usage', { route: this.model, step, promptTokens: answer.usage.promptTokens, completionTokens: answer.usage.completionTokens })
+        }
         if (!answer.toolCalls?.length) break
         results = []
         for (const call of answer.toolCalls) {

@@ -23,6 +23,8 @@ declare module 'cordis' {
     'agent/before-resume'(session: Session): any
     'agent/turn-end'(agent: Agent, summary: TurnSummary): void
     'agent/state'(agent: Agent): void
+    /** Streamed assistant text of the running step (not recorded; the whole text is). */
+    'agent/text-delta'(agent: Agent, delta: string): void
   }
 }
 
