@@ -1,28 +1,11 @@
-import { execFile } from 'node:child_process'
 import type { Context } from 'cordis'
 import {
   candidateCommit, gitCandidate, recordedCandidate, TaskwardError, type CandidateRef, type RecoveryState,
 } from '@taskward/protocol'
 import type {} from '@taskward/plugin-workspace'
+import { runGit as git } from './git'
 
 const COMMIT = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/
-
-interface GitOutcome {
-  /** Exit status (0 on success). */
-  status: number
-  stdout: string
-  message: string
-}
-
-/** Run git in `cwd` with a minimal environment; never throws for a non-zero exit. */
-function git(cwd: string, args: string[]): Promise<GitOutcome> {
-  return new Promise((resolve) => {
-    execFile('git', args, { cwd, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, timeout: 30_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const status = error ? (typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : -1) : 0
-      resolve({ status, stdout: String(stdout), message: String(stderr || error?.message || '').trim() })
-    })
-  })
-}
 
 async function gitOrRefuse(cwd: string, args: string[]): Promise<string> {
   const outcome = await git(cwd, args)

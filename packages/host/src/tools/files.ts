@@ -78,7 +78,7 @@ export function registerFileTools(ctx: Context) {
     description: 'Create or overwrite a text file inside the working directory.',
     parameters: Schema.object({ path: Schema.string().required(), content: Schema.string().required() }),
     async execute({ path, content }, { session }) {
-      const target = await resolveInside(session.cwd, path)
+      const target = await resolveInside(session.cwd, path, { write: true })
       await mkdir(dirname(target), { recursive: true })
       await writeFile(target, content)
       return { path: relative(session.cwd, target), bytes: Buffer.byteLength(content) }
@@ -90,7 +90,7 @@ export function registerFileTools(ctx: Context) {
     description: 'Replace exactly one occurrence of `old` with `new` in a file inside the working directory.',
     parameters: Schema.object({ path: Schema.string().required(), old: Schema.string().required(), new: Schema.string().required() }) as Schema<any, { path: string, old: string, new: string }>,
     async execute(args, { session }) {
-      const target = await resolveInside(session.cwd, args.path)
+      const target = await resolveInside(session.cwd, args.path, { write: true })
       const text = await readFile(target, 'utf8').catch(() => {
         throw new TaskwardError('NOT_FOUND', `No file "${args.path}" in the working directory.`)
       })
