@@ -141,6 +141,41 @@ describe('host: connection', () => {
       expect(response.headers.get('location')).to.equal('/')
     })
 
+    it('redirects after login only to a path on this host, however the target is spelt', async () => {
+      const login = (next: string) => host.http.fetch(`/login?token=${encodeURIComponent(host.operatorToken)}&next=${next}`, { token: null })
+      // Each of these is read by a browser as another host (or another scheme).
+      const offSite = [
+        '/\\evil.example', '/%5Cevil.example', '%5C%5Cevil.example', '/%09/evil.example', '/%0A/evil.example', '/%0D/evil.example',
+        '//evil.example', '///evil.example', '/.//evil.example', '/%2F/evil.example', 'https://evil.example', 'https:evil.example',
+        'javascript:alert(1)', '%20//evil.example', '/%00/evil.example', 'evil.example',
+      ]
+      for (const next of offSite) {
+        const response = await login(next)
+        expect(response.status, next).to.equal(303)
+        expect(response.headers.get('location'), next).to.equal('/')
+      }
+      // Paths on this host keep their query and fragment.
+      expect((await login(encodeURIComponent('/sessions/s1?tab=dag#node-a'))).headers.get('location')).to.equal('/sessions/s1?tab=dag#node-a')
+      expect((await login('/')).headers.get('location')).to.equal('/')
+      expect((await login('')).headers.get('location')).to.equal('/')
+    })
+
+    it('sends nosniff and a same-origin Referrer-Policy on every response (routes, errors, redirects, 404s)', async () => {
+      const responses = [
+        await host.http.fetch('/health', { token: null }),
+        await host.http.fetch(ECHO),
+        await host.http.fetch(ECHO, { token: null }),
+        await host.http.post(ECHO, {}, { origin: 'http://evil.example' }),
+        await host.http.post(ECHO, '{not json'),
+        await host.http.fetch('/no/such/route'),
+        await host.http.fetch(`/login?token=${encodeURIComponent(host.operatorToken)}`, { token: null }),
+      ]
+      for (const response of responses) {
+        expect(response.headers.get('x-content-type-options'), response.url).to.equal('nosniff')
+        expect(response.headers.get('referrer-policy'), response.url).to.equal('same-origin')
+      }
+    })
+
     it('answers an unknown path with JSON {error, code: NOT_FOUND}', async () => {
       const response = await host.http.fetch('/no/such/route')
       expect(response.status).to.equal(404)

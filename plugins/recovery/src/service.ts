@@ -130,7 +130,10 @@ export class Recovery extends Service {
 
   /** Keep `work` (a pause, a follow-up, a stage verification) until it settles; see `settled`. */
   track(work: Promise<unknown>) {
-    const kept = work.catch((error) => this.home.logger('recovery').warn(error))
+    // The logger is looked up now: a stopping host disposes it before deferred work settles, and
+    // work that fails because the host stopped under it (Ctrl-C) is expected, not worth a warning.
+    const logger = this.home.logger('recovery')
+    const kept = work.catch((error) => { if (this.home.scope.isActive) logger.warn(error) })
     this.deferred.add(kept)
     kept.finally(() => this.deferred.delete(kept))
   }

@@ -1,4 +1,4 @@
-import type { Context } from 'cordis'
+import type { Context, Logger } from 'cordis'
 import type { Agent, TurnSummary } from '@taskward/host'
 import { TaskwardError, type Task } from '@taskward/protocol'
 import type { Config } from './config'
@@ -31,11 +31,23 @@ const DRIVEN_PHASES: readonly Task['phase'][] = ['planning', 'active', 'reviewin
  */
 export class Controller {
   private readonly drives = new Map<string, Drive>()
+  /** Taken at start: a stopping host disposes its logger service before work in flight settles. */
+  private readonly logger: Logger
 
   constructor(private home: Context, private supervisor: Supervisor, private config: Config) {
+    this.logger = home.logger('supervisor')
     home.on('agent/turn-end', (agent, summary) => {
-      if (agent.session.role === 'main') this.onTurnEnd(agent, summary).catch((error) => home.logger('supervisor').warn(error))
+      if (agent.session.role !== 'main') return
+      this.onTurnEnd(agent, summary).catch((error) => {
+        // Once the host stops (Ctrl-C), a turn-end still in flight fails on disposed services: expected.
+        if (this.live) this.logger.warn(error)
+      })
     })
+  }
+
+  /** False once the supervisor plugin is disposed (the host stops): nothing more may be queued. */
+  private get live() {
+    return this.home.scope.isActive
   }
 
   arm(sessionId: string) {
@@ -90,14 +102,14 @@ export class Controller {
    */
   queueNext(sessionId: string, task: Task | undefined, extra?: string, options: { force?: boolean } = {}): boolean {
     const drive = this.drives.get(sessionId)
-    if (!drive?.armed || !(this.config.automaticContinuation || options.force)) return false
+    if (!this.live || !drive?.armed || !(this.config.automaticContinuation || options.force)) return false
     const agent = this.supervisor.mainAgent(sessionId)
     if (!agent || agent.state !== 'idle' || agent.queued) return false
     const message = nextInstruction(task, extra)
     if (!message) return false
     if (drive.continuations >= this.config.maxContinuations) {
       drive.armed = false
-      this.home.logger('supervisor').warn('session %s: %d continuations used; waiting for /task resume', sessionId, drive.continuations)
+      this.logger.warn('session %s: %d continuations used; waiting for /task resume', sessionId, drive.continuations)
       return false
     }
     drive.continuations++
@@ -119,6 +131,8 @@ export class Controller {
       // Objective deltas (e.g. the recovery controller's checks) outrank the turn count: measured
       // progress continues the task; no measured progress is what the progress review is for.
       const signal = await this.supervisor.objectiveProgress(agent.session, task)
+      // A progress check can outlive the host (Ctrl-C while it ran): then there is nobody to continue.
+      if (!this.live) return
       if (signal?.progress) {
         this.queueNext(agent.id, task, `Objective progress since the last measurement: ${signal.evidence}.`)
         return

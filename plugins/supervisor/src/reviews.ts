@@ -1,4 +1,4 @@
-import type { Context } from 'cordis'
+import type { Context, Logger } from 'cordis'
 import { randomUUID } from 'node:crypto'
 import type { Agent, Session, TurnSummary } from '@taskward/host'
 import {
@@ -48,9 +48,17 @@ export function isPendingJob(state: SupervisorState, job: ReviewJob): boolean {
  * cutoff and answers once with a verdict; a turn that ends without one pauses the task (review-fault).
  */
 export class Reviews {
+  /** Taken at start: a stopping host disposes its logger service before work in flight settles. */
+  private readonly logger: Logger
+
   constructor(private home: Context, private supervisor: Supervisor, private config: Config) {
+    this.logger = home.logger('supervisor')
     home.on('agent/turn-end', (agent, summary) => {
-      if (agent.session.role === 'reviewer') this.onReviewerTurnEnd(agent, summary).catch((error) => home.logger('supervisor').warn(error))
+      if (agent.session.role !== 'reviewer') return
+      this.onReviewerTurnEnd(agent, summary).catch((error) => {
+        // A review still in flight when the host stops fails on disposed services: expected then.
+        if (home.scope.isActive) this.logger.warn(error)
+      })
     })
   }
 
@@ -181,7 +189,7 @@ export class Reviews {
     })
     if (task) {
       this.supervisor.controller.disarm(main.id)
-      this.home.logger('supervisor').warn('task %s paused: review %s failed: %s', task.id, job.jobId, why)
+      this.logger.warn('task %s paused: review %s failed: %s', task.id, job.jobId, why)
     }
   }
 

@@ -4,6 +4,7 @@ import type {} from '@cordisjs/plugin-server'
 import { TaskwardError, asTaskwardError } from '@taskward/protocol'
 import { TokenGrant, TokenStore } from './tokens'
 import { errorResponse, readBody, sendResponse, toRequest } from './http'
+import { sameOriginTarget } from './redirect'
 
 export const TOKEN_COOKIE = 'taskward_token'
 
@@ -41,6 +42,17 @@ export namespace Connection {
 }
 
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+
+/**
+ * On every response. `nosniff`: a browser never reads a JSON or text answer as a script or page.
+ * `same-origin`, not `no-referrer`: no URL of ours (the login link carries the token) leaks to
+ * another site, while our own pages' POSTs keep their Origin header, which `no-referrer` would
+ * turn into `Origin: null` and so fail the Origin check.
+ */
+export const SECURITY_HEADERS = {
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'same-origin',
+} as const
 
 /**
  * The authenticated Fetch surface over `ctx.server`. Every route needs a token (Bearer header or the
@@ -150,9 +162,13 @@ export class Connection extends Service {
     }
   }
 
-  /** Unknown paths answer `{error, code}` like every other error (instead of Koa's plain "Not Found"). */
+  /**
+   * Wraps every route: sets the headers every response carries (SECURITY_HEADERS) and answers unknown
+   * paths with `{error, code}` like every other error (instead of Koa's plain "Not Found").
+   */
   private mountFallback() {
     const fallback = async (koa: KoaContext, next: () => Promise<unknown>) => {
+      koa.set(SECURITY_HEADERS)
       await next()
       if (koa.status === 404 && koa.body == null) {
         await sendResponse(koa, errorResponse(new TaskwardError('NOT_FOUND', `Nothing answers ${koa.method} ${koa.path} here; check the path and method (docs/host.md lists the routes).`)))
@@ -178,11 +194,10 @@ export class Connection extends Service {
         const token = url.searchParams.get('token') ?? ''
         const grant = this.tokens.verify(token)
         if (!grant) throw new TaskwardError('UNAUTHORIZED', 'This login link is not valid (the host prints a new one at each start).')
-        const target = url.searchParams.get('next') ?? '/'
         return new Response(null, {
           status: 303,
           headers: {
-            location: target.startsWith('/') && !target.startsWith('//') ? target : '/',
+            location: sameOriginTarget(url.searchParams.get('next'), url.origin),
             'set-cookie': `${TOKEN_COOKIE}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/`,
           },
         })
