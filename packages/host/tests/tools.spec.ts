@@ -143,7 +143,7 @@ describe('host: tools', () => {
       expect((await run('edit', { path: 'src/b.ts', old: 'absent', new: 'c' })).error?.code).to.equal('BAD_REQUEST')
       expect(await readFile(join(cwd, 'src/b.ts'), 'utf8')).to.equal('export const b = 2\n// TODO b\n')
       expect((await run('read', { path: 'missing.txt' })).error?.code).to.equal('NOT_FOUND')
-      expect((await run('grep', { pattern: '(' })).error?.code).to.equal('TOOL_INVALID_ARGS')
+      expect((await run('grep', { pattern: '(' })).error?.code).to.equal('PATTERN_REJECTED')
     })
 
     it('refuses `..`, absolute paths and patterns leading out of the cwd', async () => {

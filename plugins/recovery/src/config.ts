@@ -21,7 +21,7 @@ export const Config: Schema<Partial<Config>, Config> = Schema.object({
   checks: Schema.array(CheckSpecSchema).default([])
     .description('Checks run against a copy of the candidate: [{id, argv: ["npm", "test"], timeoutMs}]. Empty means unverified.'),
   sandbox: Schema.union(['auto', 'copy', 'bwrap'] as const).default('auto')
-    .description('auto: bwrap where bubblewrap is installed, else copy (with a warning). copy: a temp copy with a scrubbed environment (not isolation). bwrap: the copy inside bubblewrap, no network; refused where bubblewrap is missing.'),
+    .description('auto and bwrap: the copy inside bubblewrap, no network; checks are refused where bubblewrap is missing (auto never falls back to copy). copy: a temp copy with a scrubbed environment, explicitly not isolation (a check can read the host environment through /proc).'),
   candidateSource: Schema.union(['workspace', 'git'] as const).default('workspace')
     .description('The candidate identity: the workspace stamp digest, or git HEAD.'),
   budgets: BudgetsSchema,

@@ -1,37 +1,14 @@
 import type { Session } from '@taskward/host'
 import {
   asTaskwardError, completionVeto, latestRecoveryAttempt, TaskwardError,
-  type AttemptView, type ErrorCode, type RecoveryDecision, type Task,
+  type AttemptView, type RecoveryDecision, type Task,
 } from '@taskward/protocol'
 import { readCandidate } from './candidate'
 import type { Recovery } from './service'
-import { cancelMainAgent, stopExecution } from './stop'
-
-/** The refusal code of a STOP, by its stop reason. */
-function stopCode(decision: RecoveryDecision): ErrorCode {
-  const reason = decision.stopReason ?? ''
-  if (reason === 'unverified' || reason === 'inconclusive') return 'VALIDATION_MISSING'
-  if (reason === 'non_retryable') return 'CONFIG_INVALID'
-  // budget_exhausted:<which>, and stagnation with no strategy change left.
-  return 'BUDGET_EXHAUSTED'
-}
+import { cancelMainAgent, stopCode, stopExecution, stopMessage } from './stop'
 
 function failing(attempt: AttemptView | undefined): string[] {
   return (attempt?.checks ?? []).filter((check) => check.verdict === 'FAIL').map((check) => check.checkId)
-}
-
-const STOP_ADVICE: Record<string, string> = {
-  unverified: 'No checks are configured, so nothing verified this candidate and it is not complete. Set checks with /task checks <JSON> (or in the recovery configuration), then /task resume.',
-  inconclusive: 'The checks stayed inconclusive after the allowed re-verifications. Look at the check output, fix the check or the host, then /task resume.',
-  non_retryable: 'A check cannot be started (its program is missing or not executable); no agent turn can fix that. Fix the check configuration, then /task resume.',
-  stagnation: 'The same failure keeps coming back and no strategy change is left. A person has to decide how to continue; /task resume after changing the approach or the budgets.',
-}
-
-/** The message of a STOP, naming its reason. */
-function stopMessage(decision: RecoveryDecision): string {
-  const reason = decision.stopReason ?? 'stopped'
-  const advice = STOP_ADVICE[reason] ?? `The ${reason.replace('budget_exhausted:', '')} budget is used up. The candidate is preserved, not completed; raise the budget or continue by hand, then /task resume.`
-  return `Recovery stopped the task (${reason}, ${decision.reason}); it is paused. ${advice}`
 }
 
 /**

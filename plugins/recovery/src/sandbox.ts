@@ -70,18 +70,25 @@ export interface SandboxChoice {
   warning?: string
 }
 
+/** Why copy mode is not isolation, in one sentence (warnings and refusals repeat it). */
+const COPY_RISK = 'a check in copy mode runs as the host\'s user: it can read and write your files, use the network, and read the host\'s '
+  + 'environment (API keys, tokens) through /proc/<host pid>/environ'
+
 /**
- * Resolve the configured sandbox once, at plugin start. `auto` is bubblewrap where `bwrap` is on PATH,
- * else `copy` with a warning; `bwrap` stays strict (`bwrapArgv` refuses at use when it is missing).
+ * Resolve the configured sandbox once, at plugin start. `auto` is bubblewrap, and never falls back to
+ * copy by itself: where `bwrap` is not on PATH the checks are refused (`bwrapArgv`) and a warning says
+ * so at start, naming the fixes (install bubblewrap, or opt in to `sandbox: copy`). `bwrap` is strict
+ * the same way. `copy` is taken as asked, with a warning of what it does not isolate.
  */
 export async function chooseSandbox(configured: 'auto' | SandboxKind): Promise<SandboxChoice> {
-  if (configured !== 'auto') return { kind: configured }
-  if (await findOnPath('bwrap')) return { kind: 'bwrap' }
+  if (configured === 'copy') {
+    return { kind: 'copy', warning: `recovery checks are NOT isolated (sandbox: copy): ${COPY_RISK}. Use sandbox: auto or bwrap where bubblewrap is installed.` }
+  }
+  if (configured === 'bwrap' || await findOnPath('bwrap')) return { kind: 'bwrap' }
   return {
-    kind: 'copy',
-    warning: 'recovery checks are NOT isolated: bubblewrap (bwrap) is not installed, so sandbox "auto" runs them in a plain temp copy '
-      + 'that can still write outside it, read your files and use the network. Install bubblewrap (e.g. apt-get install bubblewrap), '
-      + 'or set sandbox: bwrap to refuse checks without it.',
+    kind: 'bwrap',
+    warning: 'recovery checks will be REFUSED: bubblewrap (bwrap) is not installed, and sandbox "auto" does not fall back to an unisolated copy. '
+      + `Install bubblewrap (e.g. apt-get install bubblewrap), or set sandbox: copy explicitly to accept that ${COPY_RISK}.`,
   }
 }
 
@@ -113,14 +120,16 @@ export async function programExists(program: string, cwd: string, path = process
  * The argv that runs `argv` in bubblewrap: every namespace unshared (no network), the host read-only,
  * a fresh /dev, /proc and /tmp, `hidden` directories replaced by empty tmpfs (the data directory), and
  * only the copy and the temp home writable. $HOME stays visible read-only: programs may live there.
- * Refused when bwrap is not installed: running the check unsandboxed instead would silently weaken the
- * configured policy.
+ * Refused when bwrap is not installed (`SERVICE_UNAVAILABLE`): running the check unsandboxed instead
+ * would silently weaken the configured policy.
  */
 export async function bwrapArgv(area: CheckArea, argv: string[], hidden: string[] = []): Promise<string[]> {
   const bwrap = await findOnPath('bwrap')
   if (!bwrap) {
     throw new TaskwardError('SERVICE_UNAVAILABLE',
-      'The recovery sandbox is "bwrap" but bubblewrap (bwrap) is not installed on this host. Install bubblewrap or set sandbox: copy (which is not isolation).')
+      'The recovery checks run in bubblewrap (sandbox: auto or bwrap) but bubblewrap (bwrap) is not installed on this host, so they were refused. '
+      + `Install bubblewrap (e.g. apt-get install bubblewrap); or, only if you accept that ${COPY_RISK}, set sandbox: copy explicitly.`,
+      { reason: 'bwrap-missing' })
   }
   const env = await findOnPath('env')
   return [

@@ -1,9 +1,41 @@
 import type { Session } from '@taskward/host'
-import { pause, type Task } from '@taskward/protocol'
+import {
+  pause, RECORD_EVENT_TYPE, TASK_NAMESPACE, TaskwardError, type DecisionPayload, type ErrorCode, type Task,
+} from '@taskward/protocol'
 import type { Recovery } from './service'
 
 /** Phases a task can be paused from (the protocol's `pause` refuses the others). */
 const PAUSABLE: readonly Task['phase'][] = ['planning', 'awaiting-approval', 'active', 'reviewing']
+
+/** What names a STOP: its reason code and the rule's reason. */
+type StopFacts = Pick<DecisionPayload, 'reason' | 'stopReason'>
+
+/** The refusal code of a STOP, by its stop reason. */
+export function stopCode(decision: StopFacts): ErrorCode {
+  const reason = decision.stopReason ?? ''
+  if (reason === 'unverified' || reason === 'inconclusive') return 'VALIDATION_MISSING'
+  if (reason === 'non_retryable') return 'CONFIG_INVALID'
+  // budget_exhausted:<which>, and stagnation with no strategy change left.
+  return 'BUDGET_EXHAUSTED'
+}
+
+const STOP_ADVICE: Record<string, string> = {
+  unverified: 'No checks are configured, so nothing verified this candidate and it is not complete. Set checks with /task checks <JSON> (or in the recovery configuration), then /task resume.',
+  inconclusive: 'The checks stayed inconclusive after the allowed re-verifications. Look at the check output, fix the check or the host, then /task resume.',
+  non_retryable: 'A check cannot be started (its program is missing or not executable); no agent turn can fix that. Fix the check configuration, then /task resume.',
+  stagnation: 'The same failure keeps coming back and no strategy change is left. A person has to decide how to continue; /task resume after changing the approach or the budgets.',
+}
+
+/** What to do after a STOP, by its reason. */
+export function stopAdvice(decision: StopFacts): string {
+  const reason = decision.stopReason ?? 'stopped'
+  return STOP_ADVICE[reason] ?? `The ${reason.replace('budget_exhausted:', '')} budget is used up. The candidate is preserved, not completed; raise the budget or continue by hand, then /task resume.`
+}
+
+/** The message of a STOP, naming its reason. */
+export function stopMessage(decision: StopFacts): string {
+  return `Recovery stopped the task (${decision.stopReason ?? 'stopped'}, ${decision.reason}); it is paused. ${stopAdvice(decision)}`
+}
 
 /**
  * Stop the main agent now: drop its queued turns and end the running one after its current step, so
@@ -26,4 +58,52 @@ export async function stopExecution(recovery: Recovery, session: Session, taskId
     : current!)
   supervisor.controller.disarm(session.id)
   cancelMainAgent(recovery, session)
+}
+
+/**
+ * A STOP decision and the pause that acts on it are two appends (the pause is a supervisor transition,
+ * which cannot run inside the completion gate). A host killed between them restarts with the STOP in
+ * the log and the task still running. `StopReplay` finds such a STOP — the current task's latest
+ * decision is a STOP, the task is still in a pausable phase, and no state record of the task follows
+ * the decision — and re-applies it before anything runs: on resume, before an agent step and before a
+ * tool of the main session.
+ */
+export class StopReplay {
+  /** Decisions (`<session>\0<decisionId>`) already known to have been acted on. */
+  private readonly acted = new Set<string>()
+
+  constructor(private recovery: Recovery) {}
+
+  /** The current task and its STOP decision when that STOP has not been acted on. */
+  async pending(session: Session): Promise<{ task: Task, decision: DecisionPayload & { seq: number } } | undefined> {
+    if (session.role !== 'main') return
+    const task = (await this.recovery.home.supervisor.state(session)).current
+    if (!task || !task.enabled || !PAUSABLE.includes(task.phase)) return
+    const state = await this.recovery.state(session)
+    if (state.poisoned) return
+    const decision = state.tasks[task.id]?.decisions.at(-1)
+    if (decision?.action !== 'STOP') return
+    const key = `${session.id}\0${decision.decisionId}`
+    if (this.acted.has(key)) return
+    for await (const event of session.events(decision.seq + 1)) {
+      if (event.type === RECORD_EVENT_TYPE && event.data?.namespace === TASK_NAMESPACE && event.data.payload?.id === task.id) {
+        // The task moved after the STOP (its pause, or a person's later resume): it was acted on.
+        this.acted.add(key)
+        return
+      }
+    }
+    return { task, decision }
+  }
+
+  /** Re-apply a STOP that was recorded but not acted on; the refusal to answer with when it did. */
+  async replay(session: Session): Promise<TaskwardError | undefined> {
+    const stop = await this.pending(session)
+    if (!stop) return
+    await stopExecution(this.recovery, session, stop.task.id)
+    this.acted.add(`${session.id}\0${stop.decision.decisionId}`)
+    return new TaskwardError(stopCode(stop.decision),
+      `Recovery stopped task ${stop.task.id} (${stop.decision.stopReason ?? 'stopped'}, ${stop.decision.reason}) and its pause had not been recorded `
+      + `(the host may have gone down in between): the task is paused now and nothing ran. ${stopAdvice(stop.decision)}`,
+      { taskId: stop.task.id, decisionId: stop.decision.decisionId, stopReason: stop.decision.stopReason })
+  }
 }

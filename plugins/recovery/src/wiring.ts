@@ -6,7 +6,7 @@ import {
 } from '@taskward/protocol'
 import { CompletionGate } from './gate'
 import type { Recovery } from './service'
-import { stopExecution } from './stop'
+import { stopExecution, StopReplay } from './stop'
 
 const MAX_TEXT = 2000
 
@@ -134,14 +134,22 @@ export function wireRecovery(ctx: Context, recovery: Recovery) {
   registerChecksCommand(ctx, recovery)
   registerProgressSource(ctx, recovery)
   ctx.on('session/event', (session, event) => onStageReported(recovery, session, event))
-  // Resume reconciles the candidate journal before anything else is decided.
+  // Resume reconciles the candidate journal before anything else is decided, and re-applies a STOP
+  // whose pause was lost (then refuses: nothing runs until a person resumes the paused task).
+  const stops = new StopReplay(recovery)
   ctx.on('agent/before-resume', async (session) => {
     if (session.role !== 'main') return
     try {
       await recovery.reconcile(session)
+      return await stops.replay(session)
     } catch (error) {
       return TaskwardError.is(error) ? error : new TaskwardError('INTERNAL', `Recovery could not reconcile the candidate journal: ${(error as Error).message}`)
     }
+  })
+  ctx.on('agent/before-step', (agent) => stops.replay(agent.session))
+  ctx.tools.guard(async ({ session }) => {
+    const refusal = await stops.replay(session)
+    return refusal ? { deny: { code: refusal.code, message: refusal.message } } : undefined
   })
   return gate
 }

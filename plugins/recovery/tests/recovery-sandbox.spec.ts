@@ -1,4 +1,5 @@
 import { expect } from 'chai'
+import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises'
 import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -39,26 +40,46 @@ describe('recovery: the sandbox policy', function () {
     expect(yml).to.match(/- id: recovery[\s\S]*?sandbox: auto/)
   })
 
-  it('auto without bubblewrap runs checks in copy mode, records it, and warns once at start how to fix it', async () => {
+  it('auto without bubblewrap never falls back to copy: checks are refused, coded, and a warning at start says how to fix it', async () => {
     const warnings: string[] = []
     const target: Logger.Target = { record: (record) => { if (record.type === 'warn') warnings.push(record.content) }, levels: { base: 2 } }
     Logger.targets.push(target)
     try {
-      // A PATH without bwrap stands for a host that lacks it, while the plugin starts.
+      // A PATH without bwrap stands for a host that lacks it.
       const empty = await mkdtemp(join(tmpdir(), 'taskward-empty-path-'))
       cleanup.push(empty)
       process.env.PATH = empty
       host = await bootRecovery({ sandbox: 'auto' })
       const choice = await host.ctx.recovery.sandbox()
-      process.env.PATH = saved.path
-      expect(choice.kind).to.equal('copy')
-      const { session, attempt } = await probe(['true'])
+      expect(choice.kind).to.equal('bwrap')
+      cwd = await answerWorkspace('alpha')
+      const marker = join(cwd, 'ran')
+      const { session, task } = await readyTask(host, cwd, [{ id: 'probe', argv: ['/bin/sh', '-c', `echo ran > ${marker}`], timeoutMs: 20_000 }])
+      const refused = await host.ctx.recovery.runChecks(session, task.id, { claim: 'progress' }).then(() => undefined, (error) => error)
+      expect(refused?.code).to.equal('SERVICE_UNAVAILABLE')
+      expect(refused?.message).to.match(/sandbox: copy explicitly/).and.match(/install bubblewrap/i).and.match(/\/proc/)
+      expect(existsSync(marker)).to.equal(false)
+      expect(await recoveryRecords(session, 'attempt')).to.deep.equal([])
+      // Through the completion gate: refused with the same code, the task is not complete.
+      const gate = await host.ctx.tools.execute(session, 'task_request_completion', {}, { agentId: session.id })
+      expect(gate.error?.code).to.equal('SERVICE_UNAVAILABLE')
+      expect(existsSync(marker)).to.equal(false)
+      const refusals = warnings.filter((text) => /REFUSED/.test(text))
+      expect(refusals).to.have.length(1)
+      expect(refusals[0]).to.match(/install bubblewrap/i).and.match(/sandbox: copy explicitly/).and.match(/environ/)
+    } finally {
+      Logger.targets.splice(Logger.targets.indexOf(target), 1)
+    }
+  })
+
+  it('copy runs only when asked for explicitly, and warns at start that it does not isolate the host environment', async () => {
+    const warnings: string[] = []
+    const target: Logger.Target = { record: (record) => { if (record.type === 'warn') warnings.push(record.content) }, levels: { base: 2 } }
+    Logger.targets.push(target)
+    try {
+      const { attempt } = await probe(['true'], { sandbox: 'copy' })
       expect(attempt.sandbox).to.equal('copy')
-      await host.ctx.recovery.runChecks(session, attempt.taskId, { claim: 'progress' })
-      const notIsolated = warnings.filter((text) => /NOT isolated/.test(text))
-      expect(notIsolated).to.have.length(1)
-      expect(notIsolated[0]).to.match(/install bubblewrap/i).and.match(/sandbox: bwrap/)
-      expect((await recoveryRecords(session, 'attempt')).map((a) => a.payload.sandbox)).to.deep.equal(['copy', 'copy'])
+      expect(warnings.filter((text) => /NOT isolated/.test(text) && /environ/.test(text))).to.have.length(1)
     } finally {
       Logger.targets.splice(Logger.targets.indexOf(target), 1)
     }

@@ -1,4 +1,6 @@
 import { expect } from 'chai'
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
 import type { Session } from '@taskward/host'
 import { RECORD_EVENT_TYPE, taskStateEnvelope, TaskwardError, type Task } from '@taskward/protocol'
 import type { TestHost } from '@taskward/testkit'
@@ -60,6 +62,33 @@ describe('supervisor: poisoned projection', () => {
     expect(refusal?.data.code).to.equal('SUPERVISOR_POISONED')
     expect(events.some((e) => e.type === 'tool/call')).to.equal(false)
     expect(host.scripted.pending('main')).to.equal(1)
+  })
+
+  it('holds a consultation of a poisoned main session to the same inspection-only rule, tools and steps', async () => {
+    const task = await approvedTask(host, session)
+    const agent = await host.ctx.agents.create({ cwd, model: 'scripted', role: 'consultation', parentId: session.id })
+    const consultation = agent.session
+    await ok(host, consultation, 'write', { path: 'before.md', content: 'fine\n' })
+    const forged = await forge({ ...task, revision: task.revision + 2 })
+    expect((await supervisorOf(host).state(session)).poisoned?.seq).to.equal(forged.seq)
+
+    const denied = await refused(host, consultation, 'write', { path: 'consult.md', content: 'no\n' }, 'SUPERVISOR_POISONED')
+    expect(denied.message).to.match(new RegExp(`Session ${session.id}, which this session works for`))
+    await refused(host, consultation, 'edit', { path: 'before.md', old: 'fine', new: 'changed' }, 'SUPERVISOR_POISONED')
+    await refused(host, consultation, 'supervisor_propose_repair', {}, 'SUPERVISOR_POISONED')
+    await ok(host, consultation, 'read', { path: 'before.md' })
+    await ok(host, consultation, 'grep', { pattern: 'fine' })
+
+    // Its agent takes no step at all, like the main agent.
+    host.scripted.script(consultation.role, [{ toolCalls: [{ name: 'write', args: { path: 'agent.md', content: 'x' } }] }])
+    agent.followup('write something')
+    await agent.whenIdle()
+    const events = await consultation.read({ from: 0, limit: 100 })
+    expect(events.find((e) => e.type === 'agent/refused')?.data.code).to.equal('SUPERVISOR_POISONED')
+    expect(events.some((e) => e.type === 'tool/call' && e.data.name === 'write' && e.data.args.path === 'agent.md')).to.equal(false)
+    expect(host.scripted.pending(consultation.role)).to.equal(1)
+    expect(existsSync(join(cwd, 'consult.md'))).to.equal(false)
+    expect(existsSync(join(cwd, 'agent.md'))).to.equal(false)
   })
 
   it('transact checks every record first: a poisoning record writes nothing, not even the valid ones before it', async () => {

@@ -4,6 +4,7 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises'
 import { dirname, relative } from 'node:path'
 import { glob } from 'tinyglobby'
 import { TaskwardError } from '@taskward/protocol'
+import { LineMatcher } from './grep'
 import { resolveInside } from './paths'
 
 const MAX_READ_BYTES = 1 << 20
@@ -48,26 +49,25 @@ export function registerFileTools(ctx: Context) {
 
   ctx.tools.register({
     name: 'grep',
-    description: 'Search files (a glob, default all) for a regular expression; returns matching lines.',
+    description: 'Search files (a glob, default all) for a regular expression (RE2 syntax: no backreferences or lookaround); returns matching lines.',
     readOnly: true,
     parameters: Schema.object({ pattern: Schema.string().required(), include: Schema.string().default('**/*') }),
-    async execute({ pattern, include }, { session }) {
-      let regexp: RegExp
-      try {
-        regexp = new RegExp(pattern)
-      } catch (error) {
-        throw new TaskwardError('TOOL_INVALID_ARGS', `Invalid regular expression: ${(error as Error).message}`)
-      }
+    async execute({ pattern, include }, { session, signal }) {
+      const files = await listFiles(session.cwd, include)
+      const matcher = new LineMatcher(pattern, { signal })
       const matches: { path: string, line: number, text: string }[] = []
-      for (const file of await listFiles(session.cwd, include)) {
-        const target = await resolveInside(session.cwd, file)
-        const info = await stat(target)
-        if (info.size > MAX_READ_BYTES) continue
-        const lines = (await readFile(target, 'utf8')).split('\n')
-        for (let i = 0; i < lines.length && matches.length < MAX_MATCHES; i++) {
-          if (regexp.test(lines[i])) matches.push({ path: file, line: i + 1, text: lines[i].slice(0, 400) })
+      try {
+        for (const file of files) {
+          const target = await resolveInside(session.cwd, file)
+          const info = await stat(target)
+          if (info.size > MAX_READ_BYTES) continue
+          for (const [line, text] of await matcher.match(await readFile(target, 'utf8'), MAX_MATCHES - matches.length)) {
+            matches.push({ path: file, line, text })
+          }
+          if (matches.length >= MAX_MATCHES) break
         }
-        if (matches.length >= MAX_MATCHES) break
+      } finally {
+        matcher.close()
       }
       return { matches, truncated: matches.length >= MAX_MATCHES }
     },

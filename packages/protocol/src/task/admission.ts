@@ -56,13 +56,25 @@ export function admitTool(state: SupervisorState, toolName: string): ToolAdmissi
 export const LINKED_COMPLETE_ALLOWED_TOOLS: readonly string[] = ['supervisor_propose_repair', 'read', 'glob', 'grep']
 
 /**
- * Admission for a session linked to a main session (a consultation shares its workspace): while the
- * main session's task is complete it may only read and propose a repair, like the main agent — or the
- * click could be bypassed through a second session. Otherwise its tools are not the supervisor's business.
+ * Admission for a session linked to a main session (a consultation shares its workspace). It is at
+ * least as restricted as its main session: while the main projection is poisoned only inspection passes
+ * (`POISONED_ALLOWED_TOOLS`); while the main session's task is complete it may only read and propose a
+ * repair, like the main agent — or the click could be bypassed through a second session. Otherwise its
+ * tools are not the supervisor's business.
  */
 export function admitLinkedTool(mainState: SupervisorState, mainSessionId: string, toolName: string): ToolAdmission {
+  if (mainState.poisoned) {
+    if (POISONED_ALLOWED_TOOLS.includes(toolName)) return { allow: true }
+    return {
+      deny: {
+        code: 'SUPERVISOR_POISONED',
+        message: `${mainState.poisoned.message}. Session ${mainSessionId}, which this session works for, is blocked until a person `
+          + 'inspects its session log, so this session may only run task_status and read-only tools.',
+      },
+    }
+  }
   const task = mainState.current
-  if (mainState.poisoned || task?.phase !== 'complete' || LINKED_COMPLETE_ALLOWED_TOOLS.includes(toolName)) return { allow: true }
+  if (task?.phase !== 'complete' || LINKED_COMPLETE_ALLOWED_TOOLS.includes(toolName)) return { allow: true }
   return {
     deny: {
       code: 'REPAIR_CONFIRMATION_REQUIRED',

@@ -1,0 +1,90 @@
+import { expect } from 'chai'
+import { spawn } from 'node:child_process'
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { RECORD_EVENT_TYPE, TASK_NAMESPACE } from '@taskward/protocol'
+import { removeTree, type TestHost } from '@taskward/testkit'
+import {
+  allEvents, answerWorkspace, bootRecovery, call, phase, readyTask, recoveryRecords,
+} from '../plugins/recovery/tests/fixtures'
+
+const CHILD = join(import.meta.dirname, '../plugins/recovery/tests/crash-child.ts')
+
+function runChild(dataDir: string, sessionId: string, stage: string): Promise<{ code: number | null, signal: string | null }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', '--conditions', 'source', CHILD, dataDir, sessionId, stage], {
+      cwd: join(import.meta.dirname, '..'), stdio: ['ignore', 'ignore', 'inherit'],
+    })
+    child.on('error', reject)
+    child.on('exit', (code, signal) => resolve({ code, signal }))
+  })
+}
+
+/** A STOP decision is durable before its pause: a host killed in between must not leave the task running. */
+describe('recovery: SIGKILL of the host between a STOP decision and its pause', function () {
+  this.timeout(60_000)
+  let host: TestHost
+  let cwd: string
+
+  afterEach(async () => {
+    await host?.ctx.recovery.settled()
+    await host?.dispose()
+    if (cwd) await removeTree(cwd)
+  })
+
+  it('re-applies the recorded STOP before anything runs: resume pauses and refuses, the agent edits nothing', async () => {
+    host = await bootRecovery()
+    cwd = await answerWorkspace('kept candidate')
+    // No checks: the completion request STOPs as unverified.
+    const { session, task } = await readyTask(host, cwd)
+    await host.stop()
+    const exit = await runChild(host.dataDir, session.id, 'stop')
+    expect(exit.signal).to.equal('SIGKILL')
+    await host.start()
+
+    const restored = await host.ctx.sessions.get(session.id)
+    const [decision] = await recoveryRecords(restored, 'decision')
+    expect(decision.payload).to.include({ action: 'STOP', stopReason: 'unverified' })
+    // The kill came before the pause: the log still says active.
+    expect((await phase(host, restored)).phase).to.equal('active')
+    const agentTurns = (await allEvents(restored)).filter((e) => e.type === 'assistant/message').length
+
+    // The agent would write the kept candidate as soon as it runs.
+    host.scripted.script('main', [{ toolCalls: [{ name: 'write', args: { path: 'answer.txt', content: 'edited after the stop' } }] }])
+    const resumed = await host.ctx.commands.input(restored, '/task resume')
+    expect(resumed?.error?.code).to.equal('VALIDATION_MISSING')
+    expect(resumed?.error?.message).to.match(/paused now and nothing ran/)
+    expect(await phase(host, restored)).to.include({ phase: 'paused', pauseReason: 'recovery', id: task.id })
+    expect(host.ctx.agents.get(restored.id)).to.equal(undefined)
+    await host.ctx.recovery.settled()
+    expect(host.scripted.pending('main')).to.equal(1)
+    expect(await readFile(join(cwd, 'answer.txt'), 'utf8')).to.equal('kept candidate')
+    expect((await allEvents(restored)).filter((e) => e.type === 'assistant/message')).to.have.length(agentTurns)
+    expect((await allEvents(restored)).some((e) => e.type === 'tool/call' && e.data.name === 'write')).to.equal(false)
+    // Exactly one pause was recorded for the STOP.
+    const pauses = (await allEvents(restored)).filter((e) => e.type === RECORD_EVENT_TYPE && e.data.namespace === TASK_NAMESPACE
+      && e.data.payload.id === task.id && e.data.payload.pauseReason === 'recovery')
+    expect(pauses).to.have.length(1)
+    expect(pauses[0].seq).to.be.greaterThan(decision.seq)
+
+    // A person resuming the paused task afterwards is the same choice as after any STOP.
+    host.scripted.reset('main')
+    const again = await host.ctx.commands.input(restored, '/task resume')
+    expect(again?.error).to.equal(undefined)
+    expect((await phase(host, restored)).phase).to.equal('active')
+  })
+
+  it('a tool of the main session is refused while a recorded STOP has not been acted on', async () => {
+    host = await bootRecovery()
+    cwd = await answerWorkspace('kept candidate')
+    const { session } = await readyTask(host, cwd)
+    await host.stop()
+    expect((await runChild(host.dataDir, session.id, 'stop')).signal).to.equal('SIGKILL')
+    await host.start()
+    const restored = await host.ctx.sessions.get(session.id)
+    const outcome = await call(host, restored, 'write', { path: 'answer.txt', content: 'edited after the stop' })
+    expect(outcome.error?.code).to.equal('VALIDATION_MISSING')
+    expect(await readFile(join(cwd, 'answer.txt'), 'utf8')).to.equal('kept candidate')
+    expect(await phase(host, restored)).to.include({ phase: 'paused', pauseReason: 'recovery' })
+  })
+})
