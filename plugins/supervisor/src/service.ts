@@ -149,6 +149,13 @@ export class Supervisor extends Service {
           } catch (error) {
             if (!TaskwardError.is(error, 'SEQ_CONFLICT') || attempt >= TRANSACT_ATTEMPTS) throw error
           }
+        } else if (state.asOfSeq >= at) {
+          // The state was read from events another host appended: this process's next seq is
+          // behind them. Catch up and decide again (it counts as an attempt, like a lost append).
+          resolved.catchUp(state.asOfSeq)
+          if (attempt >= TRANSACT_ATTEMPTS) {
+            throw new TaskwardError('SEQ_CONFLICT', `Session ${resolved.id} kept changing while the supervisor decided; nothing was written. Retry.`)
+          }
         } else if (attempt >= TRANSACT_ATTEMPTS) {
           throw new TaskwardError('SEQ_CONFLICT', `Session ${resolved.id} kept changing while the supervisor decided; nothing was written. Retry.`)
         }
