@@ -2,7 +2,7 @@ import { Context, Service } from 'cordis'
 import type { Agent, Session } from '@taskward/host'
 import {
   applySupervisorEvent, isRecordEnvelope, RECORD_EVENT_TYPE, repairReader, reviewJobReader, SUPERVISOR_PROJECTION_KEY,
-  SUPERVISOR_PROJECTION_VERSION, initSupervisorState, taskReader, taskStateEnvelope, TaskwardError,
+  SUPERVISOR_PROJECTION_VERSION, initSupervisorState, loadedConfig, taskReader, taskStateEnvelope, TaskwardError,
   taskStatusView, combineProgressSignals, type ProgressSignal, type RecordEnvelope, type RecordReader, type SessionEvent, type TaskStatusView, type SupervisorState, type Task, type TransitionAt,
 } from '@taskward/protocol'
 import { Config } from './config'
@@ -80,7 +80,7 @@ export class Supervisor extends Service {
   constructor(ctx: Context, public override config: Config) {
     super(ctx, 'supervisor', true)
     this.home = ctx
-    this.config = Config(config ?? {})
+    this.config = Config(loadedConfig('supervisor', config))
     ctx.projections.register<SupervisorState>({
       key: SUPERVISOR_PROJECTION_KEY,
       version: SUPERVISOR_PROJECTION_VERSION,
