@@ -1,4 +1,5 @@
 import { Context, Schema } from 'cordis'
+import { loadedConfig, strictConfig } from '@taskward/protocol'
 import { Sessions } from './sessions/service'
 import { Projections } from './projections'
 import { Tools } from './tools/service'
@@ -33,13 +34,14 @@ export interface Config {
   connection: Connection.Config
 }
 
-export const Config: Schema<Partial<Config>, Config> = Schema.object({
+export const Config: Schema<Partial<Config>, Config> = strictConfig('host', Schema.object({
   agents: Agents.Config,
   connection: Connection.Config,
-}) as any
+}) as any)
 
 /** The host kernel: every service a DSH-style host provides, over `database` and `server`. */
-export function apply(ctx: Context, config: Config) {
+export function apply(ctx: Context, loaded: Config) {
+  const config = loadedConfig('host', loaded) as Config
   ctx.plugin(Sessions)
   ctx.plugin(Projections)
   ctx.plugin(Tools)

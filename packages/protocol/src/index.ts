@@ -1,4 +1,5 @@
 export * from './errors'
+export * from './config'
 export * from './envelope'
 export * from './events'
 export * from './records'

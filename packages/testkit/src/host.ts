@@ -49,6 +49,8 @@ export class TestHost {
   http!: HttpClient
   readonly dbPath: string
   private stopped = true
+  /** Errors cordis reported while loading plugins (e.g. a CONFIG_INVALID that kept one from starting). */
+  readonly errors: unknown[] = []
   private serverFork?: { dispose(): unknown }
 
   private constructor(readonly dataDir: string, private options: BootOptions, private ownsDir: boolean) {
@@ -78,6 +80,8 @@ export class TestHost {
   async start() {
     applyLogLevel()
     const ctx = new Context()
+    this.errors.length = 0
+    ctx.on('internal/error', (error: unknown) => { this.errors.push(error) })
     this.serverFork = ctx.plugin(Server, { host: '127.0.0.1', port: this.port })
     ctx.plugin(Database, this.options.database ?? { driver: 'sqlite', path: this.dbPath })
     ctx.plugin(Host, (this.options.host ?? {}) as Host.Config)

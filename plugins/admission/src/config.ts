@@ -1,4 +1,5 @@
 import Schema from 'schemastery'
+import { strictConfig } from '@taskward/protocol'
 
 export interface Config {
   /**
@@ -8,7 +9,7 @@ export interface Config {
   persistEvery: number
 }
 
-export const Config: Schema<Partial<Config>, Config> = Schema.object({
+export const Config: Schema<Partial<Config>, Config> = strictConfig('admission', Schema.object({
   persistEvery: Schema.natural().default(1000)
     .description('Events the reader-admission index may run ahead of its database cache before a check writes it again.'),
-})
+}))

@@ -1,6 +1,6 @@
 import { Context, Service } from 'cordis'
 import type { Agent, Session } from '@taskward/host'
-import { RecordPair, RecordReader, ReadRecord, SessionEvent, TaskwardError, readRecord, recordPairs } from '@taskward/protocol'
+import { loadedConfig, RecordPair, RecordReader, ReadRecord, SessionEvent, TaskwardError, readRecord, recordPairs } from '@taskward/protocol'
 import { Config } from './config'
 import { RecordIndexCache } from './index-cache'
 import { ReaderRegistry } from './registry'
@@ -30,7 +30,7 @@ export class AdmissionService extends Service {
 
   constructor(ctx: Context, config: Partial<Config> = {}) {
     super(ctx, 'admission', true)
-    const indexes = new RecordIndexCache(ctx, Config(config ?? {}).persistEvery)
+    const indexes = new RecordIndexCache(ctx, Config(loadedConfig('admission', config)).persistEvery)
     const registry = new ReaderRegistry(indexes)
     this.indexes = indexes
     this.registry = registry

@@ -1,4 +1,5 @@
 import Schema from 'schemastery'
+import { strictConfig } from '@taskward/protocol'
 
 export interface Config {
   /** On an empty database, create a demo workspace and run a scripted task that ends with a repair proposal. */
@@ -9,11 +10,11 @@ export interface Config {
   heartbeatSeconds: number
 }
 
-export const Config: Schema<Partial<Config>, Config> = Schema.object({
+export const Config: Schema<Partial<Config>, Config> = strictConfig('console', Schema.object({
   demo: Schema.boolean().default(true)
     .description('On an empty database, run the demo task (a scripted task that ends waiting for a repair decision).'),
   demoDirectory: Schema.string()
     .description('Directory of the demo workspace; default <data directory>/demo-workspace.'),
   heartbeatSeconds: Schema.natural().min(1).default(15)
     .description('Seconds between keep-alive comments on a live-update stream.'),
-}) as Schema<Partial<Config>, Config>
+})) as Schema<Partial<Config>, Config>

@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import type {} from '@taskward/host'
 import type {} from '@taskward/plugin-supervisor'
 import { dataDirectory } from '@taskward/plugin-database'
+import { loadedConfig } from '@taskward/protocol'
 import { Config } from './config'
 import { registerApi } from './routes/api'
 import { LiveUpdates, registerLiveUpdates } from './routes/live'
@@ -40,7 +41,7 @@ export class WebConsole extends Service {
 
   constructor(ctx: Context, config: Partial<Config>) {
     super(ctx, 'webConsole', true)
-    const resolved = Config(config ?? {})
+    const resolved = Config(loadedConfig('console', config))
     registerPages(ctx)
     registerApi(ctx)
     this.live = new LiveUpdates(ctx, resolved.heartbeatSeconds * 1000)

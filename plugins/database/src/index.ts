@@ -2,6 +2,7 @@ import { Context, Schema } from 'cordis'
 import { Database } from 'minato'
 import SQLiteDriver from '@minatojs/driver-sqlite'
 import { TaskwardMySQLDriver } from './mysql'
+import { loadedConfig, strictConfig } from '@taskward/protocol'
 import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 
@@ -34,7 +35,7 @@ export function dataDirectory(env: NodeJS.ProcessEnv = process.env) {
   return resolve(env.TASKWARD_DATA || 'data')
 }
 
-export const Config: Schema<Partial<Config>, Config> = Schema.intersect([
+export const Config: Schema<Partial<Config>, Config> = strictConfig('database', Schema.intersect([
   Schema.object({
     driver: Schema.union(['sqlite', 'mysql'] as const).default('sqlite').description('Storage driver.'),
   }),
@@ -52,9 +53,10 @@ export const Config: Schema<Partial<Config>, Config> = Schema.intersect([
       path: Schema.string().default('taskward.db').description('SQLite file, relative to the data directory.'),
     }),
   ]),
-]) as any
+]) as any)
 
-export function apply(ctx: Context, config: Config) {
+export function apply(ctx: Context, loaded: Config) {
+  const config = loadedConfig('database', loaded) as Config
   ctx.plugin<undefined>(Database as any)
   if (config.driver === 'mysql') {
     const { driver: _, ...options } = config

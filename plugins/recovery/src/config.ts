@@ -1,5 +1,5 @@
 import Schema from 'schemastery'
-import { BudgetsSchema, CheckSpecSchema, type Budgets, type CheckSpec } from '@taskward/protocol'
+import { BudgetsSchema, CheckSpecSchema, configInvalid, strictConfig, type Budgets, type CheckSpec } from '@taskward/protocol'
 
 export interface Config {
   /** Controller-owned checks (argv, never a shell string). `[]` means validation is MISSING. */
@@ -17,7 +17,7 @@ export interface Config {
   outputLimitBytes: number
 }
 
-export const Config: Schema<Partial<Config>, Config> = Schema.object({
+export const Config: Schema<Partial<Config>, Config> = strictConfig('recovery', Schema.object({
   checks: Schema.array(CheckSpecSchema).default([])
     .description('Checks run against a copy of the candidate: [{id, argv: ["npm", "test"], timeoutMs}]. Empty means unverified.'),
   sandbox: Schema.union(['auto', 'copy', 'bwrap'] as const).default('auto')
@@ -27,4 +27,20 @@ export const Config: Schema<Partial<Config>, Config> = Schema.object({
   budgets: BudgetsSchema,
   outputLimitBytes: Schema.natural().min(1024).default(64 * 1024)
     .description('Bytes of check output kept while it runs (the head and the tail).'),
-}) as Schema<Partial<Config>, Config>
+}) as Schema<Partial<Config>, Config>, { check: checkChecks })
+
+/** What the schema cannot say about `checks`: a runnable argv[0] and ids used once. */
+function checkChecks(config: Config) {
+  const seen = new Map<string, number>()
+  config.checks.forEach((check, index) => {
+    if (!check.argv.length || !check.argv[0]) {
+      throw configInvalid('recovery', ['checks', index, 'argv'], check.argv,
+        'argv must be a non-empty array whose first element names the program, e.g. ["npm", "test"] (checks never run through a shell)')
+    }
+    const first = seen.get(check.id)
+    if (first !== undefined) {
+      throw configInvalid('recovery', ['checks', index, 'id'], check.id, `checks[${first}] has the same id; give every check its own id`)
+    }
+    seen.set(check.id, index)
+  })
+}

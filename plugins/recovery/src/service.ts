@@ -4,7 +4,7 @@ import type {} from '@taskward/plugin-supervisor'
 import type {} from '@taskward/plugin-workspace'
 import {
   checkResultOf, decide, decisionPayload, foldRecovery, initRecoveryState, isBudgetStop, latestRecoveryAttempt, RECORD_EVENT_TYPE,
-  reconcileJournal, RECOVERY_NAMESPACE, recoveryReader, recoveryRecord, resolveBudgets, TaskwardError,
+  loadedConfig, reconcileJournal, RECOVERY_NAMESPACE, recoveryReader, recoveryRecord, resolveBudgets, TaskwardError,
   type AgentClaim, type AttemptPayload, type AttemptView, type CheckResult, type CheckSpec, type JournalRecord,
   type RecordReader, type RecoveryDecision, type RecoveryKind, type RecoveryPayloads, type RecoveryState, type SandboxKind,
 } from '@taskward/protocol'
@@ -68,7 +68,7 @@ export class Recovery extends Service {
   constructor(ctx: Context, public override config: Config) {
     super(ctx, 'recovery', true)
     this.home = ctx
-    this.config = Config(config ?? {})
+    this.config = Config(loadedConfig('recovery', config))
     this.sandboxChoice = chooseSandbox(this.config.sandbox).then((choice) => {
       if (choice.warning) ctx.logger('recovery').warn(choice.warning)
       return choice

@@ -5,6 +5,7 @@ import {
   effectiveCycle, findTask, reopenTask, repairFollowup, sameStamp, taskStateEnvelope, TaskwardError,
   type RepairBinding, type ReopenOutcome, type Task, type TrackedProposal,
 } from '@taskward/protocol'
+import type { Transaction } from '@taskward/plugin-supervisor'
 import type { RepairService } from './service'
 
 export interface ConfirmOutcome extends ReopenOutcome {
@@ -63,22 +64,30 @@ async function reopenInWindow(service: RepairService, main: Session, binding: Re
       { proposalId: proposal.id, reason: 'stamp-mismatch', differences: compareStamps(proposal.artifact, stamp) })
   }
   if (decision.receipt) {
-    await supervisor.transact(main, (now) => {
+    // Another host can take the same click meanwhile (hosts sharing a store do not share the lock):
+    // its receipt, or its whole reopen, is what this click asked for, so this click then answers
+    // like a repeated one — `already-applied` — or finishes the reopen behind that receipt.
+    const raced = await supervisor.transact(main, (now) => {
       const again = confirmDecision(now, binding)
-      if (again.kind !== 'reopen' || !again.receipt) throw notReopenable(binding, 'it was decided meanwhile')
+      if (again.kind === 'applied') return { records: [], result: appliedOutcome(now, again.tracked) }
+      if (!again.receipt) return { records: [], result: undefined }
       const receipt = { proposalId: proposal.id, taskId: proposal.taskId, taskRevision: proposal.taskRevision, source: 'web-confirmation' as const, confirmedAt: Date.now() }
       // Dry run: a reopen the projection would refuse must not leave a receipt behind.
       reopenTask(again.target, proposal, { ...receipt, seq: main.seq })
       return { records: [confirmEnvelope(receipt, randomUUID())], result: undefined }
     })
+    if (raced) return { outcome: 'already-applied', ...raced }
   }
   // The reopen is computed from the receipt as recorded (its real seq), in its own transaction.
-  const reopened = await supervisor.transact(main, (now) => {
+  const reopen = await supervisor.transact(main, (now): Transaction<Task | ReopenOutcome> => {
     const again = confirmDecision(now, binding)
-    if (again.kind !== 'reopen' || again.receipt) throw notReopenable(binding, 'its confirmation receipt is missing')
+    if (again.kind === 'applied') return { records: [], result: appliedOutcome(now, again.tracked) }
+    if (again.receipt) throw notReopenable(binding, 'its confirmation receipt is missing')
     const task = reopenTask(again.target, proposal, again.tracked.confirmation)
     return { records: [taskStateEnvelope(task)], result: task }
   })
+  if (!('phase' in reopen)) return { outcome: 'already-applied', ...reopen }
+  const reopened = reopen
   await followUp(service, main, reopened, decision.tracked)
   return {
     outcome: 'reopened',

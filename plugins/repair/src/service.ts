@@ -2,7 +2,7 @@ import { Context, Service } from 'cordis'
 import type { Agent, Session } from '@taskward/host'
 import type {} from '@taskward/plugin-supervisor'
 import type {} from '@taskward/plugin-workspace'
-import { repairReader, TaskwardError, type RecordReader, type RepairBinding, type SupervisorState, type WorkspaceStamp } from '@taskward/protocol'
+import { loadedConfig, repairReader, TaskwardError, type RecordReader, type RepairBinding, type SupervisorState, type WorkspaceStamp } from '@taskward/protocol'
 import { Config } from './config'
 import { KeyedLock } from '@taskward/host'
 import { proposeRepair, type ProposeOutcome, type ProposeRequest } from './propose'
@@ -48,7 +48,7 @@ export class RepairService extends Service {
   constructor(ctx: Context, config: Partial<Config> = {}) {
     super(ctx, 'repair', true)
     this.home = ctx
-    this.config = Config(config ?? {})
+    this.config = Config(loadedConfig('repair', config))
     // One owner registers the repair namespace's reader: this plugin, for as long as it is loaded.
     ctx.inject(['admission'], (ctx) => {
       (ctx as Context & { admission: ReaderRegistry }).admission.registerReader(repairReader)

@@ -94,7 +94,7 @@ describe('repair: proposals', () => {
     const args = { title: 't', reason: 'r', rootNodeIds: ['b'], evidenceSeqs: [seq] }
     const consultation = await host.ctx.sessions.create({ cwd, role: 'consultation', parentId: session.id })
     // The guard of linked sessions answers first on a complete task (and names supervisor_propose_repair).
-    expect((await call(host, consultation, 'task_propose_repair', args)).error?.code).to.be.oneOf(['FORBIDDEN', 'REPAIR_CONFIRMATION_REQUIRED'])
+    expect((await call(host, consultation, 'task_propose_repair', args)).error?.code).to.equal('REPAIR_CONFIRMATION_REQUIRED')
     const helper = await host.ctx.sessions.create({ cwd, role: 'helper', parentId: session.id })
     await refused(host, helper, 'supervisor_propose_repair', args, 'FORBIDDEN')
     // The main agent may not use the consultation's tool (admission denies it on a complete task).

@@ -1,4 +1,5 @@
 import Schema from 'schemastery'
+import { strictConfig } from '@taskward/protocol'
 
 export interface Config {
   /** Queue controller follow-up turns to the main agent while work remains. */
@@ -11,7 +12,7 @@ export interface Config {
   reviewerModel: string
 }
 
-export const Config: Schema<Partial<Config>, Config> = Schema.object({
+export const Config: Schema<Partial<Config>, Config> = strictConfig('supervisor', Schema.object({
   automaticContinuation: Schema.boolean().default(true)
     .description('Queue controller follow-up turns to the main agent while work remains.'),
   progressReviewAfterTurns: Schema.natural().min(1).default(3)
@@ -20,4 +21,4 @@ export const Config: Schema<Partial<Config>, Config> = Schema.object({
     .description('Follow-up turns the controller may queue per /task approve or /task resume.'),
   reviewerModel: Schema.string().min(1).default('scripted')
     .description('Model route that drives reviewer sessions.'),
-}) as Schema<Partial<Config>, Config>
+})) as Schema<Partial<Config>, Config>

@@ -2,7 +2,7 @@ import { Context, Service } from 'cordis'
 import type { Agent, Session } from '@taskward/host'
 import {
   applySupervisorEvent, isRecordEnvelope, RECORD_EVENT_TYPE, repairReader, reviewJobReader, SUPERVISOR_PROJECTION_KEY,
-  SUPERVISOR_PROJECTION_VERSION, initSupervisorState, taskReader, taskStateEnvelope, TaskwardError,
+  SUPERVISOR_PROJECTION_VERSION, initSupervisorState, loadedConfig, taskReader, taskStateEnvelope, TaskwardError,
   taskStatusView, combineProgressSignals, type ProgressSignal, type RecordEnvelope, type RecordReader, type SessionEvent, type TaskStatusView, type SupervisorState, type Task, type TransitionAt,
 } from '@taskward/protocol'
 import { Config } from './config'
@@ -80,7 +80,7 @@ export class Supervisor extends Service {
   constructor(ctx: Context, public override config: Config) {
     super(ctx, 'supervisor', true)
     this.home = ctx
-    this.config = Config(config ?? {})
+    this.config = Config(loadedConfig('supervisor', config))
     ctx.projections.register<SupervisorState>({
       key: SUPERVISOR_PROJECTION_KEY,
       version: SUPERVISOR_PROJECTION_VERSION,
@@ -148,6 +148,13 @@ export class Supervisor extends Service {
             return result
           } catch (error) {
             if (!TaskwardError.is(error, 'SEQ_CONFLICT') || attempt >= TRANSACT_ATTEMPTS) throw error
+          }
+        } else if (state.asOfSeq >= at) {
+          // The state was read from events another host appended: this process's next seq is
+          // behind them. Catch up and decide again (it counts as an attempt, like a lost append).
+          resolved.catchUp(state.asOfSeq)
+          if (attempt >= TRANSACT_ATTEMPTS) {
+            throw new TaskwardError('SEQ_CONFLICT', `Session ${resolved.id} kept changing while the supervisor decided; nothing was written. Retry.`)
           }
         } else if (attempt >= TRANSACT_ATTEMPTS) {
           throw new TaskwardError('SEQ_CONFLICT', `Session ${resolved.id} kept changing while the supervisor decided; nothing was written. Retry.`)

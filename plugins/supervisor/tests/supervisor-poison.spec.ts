@@ -22,6 +22,9 @@ describe('supervisor: poisoned projection', () => {
     expect(state.poisoned?.message).to.match(pattern)
     const denied = await refused(host, session, 'task_start_node', { nodeId: 'a' }, 'SUPERVISOR_POISONED')
     expect(denied.message).to.match(/inspects the session log/)
+    // The poisoned message is one sentence inside the refusal: never a doubled period.
+    expect(denied.message).to.not.match(/\.\.(\s|$)/)
+    expect(state.poisoned?.message).to.not.match(/\.$/)
     await refused(host, session, 'write', { path: 'x.md', content: 'x' }, 'SUPERVISOR_POISONED')
     await ok(host, session, 'task_status')
     await ok(host, session, 'read', { path: 'README.md' })
@@ -40,6 +43,12 @@ describe('supervisor: poisoned projection', () => {
     const status = await ok(host, session, 'task_status')
     expect(status.poisoned.seq).to.equal(forged.seq)
     expect(status.availableActions).to.deep.equal([])
+  })
+
+  it('poisons on a record of an unsupported schema version, saying so in one sentence (no doubled period)', async () => {
+    const task = await approvedTask(host, session)
+    const forged = await session.append(RECORD_EVENT_TYPE, { ...taskStateEnvelope({ ...task, revision: task.revision + 1 }), schemaVersion: 99 })
+    await expectBlocked(forged.seq, /schema version 99/)
   })
 
   it('poisons on complete → active without a confirmed repair', async () => {

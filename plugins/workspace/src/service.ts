@@ -1,5 +1,5 @@
 import { Context, Service } from 'cordis'
-import { resolveStampLimits, validateLimitConfig, type StampLimits, type StampOptions, type WorkspaceStamp } from '@taskward/protocol'
+import { loadedConfig, resolveStampLimits, validateLimitConfig, type StampLimits, type StampOptions, type WorkspaceStamp } from '@taskward/protocol'
 import { Config } from './config'
 import { stampWorkspace } from './stamp'
 
@@ -22,7 +22,7 @@ export class WorkspaceService extends Service {
   constructor(ctx: Context, config: Partial<Config> = {}) {
     // The schema already refused bad values at load; this also guards direct construction, before
     // anything is registered on the context.
-    validateLimitConfig(config ?? {})
+    validateLimitConfig(loadedConfig('workspace', config))
     // `immediate`: usable as soon as the plugin is applied; it holds no state that needs starting.
     super(ctx, 'workspace', true)
     this.limitConfig = Config(config ?? {})

@@ -59,6 +59,14 @@ export class Session {
     return run
   }
 
+  /**
+   * Another process (a second host on the same store) appended up to `seenSeq`, as a read of the
+   * database showed: the next append of this process starts after it instead of colliding first.
+   */
+  catchUp(seenSeq: number) {
+    if (seenSeq >= this.seq) this.seq = seenSeq + 1
+  }
+
   private conflict(expectSeq: number) {
     return new TaskwardError('SEQ_CONFLICT',
       `Session ${this.id} moved on past seq ${expectSeq} before this write; nothing was written. Read the session again and retry.`,

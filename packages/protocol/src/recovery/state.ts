@@ -183,7 +183,8 @@ export function foldRecovery(state: RecoveryState, event: SessionEvent): Recover
     const record = recoveryReader.read(data, event.seq)
     return applyRecord(state, record.kind as RecoveryKind, record.payload, event.seq)
   } catch (error) {
-    const why = error instanceof Error ? error.message : String(error)
+    // Kept without a final period: every refusal quotes it as one clause and ends the sentence itself.
+    const why = (error instanceof Error ? error.message : String(error)).replace(/[.\s]+$/, '')
     return { ...state, poisoned: { seq: event.seq, message: `Recovery record at seq ${event.seq}: ${why}` } }
   }
 }

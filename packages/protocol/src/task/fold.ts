@@ -67,7 +67,8 @@ export function applySupervisorEvent(state: SupervisorState, event: SessionEvent
       default: return applyRepair(moved, envelope, event.seq)
     }
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error)
+    // Kept without a final period: every refusal quotes it as one clause and ends the sentence itself.
+    const message = (error instanceof Error ? error.message : String(error)).replace(/[.\s]+$/, '')
     return { ...moved, poisoned: { seq: event.seq, message: `Supervisor record at seq ${event.seq}: ${message}` } }
   }
 }
