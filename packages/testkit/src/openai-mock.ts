@@ -222,3 +222,79 @@ export class OpenAIMock {
     record.endedAt = performance.now()
   }
 }
+
+export interface TaskPlayerOptions {
+  plan?: { acceptanceCriteria: string[], nodes: { id: string, title: string, dependsOn?: string[] }[] }
+  /** Usage reported per step (default: the mock's estimate). */
+  usage?: { prompt_tokens: number, completion_tokens: number }
+}
+
+/**
+ * A stateless model that plays a supervised task from what the adapter sends: the task state in
+ * the system message, the turn's input and the tool results since. Main agent: plan, start each
+ * ready node, write `<node>.txt`, report it citing the write's seq, request completion; a user
+ * message asking to "propose a repair" reads `a.txt` and proposes reworking node `a`. Reviewer:
+ * read the log, then pass. Any tool error ends the turn with a text answer (never a loop).
+ */
+export function taskPlayer(options: TaskPlayerOptions = {}) {
+  const plan = options.plan ?? {
+    acceptanceCriteria: ['each node writes its file'],
+    nodes: [{ id: 'a', title: 'write a' }, { id: 'b', title: 'write b', dependsOn: ['a'] }],
+  }
+  const extra = options.usage ? { usage: options.usage } : {}
+  const text = (value: string): MockStream => ({ text: value, ...extra })
+  const call = (name: string, args: Record<string, unknown>): MockStream => ({ toolCalls: [{ name, args }], ...extra })
+  return (request: MockRequest): MockReply => {
+    const messages: any[] = request.body.messages ?? []
+    const system = String(messages[0]?.content ?? '')
+    const inputIndex = messages.findLastIndex((m) => m.role === 'user' && !String(m.content).startsWith('[host:'))
+    const input = String(messages[inputIndex]?.content ?? '')
+    const turn = messages.slice(inputIndex + 1)
+    // Tool messages may be cut by the adapter (not JSON then): the seq and an error code lead them.
+    const results = turn.filter((m) => m.role === 'tool').map((m) => {
+      const content = String(m.content)
+      const seq = Number(/^\{"seq":(\d+)/.exec(content)?.[1])
+      const code = /^\{"seq":\d+,"error":\{"code":"([A-Z_]+)"/.exec(content)?.[1]
+      return { seq, ...(code ? { error: { code } } : {}) }
+    })
+    const calls = turn.filter((m) => m.role === 'assistant').flatMap((m) => m.tool_calls ?? []).map((c: any) => c.function.name)
+    const last = results.at(-1)
+    if (last?.error) return text(`The tool failed (${last.error.code}); stopping here.`)
+
+    if (system.includes('You are a reviewer')) {
+      if (!calls.includes('review_read_log')) return call('review_read_log', { from: 0, limit: 200 })
+      return call('review_verdict', { verdict: 'pass', findings: [], evidenceSeqs: [] })
+    }
+    if (/propose a repair/i.test(input)) {
+      if (!calls.includes('read')) return call('read', { path: 'a.txt' })
+      if (!calls.includes('task_propose_repair')) {
+        return call('task_propose_repair', { title: 'redo a', reason: 'a.txt is wrong', rootNodeIds: ['a'], evidenceSeqs: [last?.seq] })
+      }
+      return text('Proposed the repair; it waits for your confirmation.')
+    }
+    const marker = 'Current task state (task_status):\n'
+    const at = system.indexOf(marker)
+    let state: any
+    try {
+      state = at >= 0 ? JSON.parse(system.slice(at + marker.length)) : undefined
+    } catch {
+      return text('The task state was cut; stopping.')
+    }
+    const phase = state?.task?.phase
+    if (phase === 'planning') {
+      return calls.includes('task_submit_plan') ? text('Plan submitted for review.') : call('task_submit_plan', plan)
+    }
+    if (phase !== 'active') return text(`Nothing for me to do while the task is ${phase ?? 'absent'}.`)
+    const running = state.nodes.find((n: any) => n.status === 'running')
+    if (running) {
+      if (calls.at(-1) === 'write') return call('task_report_stage', { nodeId: running.id, summary: `wrote ${running.id}.txt`, evidenceSeqs: [last?.seq] })
+      const why = state.task.reopenedFromProposalId ? 'repaired' : 'first pass'
+      return call('write', { path: `${running.id}.txt`, content: `${running.id} done (${why}, attempt ${running.attempt ?? 1})\n` })
+    }
+    if (state.readyNodes?.length) return call('task_start_node', { nodeId: state.readyNodes[0] })
+    if (state.nodes.every((n: any) => n.status === 'passed')) {
+      return calls.includes('task_request_completion') ? text('Completion requested.') : call('task_request_completion', { summary: 'every node passed' })
+    }
+    return text('Waiting for reviews.')
+  }
+}

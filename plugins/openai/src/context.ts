@@ -9,7 +9,7 @@ import type { SessionEvent } from '@taskward/protocol'
  *      whole estimate fits `contextTokens`; a note says how many were left out;
  *   3. the turn's input (the latest user message) is always kept, cut if it alone is too long.
  *
- * Tool results are cut at `toolResultChars` with a visible marker. The whole log is never sent: the
+ * Tool results carry their event seq (to cite as evidence) and are cut at `toolResultChars` with a visible marker. The whole log is never sent: the
  * caller reads at most `maxEvents` events, and the budget trims further.
  */
 
@@ -118,7 +118,8 @@ export function eventsToGroups(events: readonly SessionEvent[], limits: Pick<Con
         // A result whose call fell outside the window has nothing to answer: left out.
         if (!open?.pending.has(id)) break
         open.pending.delete(id)
-        const body = data.error ? { error: data.error } : { result: data.result ?? null }
+        // The seq lets the model cite this result as evidence (task_report_stage, repairs, verdicts).
+        const body = data.error ? { seq: event.seq, error: data.error } : { seq: event.seq, result: data.result ?? null }
         open.group.push({ role: 'tool', tool_call_id: id, content: cut(json(body), limits.toolResultChars) })
         break
       }

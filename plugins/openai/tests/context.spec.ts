@@ -38,8 +38,8 @@ describe('model context (pure)', () => {
           { id: 'c2', type: 'function', function: { name: 'grep', arguments: '{"pattern":"x"}' } },
         ],
       },
-      { role: 'tool', tool_call_id: 'c1', content: '{"result":{"text":"A"}}' },
-      { role: 'tool', tool_call_id: 'c2', content: '{"error":{"code":"PATH_FORBIDDEN","message":"no"}}' },
+      { role: 'tool', tool_call_id: 'c1', content: '{"seq":3,"result":{"text":"A"}}' },
+      { role: 'tool', tool_call_id: 'c2', content: '{"seq":5,"error":{"code":"PATH_FORBIDDEN","message":"no"}}' },
       { role: 'assistant', content: 'done' },
     ])
   })
