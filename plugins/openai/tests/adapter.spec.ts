@@ -6,25 +6,8 @@ import type { Agent, TurnSummary } from '@taskward/host'
 import { TaskwardError, type SessionEvent } from '@taskward/protocol'
 import { OpenAIMock, TestHost, mockText, mockTools, removeTree, tempWorkspace } from '@taskward/testkit'
 import * as OpenAIPlugin from '../src'
+import { KEY, runTurn, until } from './helpers'
 
-export const KEY = 'sk-test-0123456789-DO-NOT-LEAK'
-
-/** Run one turn of `agent` and return its summary and the events it wrote. */
-export async function runTurn(host: TestHost, agent: Agent, text: string) {
-  const from = agent.session.seq
-  const deltas: string[] = []
-  let summary: TurnSummary | undefined
-  const offDelta = host.ctx.on('agent/text-delta', (who, delta) => { if (who === agent) deltas.push(delta) })
-  const offEnd = host.ctx.on('agent/turn-end', (who, s) => { if (who === agent) summary = s })
-  agent.followup(text)
-  await new Promise((resolve) => setTimeout(resolve, 0))
-  await agent.whenIdle()
-  while (!summary) await new Promise((resolve) => setTimeout(resolve, 5))
-  offDelta()
-  offEnd()
-  const events = await agent.session.read({ from, limit: 10_000 })
-  return { summary, deltas, events }
-}
 
 const ofType = (events: readonly SessionEvent[], type: string) => events.filter((e) => e.type === type)
 
@@ -236,10 +219,3 @@ describe('plugin-openai: configuration', () => {
   })
 })
 
-export async function until(check: () => boolean | Promise<boolean>, what = 'condition', timeout = 10_000) {
-  const started = Date.now()
-  while (!(await check())) {
-    if (Date.now() - started > timeout) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
-}
