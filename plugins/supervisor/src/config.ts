@@ -10,6 +10,10 @@ export interface Config {
   maxContinuations: number
   /** Model route of reviewer sessions. */
   reviewerModel: string
+  /** Model route of main sessions started without one. */
+  defaultModel: string
+  /** Milliseconds a review may take in all (repair turn included) before it fails with REVIEW_FAULT. */
+  reviewDeadlineMs: number
 }
 
 export const Config: Schema<Partial<Config>, Config> = strictConfig('supervisor', Schema.object({
@@ -21,4 +25,12 @@ export const Config: Schema<Partial<Config>, Config> = strictConfig('supervisor'
     .description('Follow-up turns the controller may queue per /task approve or /task resume.'),
   reviewerModel: Schema.string().min(1).default('scripted')
     .description('Model route that drives reviewer sessions.'),
+<<<<<<< HEAD
 })) as Schema<Partial<Config>, Config>
+=======
+  defaultModel: Schema.string().min(1).default('scripted')
+    .description('Model route of main sessions started without naming one (startSession, the console).'),
+  reviewDeadlineMs: Schema.natural().min(1).default(600000)
+    .description('Milliseconds a review may take in all (its repair turn included); past it the reviewer is stopped and the review fails with REVIEW_FAULT (the task pauses).'),
+}) as Schema<Partial<Config>, Config>
+>>>>>>> openai

@@ -25,6 +25,10 @@ export type ReviewedTransition = (task: Task | undefined, jobId: string, at: Tra
 
 export const REVIEW_PAGE_LIMIT = 200
 
+/** The one repair turn a reviewer gets when it answered in text without recording a verdict. */
+export const VERDICT_REPAIR_PROMPT = 'Your review is not recorded yet: a verdict written as text does not count. '
+  + 'Record your verdict now with `review_verdict` {verdict: pass | revise | needs-user, findings, evidenceSeqs}; this is the last turn this review gets.'
+
 export function reviewRecord(job: ReviewJob): RecordEnvelope<ReviewJob> {
   return reviewJobEnvelope(job, `${job.jobId}:${job.status}`)
 }
@@ -50,6 +54,10 @@ export function isPendingJob(state: SupervisorState, job: ReviewJob): boolean {
 export class Reviews {
   /** Taken at start: a stopping host disposes its logger service before work in flight settles. */
   private readonly logger: Logger
+  /** Jobs whose reviewer already had its verdict repair turn (in memory: reviewers do not survive a restart). */
+  private readonly repaired = new Set<string>()
+  /** The deadline timer of each running job. */
+  private readonly deadlines = new Map<string, NodeJS.Timeout>()
 
   constructor(private home: Context, private supervisor: Supervisor, private config: Config) {
     this.logger = home.logger('supervisor')
@@ -60,6 +68,29 @@ export class Reviews {
         if (home.scope.isActive) this.logger.warn(error)
       })
     })
+    home.on('dispose', () => {
+      for (const timer of this.deadlines.values()) clearTimeout(timer)
+      this.deadlines.clear()
+    })
+  }
+
+  /** Fail `job` if it is still running when its deadline passes; the reviewer is stopped. */
+  private armDeadline(main: Session, job: ReviewJob) {
+    const timer = setTimeout(() => {
+      this.deadlines.delete(job.jobId)
+      const reviewer = this.home.agents.get(job.reviewerSessionId)
+      this.fail(main, job, `the review passed its deadline of ${this.config.reviewDeadlineMs} ms (reviewDeadlineMs)`)
+        .catch((error) => this.logger.warn(error))
+        .finally(() => reviewer?.cancel())
+    }, this.config.reviewDeadlineMs)
+    timer.unref?.()
+    this.deadlines.set(job.jobId, timer)
+  }
+
+  private settle(jobId: string) {
+    clearTimeout(this.deadlines.get(jobId))
+    this.deadlines.delete(jobId)
+    this.repaired.delete(jobId)
   }
 
   /**
@@ -78,6 +109,7 @@ export class Reviews {
       const job = this.newJob(main, reviewer, next, kind, jobId, options)
       return { records: [...steps.map((t) => taskStateEnvelope(t)), reviewRecord(job)], result: { task: next, job } }
     })
+    this.armDeadline(main, outcome.job)
     reviewer!.followup(reviewerPrompt(outcome.job, outcome.task, options.note), { origin: 'controller', jobId })
     return outcome
   }
@@ -95,6 +127,7 @@ export class Reviews {
       return { records: [reviewRecord(job)], result: { task, job } }
     })
     if (!outcome) return
+    this.armDeadline(main, outcome.job)
     reviewer!.followup(reviewerPrompt(outcome.job, outcome.task), { origin: 'controller', jobId })
     return outcome.job
   }
@@ -143,6 +176,7 @@ export class Reviews {
       return { records: [reviewRecord(finished), ...(next ? [taskStateEnvelope(next)] : [])], result: next ?? state.current! }
     })
     // The answer is given: stop the reviewer's turn so it takes no further steps.
+    this.settle(job.jobId)
     reviewer?.cancel()
     const extra = job.kind === 'progress' && input.verdict === 'revise' && findings.length
       ? `The progress reviewer says:\n${findings.map((f) => `- ${f}`).join('\n')}` : undefined
@@ -166,18 +200,44 @@ export class Reviews {
     }
   }
 
-  /** A reviewer turn that ended while its job is still requested: fail the job and pause (review-fault). */
+  /**
+   * A reviewer turn that ended while its job is still requested. A reviewer that answered in text
+   * gets one repair turn asking for the verdict tool; otherwise (or after that turn) the job fails
+   * and the task pauses (review-fault), with a `review/fault` event coded REVIEW_FAULT.
+   */
   private async onReviewerTurnEnd(agent: Agent, summary: TurnSummary) {
     const mainId = agent.session.parentId
     if (!mainId) return
     const main = await this.supervisor.resolve(mainId)
     const job = jobOfReviewer(await this.supervisor.state(main), agent.session.id)
     if (!job || job.status !== 'requested') return
+    if (!summary.error && !summary.refused && !summary.cancelled && !this.repaired.has(job.jobId) && await this.answeredInText(agent.session)) {
+      this.repaired.add(job.jobId)
+      agent.followup(VERDICT_REPAIR_PROMPT, { origin: 'controller', jobId: job.jobId, verdictRepair: true })
+      return
+    }
     const why = summary.error ? `the reviewer failed (${summary.error.code}: ${summary.error.message})`
-      : summary.refused ? `the reviewer was refused (${summary.refused.code})` : 'the reviewer ended its turn without a verdict'
+      : summary.refused ? `the reviewer was refused (${summary.refused.code})`
+        : summary.cancelled ? 'the reviewer was stopped'
+          : this.repaired.has(job.jobId) ? 'the reviewer did not record a verdict with review_verdict, even when asked again'
+            : 'the reviewer ended its turn without a verdict'
+    await this.fail(main, job, why)
+  }
+
+  /** Whether the reviewer's last turn ended with an assistant message (text instead of the tool). */
+  private async answeredInText(reviewer: Session) {
+    const [last] = await reviewer.read({ from: Math.max(0, reviewer.seq - 1), limit: 1 })
+    return last?.type === 'assistant/message'
+  }
+
+  /** Fail a still-requested job: the task pauses (review-fault) if it waited for it. Idempotent. */
+  private async fail(main: Session, job: ReviewJob, why: string) {
+    this.settle(job.jobId)
+    let failedNow = false
     const task = await this.supervisor.transact(main, (state) => {
       const latest = state.reviews.find((r) => r.jobId === job.jobId)
       if (!latest || latest.status !== 'requested') return { records: [], result: undefined }
+      failedNow = true
       const failed: ReviewJob = { ...latest, status: 'failed' }
       const records: RecordEnvelope[] = [reviewRecord(failed)]
       let next: Task | undefined
@@ -187,6 +247,11 @@ export class Reviews {
       }
       return { records, result: next }
     })
+    if (!failedNow) return
+    const fault = new TaskwardError('REVIEW_FAULT',
+      `The ${job.kind} review ${job.jobId} failed: ${why}. The task is paused; /task resume runs the review again.`,
+      { jobId: job.jobId, kind: job.kind })
+    await main.append('review/fault', { code: fault.code, message: fault.message, jobId: job.jobId, kind: job.kind }).catch(() => {})
     if (task) {
       this.supervisor.controller.disarm(main.id)
       this.logger.warn('task %s paused: review %s failed: %s', task.id, job.jobId, why)

@@ -242,9 +242,9 @@ export class Supervisor extends Service {
     return this.controller.continueWith(sessionId, message)
   }
 
-  /** A new main session with its agent (model default 'scripted'). */
+  /** A new main session with its agent (model default: config `defaultModel`). */
   async startSession(options: { cwd: string, model?: string }): Promise<{ session: Session, agent: Agent }> {
-    const agent = await this.home.agents.create({ cwd: options.cwd, model: options.model ?? 'scripted', role: 'main' })
+    const agent = await this.home.agents.create({ cwd: options.cwd, model: options.model ?? this.config.defaultModel, role: 'main' })
     return { session: agent.session, agent }
   }
 

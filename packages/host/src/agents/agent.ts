@@ -182,10 +182,17 @@ export class Agent {
         results = []
         for (const call of answer.toolCalls) {
           summary.toolCalls.push(call.name)
-          results.push(await this.ctx.tools.execute(this.session, call.name, call.args ?? {}, { agentId: this.id, signal: abort.signal }))
+          results.push(await this.ctx.tools.execute(this.session, call.name, call.args ?? {}, {
+            agentId: this.id, signal: abort.signal, modelCallId: call.id, invalidArgs: call.invalidArgs,
+          }))
         }
       }
     } catch (error) {
+      // A cancel that interrupted the model request ends the turn as cancelled, not as a fault.
+      if (abort.signal.aborted) {
+        summary.cancelled = true
+        return summary
+      }
       const coded = asTaskwardError(error)
       summary.error = { code: coded.code, message: coded.message }
       await this.session.append('agent/error', summary.error).catch(() => {})

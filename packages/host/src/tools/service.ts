@@ -4,6 +4,15 @@ import { EventTypes, TaskwardError, asTaskwardError } from '@taskward/protocol'
 import type { Session } from '../sessions/session'
 import type { ToolDef, ToolGuard, ToolResult } from './types'
 
+export interface ExecuteOptions {
+  agentId?: string
+  signal?: AbortSignal
+  /** The model's own id of the call (OpenAI's tool_call_id), recorded next to the host's `callId`. */
+  modelCallId?: string
+  /** Set when the model's arguments could not be parsed: recorded and refused, nothing runs. */
+  invalidArgs?: string
+}
+
 declare module 'cordis' {
   interface Context {
     tools: Tools
@@ -58,9 +67,22 @@ export class Tools extends Service {
    * Run a tool for a session (or its agent): record the call, ask the guards, validate, execute, and
    * record the result. Never throws for a refusal: the coded error is in the returned result.
    */
-  async execute(session: Session, name: string, args: unknown, options: { agentId?: string, signal?: AbortSignal } = {}): Promise<ToolResult> {
+  async execute(session: Session, name: string, args: unknown, options: ExecuteOptions = {}): Promise<ToolResult> {
     const callId = randomUUID()
-    await session.append(EventTypes.toolCall, { callId, name, args: args ?? {} })
+    const modelCallId = typeof options.modelCallId === 'string' && options.modelCallId ? { modelCallId: options.modelCallId.slice(0, 200) } : {}
+    if (options.invalidArgs !== undefined) {
+      // Arguments the model sent unparsed: the call is recorded, nothing runs (not even the guards),
+      // and the model sees why on its next step.
+      const reason = String(options.invalidArgs).slice(0, 500)
+      await session.append(EventTypes.toolCall, { callId, name, args: {}, invalidArgs: reason, ...modelCallId })
+      const outcome: ToolResult = {
+        callId, name, ...modelCallId,
+        error: { code: 'TOOL_INVALID_ARGS', message: `Invalid arguments for ${name}: ${reason}. Nothing was run; call it again with a JSON object.` },
+      }
+      await session.append(EventTypes.toolResult, outcome)
+      return outcome
+    }
+    await session.append(EventTypes.toolCall, { callId, name, args: args ?? {}, ...modelCallId })
     const tool = this.defs.get(name)
     let outcome: ToolResult
     try {
@@ -82,10 +104,10 @@ export class Tools extends Service {
         }
       }
       const result = await tool.execute(parsed, { session, agentId: options.agentId, callId, signal: options.signal })
-      outcome = { callId, name, result: result ?? null }
+      outcome = { callId, name, ...modelCallId, result: result ?? null }
     } catch (error) {
       const coded = asTaskwardError(error, 'TOOL_FAILED')
-      outcome = { callId, name, error: { code: coded.code, message: coded.message } }
+      outcome = { callId, name, ...modelCallId, error: { code: coded.code, message: coded.message } }
     }
     await session.append(EventTypes.toolResult, outcome)
     return outcome

@@ -42,6 +42,8 @@ export type ToolGuard = (call: ToolCall) => Awaitable<GuardDecision>
 export interface ToolResult<R = any> {
   callId: string
   name: string
+  /** The model's id of the call, when the model gave one. */
+  modelCallId?: string
   result?: R
   error?: { code: string, message: string }
 }

@@ -1,0 +1,92 @@
+import type { Context } from 'cordis'
+import type { Agent, Session } from '@taskward/host'
+import {
+  pause, RECORD_EVENT_TYPE, TASK_NAMESPACE, TASK_STATE_KIND, TaskwardError, type SessionEvent, type SupervisorState,
+} from '@taskward/protocol'
+
+/*
+ * `maxTokensPerTask`: the tokens a supervised task used (its main session's and its reviewers'
+ * `model/usage` events since the task's first record) against a budget. Past it, every step of the
+ * task's agents is refused with TOKEN_BUDGET_EXHAUSTED and the task pauses (a main-agent step pauses
+ * it through the supervisor; a refused reviewer ends in a review fault, which pauses it too).
+ * Nothing is lost: the log and the task stay; raising the budget and `/task resume` continue it.
+ */
+
+export interface TaskTokens {
+  /** The task whose tokens `tokens` counts (the last task record seen). */
+  taskId?: string
+  tokens: number
+}
+
+/** Fold events onto a running count: a record of another task restarts it. Pure. */
+export function taskTokens(acc: TaskTokens, events: Iterable<SessionEvent>): TaskTokens {
+  let { taskId, tokens } = acc
+  for (const event of events) {
+    if (event.type === 'model/usage') {
+      tokens += (Number(event.data?.promptTokens) || 0) + (Number(event.data?.completionTokens) || 0)
+    } else if (event.type === RECORD_EVENT_TYPE && event.data?.namespace === TASK_NAMESPACE && event.data?.kind === TASK_STATE_KIND) {
+      const id = event.data?.payload?.id
+      if (typeof id === 'string' && id !== taskId) {
+        taskId = id
+        tokens = 0
+      }
+    }
+  }
+  return { taskId, tokens }
+}
+
+const LIVE_PHASES = ['planning', 'awaiting-approval', 'active', 'reviewing']
+
+export function registerTokenBudget(ctx: Context, budget: number) {
+  // Incremental counts, so that a step reads only the events written since the last one.
+  const mains = new Map<string, TaskTokens & { next: number }>()
+  const reviewers = new Map<string, { next: number, tokens: number }>()
+
+  async function read(session: Session, from: number) {
+    const events: SessionEvent[] = []
+    for await (const event of session.events(from)) events.push(event)
+    return events
+  }
+
+  async function used(main: Session, state: SupervisorState, taskId: string) {
+    const known = mains.get(main.id) ?? { next: 0, tokens: 0 }
+    const events = await read(main, known.next)
+    const folded = taskTokens(known, events)
+    mains.set(main.id, { ...folded, next: events.at(-1) ? events.at(-1)!.seq + 1 : known.next })
+    let total = folded.taskId === taskId ? folded.tokens : 0
+    for (const job of state.reviews) {
+      if (job.taskId !== taskId) continue
+      const reviewer = await ctx.sessions.get(job.reviewerSessionId).catch(() => undefined)
+      if (!reviewer) continue
+      const seen = reviewers.get(reviewer.id) ?? { next: 0, tokens: 0 }
+      const more = await read(reviewer, seen.next)
+      const tokens = taskTokens({ tokens: seen.tokens }, more).tokens
+      reviewers.set(reviewer.id, { next: more.at(-1) ? more.at(-1)!.seq + 1 : seen.next, tokens })
+      total += tokens
+    }
+    return total
+  }
+
+  ctx.inject(['supervisor'], (ctx) => {
+    const supervisor = (ctx as any).supervisor
+    ctx.on('agent/before-step', async (agent: Agent) => {
+      const session = agent.session
+      const main = session.role === 'main' ? session
+        : session.parentId ? await ctx.sessions.get(session.parentId).catch(() => undefined) : undefined
+      if (!main || main.role !== 'main') return
+      const state: SupervisorState = await supervisor.state(main)
+      const task = state.current
+      if (!task || !task.enabled || !LIVE_PHASES.includes(task.phase)) return
+      const tokens = await used(main, state, task.id)
+      if (tokens < budget) return
+      if (session.role === 'main') {
+        await supervisor.apply(main, (current: any, at: any) => current && LIVE_PHASES.includes(current.phase) ? pause(current, { reason: 'user' }, at) : current)
+          .catch((error: unknown) => ctx.logger('openai').warn('task %s: pausing after the token budget failed: %s', task.id, error))
+      }
+      return new TaskwardError('TOKEN_BUDGET_EXHAUSTED',
+        `Task ${task.id} used ${tokens} tokens, its budget is ${budget} (maxTokensPerTask); the task is paused and nothing is lost. `
+        + 'Raise maxTokensPerTask, then /task resume.',
+        { taskId: task.id, tokens, budget })
+    })
+  })
+}

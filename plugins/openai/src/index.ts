@@ -1,0 +1,90 @@
+import type { Context } from 'cordis'
+import type { ModelAdapter, ModelRequest } from '@taskward/host'
+import { TaskwardError } from '@taskward/protocol'
+import { OpenAIRoute, type TaskStateSource } from './adapter'
+import { registerTokenBudget } from './budget'
+import { Config, ContextConfig, type RouteConfig } from './config'
+
+export { Config, ContextConfig, RouteConfig } from './config'
+export { OpenAIRoute, type TaskStateSource } from './adapter'
+export { buildMessages, eventsToGroups, cut, estimateTokens, type ChatMessage, type ContextLimits } from './context'
+export { toJsonSchema, toolParameters, type JsonSchema } from './json-schema'
+export { StepAssembler, parseCall, type StreamChunk } from './stream'
+export { instructionsFor } from './prompts'
+export { redact } from './redact'
+export { taskTokens } from './budget'
+
+export const name = 'taskward-openai'
+export const inject = {
+  models: { required: true },
+  tools: { required: true },
+  agents: { required: true },
+  sessions: { required: true },
+  supervisor: { required: false },
+}
+
+/** The route that picks a configured route by the agent's role (`roles`). */
+class RoleRouter implements ModelAdapter {
+  constructor(private byRole: (role: string) => ModelAdapter) {}
+  step(request: ModelRequest) {
+    return this.byRole(request.role).step(request)
+  }
+}
+
+export function apply(ctx: Context, input: Config) {
+  const config = Config(input)
+  const logger = ctx.logger('openai')
+  const usable: (RouteConfig & { apiKey: string })[] = []
+  const seen = new Set<string>()
+  for (const route of config.routes) {
+    if (seen.has(route.route) || route.route === config.name) {
+      throw new TaskwardError('CONFIG_INVALID', `OpenAI route "${route.route}" is named twice (or like the role route "${config.name}"); give each route its own name.`)
+    }
+    seen.add(route.route)
+    const apiKey = route.apiKey || process.env.OPENAI_API_KEY || ''
+    if (!apiKey) {
+      if (config.requireKey) {
+        throw new TaskwardError('CONFIG_INVALID',
+          `OpenAI route "${route.route}" has no API key: set its apiKey or the OPENAI_API_KEY environment variable (any non-empty string for endpoints without keys, e.g. Ollama).`,
+          { route: route.route })
+      }
+      logger.info('model route "%s" is off: no API key (set OPENAI_API_KEY to use it)', route.route)
+      continue
+    }
+    usable.push({ ...route, apiKey })
+  }
+  for (const [role, route] of Object.entries(config.roles)) {
+    if (route && !seen.has(route)) {
+      throw new TaskwardError('CONFIG_INVALID', `roles.${role} names route "${route}", which is not configured; known: ${[...seen].join(', ') || 'none'}.`)
+    }
+  }
+  if (!usable.length) return
+
+  const taskState: TaskStateSource = async (session) => {
+    const supervisor = (ctx as any).supervisor
+    if (!supervisor) return undefined
+    // Reviewers get their task in the review prompt; main and linked sessions see the main task's status.
+    if (session.role === 'reviewer') return undefined
+    const main = session.role === 'main' ? session : session.parentId ? await ctx.sessions.get(session.parentId) : undefined
+    if (!main || main.role !== 'main') return undefined
+    const status = await supervisor.status(main)
+    return status?.task ? status : undefined
+  }
+
+  const routes = new Map<string, OpenAIRoute>()
+  for (const route of usable) {
+    const adapter = new OpenAIRoute(ctx, route, config.context, taskState)
+    routes.set(route.route, adapter)
+    ctx.models.register(route.route, adapter)
+  }
+  const first = routes.values().next().value!
+  const pick = (name?: string) => (name && routes.get(name)) || undefined
+  ctx.models.register(config.name, new RoleRouter((role) => {
+    const main = pick(config.roles.main) ?? first
+    if (role === 'reviewer') return pick(config.roles.reviewer) ?? main
+    if (role === 'main') return main
+    return pick(config.roles.consultation) ?? main
+  }))
+  if (config.maxTokensPerTask) registerTokenBudget(ctx, config.maxTokensPerTask)
+  logger.info('model routes: %s (role route "%s")', [...routes.values()].map((r) => `${r.config.route} → ${r.config.model}`).join(', '), config.name)
+}

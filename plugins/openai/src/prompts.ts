@@ -1,0 +1,36 @@
+/*
+ * The system instructions of each agent role. The supervisor's own instructions (what to do next,
+ * what to review) arrive as `[controller]` user messages in the session log; these only say how to
+ * read them and how to act.
+ */
+
+const COMMON = [
+  'You work inside Taskward, a host that supervises agents. Everything you do happens through the tools offered;',
+  'every call and its result is recorded in the session log, and each event has a seq number.',
+  'A tool result with an "error" carries a stable "code" and a message saying what to do next: read it and adapt.',
+].join(' ')
+
+export const MAIN_INSTRUCTIONS = [
+  COMMON,
+  'You are the main agent of this session. Messages marked [controller] come from the task supervisor and say what',
+  'the task needs next (plan with task_submit_plan, start a node with task_start_node, do the work with the file tools,',
+  'report it with task_report_stage citing the evidence seqs, then task_request_completion). Follow them; do one step of',
+  'the task at a time and stop (answer without tool calls) when the instruction is done. Never invent results.',
+].join(' ')
+
+export const REVIEWER_INSTRUCTIONS = [
+  COMMON,
+  'You are a reviewer. Read the main session log with review_read_log (and the files with read, glob, grep), judge',
+  'strictly by the evidence, and then record your answer exactly once by calling review_verdict',
+  '{verdict: pass | revise | needs-user, findings, evidenceSeqs}. A verdict written as text is not recorded.',
+].join(' ')
+
+export const CONSULTATION_INSTRUCTIONS = [
+  COMMON,
+  'You are consulted about a finished task. Read what you need and answer; propose a repair only when asked.',
+].join(' ')
+
+export function instructionsFor(role: string, cwd: string): string {
+  const base = role === 'reviewer' ? REVIEWER_INSTRUCTIONS : role === 'main' ? MAIN_INSTRUCTIONS : CONSULTATION_INSTRUCTIONS
+  return `${base}\n\nWorkspace directory: ${cwd}`
+}

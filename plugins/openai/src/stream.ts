@@ -1,0 +1,97 @@
+import type { ModelStep, ModelToolCall } from '@taskward/host'
+
+/*
+ * Assembles one streamed Chat Completion (the chunks of `stream: true`) into a model step. Pure:
+ * chunks in, a step out; text deltas are handed to `onText` as they arrive.
+ */
+
+/** The parts of a `chat.completion.chunk` this reads (the SDK's type, loosely: endpoints differ). */
+export interface StreamChunk {
+  choices?: {
+    index?: number
+    delta?: {
+      content?: string | null
+      /** DeepSeek and some vLLM models stream their reasoning here. */
+      reasoning_content?: string | null
+      tool_calls?: { index: number, id?: string, function?: { name?: string, arguments?: string } }[]
+    }
+    finish_reason?: string | null
+  }[]
+  usage?: { prompt_tokens?: number, completion_tokens?: number } | null
+}
+
+export interface AssembledStep extends ModelStep {
+  finishReason?: string
+  /** At most `reasoningChars` characters of the streamed reasoning (never recorded whole). */
+  reasoningExcerpt?: string
+}
+
+export class StepAssembler {
+  private text = ''
+  private reasoning = ''
+  private reasoningSeen = 0
+  private calls = new Map<number, { id?: string, name: string, args: string }>()
+  private usage?: ModelStep['usage']
+  private finishReason?: string
+
+  constructor(private options: { onText?: (delta: string) => void, reasoningChars: number }) {}
+
+  push(chunk: StreamChunk) {
+    if (chunk.usage && (chunk.usage.prompt_tokens !== undefined || chunk.usage.completion_tokens !== undefined)) {
+      this.usage = { promptTokens: chunk.usage.prompt_tokens ?? 0, completionTokens: chunk.usage.completion_tokens ?? 0 }
+    }
+    // One completion is asked for (n = 1): other choices, if an endpoint sends any, are ignored.
+    const choice = chunk.choices?.find((c) => (c.index ?? 0) === 0)
+    if (!choice) return
+    const delta = choice.delta ?? {}
+    if (typeof delta.content === 'string' && delta.content) {
+      this.text += delta.content
+      this.options.onText?.(delta.content)
+    }
+    if (typeof delta.reasoning_content === 'string' && delta.reasoning_content) {
+      this.reasoningSeen += delta.reasoning_content.length
+      const room = this.options.reasoningChars - this.reasoning.length
+      if (room > 0) this.reasoning += delta.reasoning_content.slice(0, room)
+    }
+    for (const part of delta.tool_calls ?? []) {
+      const index = Number.isInteger(part.index) ? part.index : 0
+      const call = this.calls.get(index) ?? { name: '', args: '' }
+      if (part.id) call.id = part.id
+      if (part.function?.name) call.name += part.function.name
+      if (part.function?.arguments) call.args += part.function.arguments
+      this.calls.set(index, call)
+    }
+    if (choice.finish_reason) this.finishReason = choice.finish_reason
+  }
+
+  finish(): AssembledStep {
+    const toolCalls = [...this.calls.entries()].sort(([a], [b]) => a - b).map(([, call]) => parseCall(call))
+    const step: AssembledStep = {}
+    if (this.text) step.text = this.text
+    if (toolCalls.length) step.toolCalls = toolCalls
+    if (this.usage) step.usage = this.usage
+    if (this.finishReason) step.finishReason = this.finishReason
+    if (this.reasoning) {
+      step.reasoningExcerpt = this.reasoningSeen > this.reasoning.length
+        ? `${this.reasoning}…[${this.reasoningSeen - this.reasoning.length} more characters not kept]` : this.reasoning
+    }
+    return step
+  }
+}
+
+/** Arguments that are not a JSON object become `invalidArgs`: the host records the call and refuses it. */
+export function parseCall(call: { id?: string, name: string, args: string }): ModelToolCall {
+  const base: ModelToolCall = { name: call.name || '(unnamed)', ...(call.id ? { id: call.id } : {}) }
+  const raw = call.args.trim()
+  if (!raw) return { ...base, args: {} }
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(raw)
+  } catch (error) {
+    return { ...base, invalidArgs: `the arguments are not valid JSON (${(error as Error).message}); send one JSON object` }
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    return { ...base, invalidArgs: 'the arguments must be one JSON object' }
+  }
+  return { ...base, args: parsed as Record<string, any> }
+}

@@ -1,0 +1,73 @@
+import { expect } from 'chai'
+import { SupervisorPlugin } from '@taskward/plugin-supervisor'
+import { RECORD_EVENT_TYPE, TASK_NAMESPACE, TASK_STATE_KIND, type SessionEvent } from '@taskward/protocol'
+import { OpenAIMock, TestHost, removeTree, taskPlayer, tempWorkspace } from '@taskward/testkit'
+import * as OpenAIPlugin from '../src'
+import { taskTokens } from '../src'
+import { until } from './helpers'
+
+let seq = 0
+const usage = (p: number, c: number): SessionEvent => ({ seq: seq++, type: 'model/usage', time: 0, data: { route: 'r', step: 0, promptTokens: p, completionTokens: c } })
+const taskRecord = (id: string): SessionEvent => ({
+  seq: seq++, type: RECORD_EVENT_TYPE, time: 0, data: { namespace: TASK_NAMESPACE, kind: TASK_STATE_KIND, schemaVersion: 10, recordId: id, payload: { id } },
+})
+
+describe('token budget per task', () => {
+  it('counts usage since the task\'s first record; a new task starts from zero (pure)', () => {
+    const before = taskTokens({ tokens: 0 }, [usage(5, 5), taskRecord('t1'), usage(100, 10), taskRecord('t1'), usage(1, 1)])
+    expect(before).to.deep.equal({ taskId: 't1', tokens: 112 })
+    expect(taskTokens(before, [taskRecord('t2'), usage(3, 4)])).to.deep.equal({ taskId: 't2', tokens: 7 })
+  })
+
+  describe('enforced before each step', function () {
+    this.timeout(30_000)
+    let mock: OpenAIMock
+    let host: TestHost
+    let cwd: string
+    before(async () => {
+      mock = await OpenAIMock.start()
+      mock.fallback = taskPlayer({ usage: { prompt_tokens: 100, completion_tokens: 10 } })
+      host = await TestHost.boot({
+        plugins: [
+          [SupervisorPlugin, { reviewerModel: 'scripted', automaticContinuation: true }],
+          [OpenAIPlugin, { routes: [{ route: 'mock', baseURL: mock.baseURL, apiKey: 'sk-budget', maxRetries: 0 }], maxTokensPerTask: 300 }],
+        ],
+        waitFor: ['supervisor'],
+      })
+      await until(() => host.ctx.models.routes().includes('openai'))
+      cwd = await tempWorkspace()
+    })
+    after(async () => {
+      await host.dispose()
+      await mock.close()
+      await removeTree(cwd)
+    })
+
+    it('past maxTokensPerTask the step is refused with TOKEN_BUDGET_EXHAUSTED and the task pauses with nothing lost', async () => {
+      const { session, agent } = await host.ctx.supervisor.startSession({ cwd, model: 'openai' })
+      host.scripted.script('reviewer', [{ toolCalls: [{ name: 'review_verdict', args: { verdict: 'pass' } }] }])
+      await host.ctx.commands.input(session, '/task new write a and b')
+      await until(async () => (await host.ctx.supervisor.state(session)).current?.phase === 'awaiting-approval', 'the plan')
+      // Planning took two steps: 220 tokens.
+      await host.ctx.commands.input(session, '/task approve')
+      await until(async () => (await host.ctx.supervisor.state(session)).current?.phase === 'paused', 'the pause')
+      await agent.whenIdle()
+      const events = await session.read({ from: 0, limit: 1000 })
+      const refused = events.filter((e) => e.type === 'agent/refused')
+      expect(refused.map((e) => e.data.code)).to.deep.equal(['TOKEN_BUDGET_EXHAUSTED'])
+      expect(refused[0].data.message).to.match(/used 330 tokens, its budget is 300/)
+      const usageEvents = events.filter((e) => e.type === 'model/usage')
+      expect(usageEvents).to.have.length(3)
+      expect(mock.requests).to.have.length(3)
+      const task = (await host.ctx.supervisor.state(session)).current!
+      expect(task.plan?.nodes.map((n) => n.id)).to.deep.equal(['a', 'b'])
+      expect(task.nodeRuns.a.status).to.equal('running')
+      expect(task.resumePhase).to.equal('active')
+      // Resuming without more budget is refused again at the first step: no request reaches the endpoint.
+      await host.ctx.commands.input(session, '/task resume')
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      await agent.whenIdle()
+      expect(mock.requests).to.have.length(3)
+    })
+  })
+})

@@ -1,0 +1,103 @@
+import { expect } from 'chai'
+import type { SessionEvent } from '@taskward/protocol'
+import { buildMessages, estimateTokens, type ChatMessage } from '../src'
+
+let seq = 0
+const ev = (type: string, data: any): SessionEvent => ({ seq: seq++, type, time: 0, data })
+const user = (text: string, origin?: string) => ev('user/message', { text, ...(origin ? { origin } : {}) })
+const said = (text: string) => ev('assistant/message', { text })
+const call = (callId: string, name: string, args: any = {}) => ev('tool/call', { callId, name, args })
+const result = (callId: string, name: string, value: any) => ev('tool/result', { callId, name, result: value })
+const failed = (callId: string, name: string, code: string) => ev('tool/result', { callId, name, error: { code, message: 'no' } })
+
+const LIMITS = { contextTokens: 4000, toolResultChars: 100, taskStateChars: 200 }
+const total = (messages: ChatMessage[]) => messages.reduce((sum, m) => sum + estimateTokens(JSON.stringify(m)), 0)
+
+describe('model context (pure)', () => {
+  beforeEach(() => { seq = 0 })
+
+  it('maps a turn: text and its tool calls in one assistant message, each result as a tool message with the call id', () => {
+    const messages = buildMessages({
+      instructions: 'be good',
+      events: [
+        user('do it', 'controller'),
+        said('reading'),
+        call('c1', 'read', { path: 'a.txt' }), result('c1', 'read', { text: 'A' }),
+        call('c2', 'grep', { pattern: 'x' }), failed('c2', 'grep', 'PATH_FORBIDDEN'),
+        ev('model/usage', { promptTokens: 1, completionTokens: 2 }),
+        ev('extension/record', { namespace: 'x', kind: 'y', payload: {} }),
+        said('done'),
+      ],
+    }, LIMITS)
+    expect(messages).to.deep.equal([
+      { role: 'system', content: 'be good' },
+      { role: 'user', content: '[controller] do it' },
+      {
+        role: 'assistant', content: 'reading', tool_calls: [
+          { id: 'c1', type: 'function', function: { name: 'read', arguments: '{"path":"a.txt"}' } },
+          { id: 'c2', type: 'function', function: { name: 'grep', arguments: '{"pattern":"x"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'c1', content: '{"seq":3,"result":{"text":"A"}}' },
+      { role: 'tool', tool_call_id: 'c2', content: '{"seq":5,"error":{"code":"PATH_FORBIDDEN","message":"no"}}' },
+      { role: 'assistant', content: 'done' },
+    ])
+  })
+
+  it('cuts a long tool result at the limit with a marker saying how much is not shown', () => {
+    const messages = buildMessages({ instructions: '', events: [user('go'), call('c', 'read'), result('c', 'read', 'x'.repeat(5000))] }, LIMITS)
+    const tool = messages.find((m) => m.role === 'tool') as Extract<ChatMessage, { role: 'tool' }>
+    expect(tool.content.length).to.be.lessThan(200)
+    expect(tool.content).to.match(/…\[cut: \d+ more characters not shown\]$/)
+  })
+
+  it('answers a call whose result was never recorded, and leaves out a result whose call is outside the window', () => {
+    const messages = buildMessages({ instructions: '', events: [result('old', 'read', 1), user('go'), call('c', 'write'), user('again')] }, LIMITS)
+    expect(messages.filter((m) => m.role === 'tool')).to.deep.equal([{ role: 'tool', tool_call_id: 'c', content: '(no result was recorded)' }])
+    expect(JSON.stringify(messages)).to.not.include('old')
+  })
+
+  it('keeps the newest events within the token budget, drops the oldest with a note, and always keeps the turn input', () => {
+    const events: SessionEvent[] = []
+    for (let i = 0; i < 300; i++) events.push(user(`question ${i} ${'q'.repeat(200)}`), said(`answer ${i} ${'a'.repeat(200)}`))
+    events.push(user('THE INPUT'))
+    for (let i = 0; i < 3; i++) events.push(call(`k${i}`, 'read'), result(`k${i}`, 'read', 'r'))
+    const messages = buildMessages({ instructions: 'sys', events, unread: 1000 }, LIMITS)
+    expect(total(messages)).to.be.at.most(LIMITS.contextTokens * 1.1)
+    expect(messages[1].role).to.equal('user')
+    expect((messages[1] as any).content).to.match(/^\[host: \d+ earlier conversation entries are not shown/)
+    expect(Number((messages[1] as any).content.match(/\d+/)[0])).to.be.greaterThan(1000)
+    const contents = messages.map((m) => (m as any).content)
+    expect(contents).to.include('THE INPUT')
+    expect(contents).to.include('answer 299 ' + 'a'.repeat(200))
+    expect(contents).to.not.include('question 0 ' + 'q'.repeat(200))
+    // Calls without text between them form one assistant message, answered by their tool messages.
+    const index = messages.findIndex((m) => m.role === 'assistant' && m.tool_calls)
+    expect((messages[index] as any).tool_calls.map((c: any) => c.id)).to.deep.equal(['k0', 'k1', 'k2'])
+    expect(messages.slice(index + 1).map((m) => (m as any).tool_call_id)).to.deep.equal(['k0', 'k1', 'k2'])
+  })
+
+  it('cuts an input too long for the budget and drops everything older', () => {
+    const messages = buildMessages({ instructions: 'sys', events: [user('old'), user('x'.repeat(100_000))] }, LIMITS)
+    expect(total(messages)).to.be.at.most(LIMITS.contextTokens)
+    const input = messages.find((m) => m.role === 'user' && m.content.startsWith('xxx')) as any
+    expect(input.content).to.match(/…\[cut: \d+ more characters not shown\]$/)
+  })
+
+  it('puts the task state in the system message, cut at taskStateChars', () => {
+    const [system] = buildMessages({ instructions: 'sys', taskState: { task: { id: 't1', objective: 'o'.repeat(1000) } }, events: [user('go')] }, LIMITS)
+    expect(system.content!).to.match(/^sys\n\nCurrent task state \(task_status\):\n\{"task":\{"id":"t1"/)
+    expect(system.content!).to.match(/not shown\]$/)
+    expect(system.content!.length).to.be.lessThan(400)
+  })
+
+  it('shows refusals, model errors and command replies as host notes', () => {
+    const messages = buildMessages({
+      instructions: '', events: [user('/task new x'), ev('command/reply', { text: 'created' }), ev('agent/refused', { code: 'TOKEN_BUDGET_EXHAUSTED', message: 'm' })],
+    }, LIMITS)
+    expect(messages.slice(2).map((m) => (m as any).content)).to.deep.equal([
+      '[host: command reply] {"text":"created"}',
+      '[host: step refused] {"code":"TOKEN_BUDGET_EXHAUSTED","message":"m"}',
+    ])
+  })
+})
