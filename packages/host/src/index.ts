@@ -7,6 +7,7 @@ import { Models } from './models/service'
 import { Agents } from './agents/service'
 import { Commands } from './commands'
 import { Connection } from './connection/service'
+import { Operator } from './connection/operator'
 
 export * from './tables'
 export * from './sessions/session'
@@ -23,6 +24,9 @@ export * from './agents/service'
 export * from './commands'
 export * from './connection/service'
 export * from './connection/tokens'
+export * from './connection/operator'
+export * from './connection/operator-routes'
+export * from './connection/workspace-roots'
 export * from './keyed-lock'
 
 export const name = 'taskward-host'
@@ -31,11 +35,13 @@ export const inject = ['database', 'server']
 export interface Config {
   agents: Agents.Config
   connection: Connection.Config
+  operator: Operator.Config
 }
 
 export const Config: Schema<Partial<Config>, Config> = Schema.object({
   agents: Agents.Config,
   connection: Connection.Config,
+  operator: Operator.Config,
 }) as any
 
 /** The host kernel: every service a DSH-style host provides, over `database` and `server`. */
@@ -47,6 +53,7 @@ export function apply(ctx: Context, config: Config) {
   ctx.plugin(Agents, config.agents)
   ctx.plugin(Commands)
   ctx.plugin(Connection, config.connection)
+  ctx.plugin(Operator, config.operator)
   ctx.plugin({ name: 'taskward-file-tools', inject: ['tools'], apply: registerFileTools })
   stopWithDaemon(ctx)
 }
