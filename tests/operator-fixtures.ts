@@ -5,6 +5,7 @@
  */
 import type { Context } from 'cordis'
 import type { ModelRequest, ModelStep } from '@taskward/host'
+import { TaskwardError } from '@taskward/protocol'
 import { TestHost, removeTree, tempWorkspace, type PluginEntry } from '@taskward/testkit'
 import { join } from 'node:path'
 import { mkdir, realpath } from 'node:fs/promises'
@@ -27,7 +28,7 @@ export class HoldingModel {
     return new Promise<ModelStep>((resolve, reject) => {
       const onAbort = () => {
         this.aborts.push(request.input.text)
-        reject(Object.assign(new Error('The model request was aborted.'), { name: 'AbortError' }))
+        reject(new TaskwardError('ABORTED', 'The model request was aborted.'))
       }
       if (request.signal.aborted) return onAbort()
       request.signal.addEventListener('abort', onAbort, { once: true })
