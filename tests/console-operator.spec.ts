@@ -7,6 +7,7 @@ import { createRequire } from 'node:module'
 import type { ModelRequest, ModelStep, Session } from '@taskward/host'
 import { SupervisorPlugin } from '@taskward/plugin-supervisor'
 import WorkspacePlugin from '@taskward/plugin-workspace'
+import { RecoveryPlugin } from '@taskward/plugin-recovery'
 import { EventTypes } from '@taskward/protocol'
 import { WebConsole } from '../plugins/console/src'
 import { bootDemoHost, launchBrowser, openSession, screenshot, until, type DemoHost } from './console-fixtures'
@@ -280,5 +281,55 @@ describe('console: narrow screens, dark mode, cached assets', function () {
     await page.waitForSelector('#current')
     expect(statuses.size).to.be.greaterThan(3)
     for (const [path, status] of statuses) expect(status, path).to.equal(304)
+  })
+})
+
+describe('console: a task\'s checks (recovery)', function () {
+  this.timeout(60_000)
+  let browser: Browser
+  let op: OperatorHost
+  let page: Page
+
+  before(async () => {
+    browser = await launchBrowser()
+  })
+  after(async () => {
+    await browser?.close()
+  })
+  beforeEach(async () => {
+    op = await bootOperatorHost([[WorkspacePlugin], [SupervisorPlugin, { automaticContinuation: false }], [RecoveryPlugin, { checks: [] }], [WebConsole, { demo: false }]],
+      ['supervisor', 'recovery', 'webConsole'])
+    page = await browser.newPage({ viewport: { width: 1200, height: 900 } })
+  })
+  afterEach(async () => {
+    await page?.close()
+    await op?.dispose()
+  })
+
+  it('says plainly that a task without checks will stop unverified, and sets checks through /task checks', async () => {
+    const sessionId = await createSession(op.host, { cwd: 'checked', create: true })
+    expect((await op.host.http.post(`/api/sessions/${sessionId}/input`, { text: '/task new Greet' })).status).to.equal(200)
+    await page.goto(`${op.host.ctx.connection.loginUrl}&next=${encodeURIComponent(`/sessions/${sessionId}`)}`)
+    await page.waitForSelector('#checks')
+    expect(await page.getAttribute('#checks-missing', 'data-code')).to.equal('VALIDATION_MISSING')
+    expect(await page.textContent('#checks-missing')).to.include('will stop unverified')
+    expect(await axeViolations(page)).to.deep.equal([])
+    await screenshot(page, 'checks-missing')
+
+    await page.fill('#checks-input', '[{"id": "unit", "argv": ["node", "-e", "0"], "timeoutMs": 30000}]')
+    await page.click('#set-checks')
+    await page.waitForSelector('#checks li[data-check-id="unit"]')
+    expect(await page.locator('#checks-missing').count()).to.equal(0)
+    expect(await page.getAttribute('#checks .checks-source', 'data-source')).to.equal('task')
+    expect(await page.textContent('#checks li')).to.include('node -e 0')
+    const session = await op.host.ctx.sessions.get(sessionId)
+    const replies = (await session.read({ limit: 1000 })).filter((e) => e.type === 'command/reply' && e.data.reply?.source === 'task')
+    expect(replies.at(-1)!.data.reply.checks).to.deep.equal([{ id: 'unit', argv: ['node', '-e', '0'], timeoutMs: 30000 }])
+
+    // A malformed array is refused with its code and changes nothing.
+    await page.fill('#checks-input', '[{"id": "bad"')
+    await page.click('#set-checks')
+    await page.waitForSelector('#input-status [data-code="CONFIG_INVALID"]')
+    expect(await page.locator('#checks li[data-check-id="unit"]').count()).to.equal(1)
   })
 })

@@ -6,6 +6,7 @@ import { renderTask } from './task.js'
 import { renderImpact, renderOutcome, renderOverviewLink } from './impact.js'
 import { renderNewSession } from './new-session.js'
 import { Operate } from './operate.js'
+import { renderChecks } from './checks.js'
 
 const main = document.getElementById('main')
 const live = document.getElementById('live')
@@ -96,6 +97,7 @@ function renderSession(view) {
       ? section('current', 'Current task', renderTask(app, current, proposal && proposal.taskId === current.id
         ? { affected: proposal.affectedNodeIds, roots: proposal.rootNodeIds } : {}))
       : section('current', 'Current task', h('p', { class: 'muted' }, 'No task yet: start one with /task new <objective>.')),
+    renderChecks(app, current, view.checks),
   ]
   const rest = [
     section('proposals', 'Repair proposals', view.proposals.length
