@@ -8,6 +8,7 @@ import { Models } from './models/service'
 import { Agents } from './agents/service'
 import { Commands } from './commands'
 import { Connection } from './connection/service'
+import { Operator } from './connection/operator'
 
 export * from './tables'
 export * from './sessions/session'
@@ -24,6 +25,9 @@ export * from './agents/service'
 export * from './commands'
 export * from './connection/service'
 export * from './connection/tokens'
+export * from './connection/operator'
+export * from './connection/operator-routes'
+export * from './connection/workspace-roots'
 export * from './keyed-lock'
 
 export const name = 'taskward-host'
@@ -32,11 +36,13 @@ export const inject = ['database', 'server']
 export interface Config {
   agents: Agents.Config
   connection: Connection.Config
+  operator: Operator.Config
 }
 
 export const Config: Schema<Partial<Config>, Config> = strictConfig('host', Schema.object({
   agents: Agents.Config,
   connection: Connection.Config,
+  operator: Operator.Config,
 }) as any)
 
 /** The host kernel: every service a DSH-style host provides, over `database` and `server`. */
@@ -49,6 +55,7 @@ export function apply(ctx: Context, loaded: Config) {
   ctx.plugin(Agents, config.agents)
   ctx.plugin(Commands)
   ctx.plugin(Connection, config.connection)
+  ctx.plugin(Operator, config.operator)
   ctx.plugin({ name: 'taskward-file-tools', inject: ['tools'], apply: registerFileTools })
   stopWithDaemon(ctx)
 }

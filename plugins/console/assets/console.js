@@ -4,6 +4,9 @@
 import { h, section, time, getJson, postJson, PHASE_LABELS } from './dom.js'
 import { renderTask } from './task.js'
 import { renderImpact, renderOutcome, renderOverviewLink } from './impact.js'
+import { renderNewSession } from './new-session.js'
+import { Operate } from './operate.js'
+import { renderChecks } from './checks.js'
 
 const main = document.getElementById('main')
 const live = document.getElementById('live')
@@ -16,7 +19,7 @@ function showError(error) {
 
 async function sessionsPage() {
   live.textContent = ''
-  const { sessions } = await getJson('/api/console/sessions')
+  const [{ sessions }, options] = await Promise.all([getJson('/api/console/sessions'), getJson('/api/operator')])
   const rows = sessions.map((s) => h('li', { class: 'session-item', 'data-session-id': s.id },
     h('a', { href: `/sessions/${encodeURIComponent(s.id)}` }, s.task ? s.task.objective : `Session ${s.id} (no task yet)`),
     h('p', { class: 'muted' }, s.task ? `${PHASE_LABELS[s.task.phase] ?? s.task.phase} · cycle ${s.task.acceptanceCycle} · ` : '',
@@ -24,6 +27,8 @@ async function sessionsPage() {
     s.awaitingDecision ? h('p', { class: 'waiting' }, h('strong', {}, 'Waiting for your decision: '), s.awaitingDecision.title) : null,
     s.poisoned ? h('p', { class: 'refusal' }, 'Blocked: the session log holds a record the supervisor cannot read.') : null))
   main.replaceChildren(h('h1', {}, 'Sessions'),
+    h('section', { class: 'new-session-card' }, renderNewSession(options)),
+    h('h2', {}, 'Sessions on this host'),
     rows.length ? h('ul', { class: 'sessions' }, rows) : h('p', { class: 'muted' }, 'No sessions yet.'))
 }
 
@@ -31,6 +36,10 @@ async function sessionsPage() {
 const app = {
   sessionId: main.dataset.sessionId,
   view: undefined,
+  /** The conversation (transcript, queue, input): built once, kept across re-renders. */
+  operate: undefined,
+  top: h('div', { id: 'view-top' }),
+  bottom: h('div', { id: 'view-bottom' }),
   outcome: undefined,
   async post(payload) {
     try {
@@ -61,6 +70,14 @@ function restoreInputs({ kept, focused }) {
   if (focused) document.getElementById(focused)?.focus()
 }
 
+/** Where the plan waits for the user: the Approve plan button (bound to the task revision this page shows). */
+function renderApproval(task) {
+  if (task?.phase !== 'awaiting-approval') return null
+  return h('div', { class: 'approval', id: 'approval' },
+    h('p', {}, h('strong', {}, 'The plan waits for your approval. '), 'Read it below; approving starts the work.'),
+    h('button', { type: 'button', class: 'primary', id: 'approve-plan', onclick: () => app.operate.command(`/task approve ${task.id}@${task.revision}`) }, 'Approve plan'))
+}
+
 function renderSession(view) {
   const proposal = view.proposals.find((p) => p.id === view.awaitingDecision)
   const targetTask = proposal && [view.current, ...view.history].find((t) => t && t.id === proposal.taskId)
@@ -73,12 +90,16 @@ function renderSession(view) {
       view.controller?.awaitingManualResume ? ' · waits for /task resume' : ''),
     view.poisoned ? h('div', { class: 'outcome refusal', role: 'alert' }, view.poisoned.message) : null,
     outcome,
+    renderApproval(current),
     proposal ? renderOverviewLink(proposal) : null,
     proposal ? renderImpact(app, proposal, targetTask) : null,
     current
       ? section('current', 'Current task', renderTask(app, current, proposal && proposal.taskId === current.id
         ? { affected: proposal.affectedNodeIds, roots: proposal.rootNodeIds } : {}))
       : section('current', 'Current task', h('p', { class: 'muted' }, 'No task yet: start one with /task new <objective>.')),
+    renderChecks(app, current, view.checks),
+  ]
+  const rest = [
     section('proposals', 'Repair proposals', view.proposals.length
       ? h('ul', { class: 'proposal-list' }, view.proposals.map((p) => h('li', { 'data-proposal-id': p.id, 'data-status': p.status, 'data-source': p.sourceLabel },
         h('strong', {}, p.title), ` — ${p.status} · source: ${p.sourceLabel} · task ${p.taskId} r${p.taskRevision} · roots ${p.rootNodeIds.join(', ')}`
@@ -90,7 +111,9 @@ function renderSession(view) {
         renderTask(app, task, proposal && proposal.taskId === task.id ? { affected: proposal.affectedNodeIds, roots: proposal.rootNodeIds } : {})))
       : h('p', { class: 'muted' }, 'No earlier tasks in this session.')),
   ]
-  main.replaceChildren(...parts.filter(Boolean))
+  app.top.replaceChildren(...parts.filter(Boolean))
+  app.bottom.replaceChildren(...rest)
+  if (!app.top.isConnected) main.replaceChildren(app.top, app.operate.element, app.bottom)
 }
 
 let refreshing
@@ -106,10 +129,10 @@ async function refresh() {
       again = false
       const view = await getJson(`/api/console/sessions/${encodeURIComponent(app.sessionId)}/view`)
       app.view = view
-      const open = new Set([...main.querySelectorAll('details[open]')].map((d) => d.dataset.taskId))
+      const open = new Set([...main.querySelectorAll('details.history-task[open]')].map((d) => d.dataset.taskId))
       const saved = snapshotInputs()
       renderSession(view)
-      for (const d of main.querySelectorAll('details')) if (open.has(d.dataset.taskId)) d.open = true
+      for (const d of main.querySelectorAll('details.history-task')) if (open.has(d.dataset.taskId)) d.open = true
       restoreInputs(saved)
       main.dataset.seq = String(view.session.seq)
     } while (again)
@@ -119,15 +142,25 @@ async function refresh() {
 
 function connect() {
   const source = new EventSource(`/api/console/sessions/${encodeURIComponent(app.sessionId)}/events`)
-  source.addEventListener('ready', () => { live.textContent = 'live' })
+  source.addEventListener('ready', () => {
+    live.textContent = 'live'
+    // Whatever was appended while (re)connecting.
+    app.operate.fill().catch(() => {})
+  })
   source.addEventListener('changed', () => refresh().catch(showError))
+  source.addEventListener('event', (message) => app.operate.onEvent(JSON.parse(message.data)))
+  source.addEventListener('delta', (message) => app.operate.transcript.delta(JSON.parse(message.data).delta))
+  source.addEventListener('queue', (message) => app.operate.renderQueue(JSON.parse(message.data)))
   source.addEventListener('error', () => { live.textContent = 'reconnecting…' })
 }
 
 async function start() {
   try {
     if (main.dataset.page === 'session') {
+      const options = await getJson('/api/operator')
+      app.operate = new Operate(app.sessionId, options)
       await refresh()
+      await app.operate.load()
       connect()
       if (location.hash) document.querySelector(location.hash)?.focus()
     } else {

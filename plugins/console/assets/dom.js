@@ -69,14 +69,23 @@ export async function getJson(url) {
   return body
 }
 
-/** POST JSON; resolves with `{ok, status, body}` (refusals are answers, not exceptions). */
-export async function postJson(url, payload) {
-  const response = await fetch(url, {
-    method: 'POST',
-    credentials: 'same-origin',
-    headers: { 'content-type': 'application/json', accept: 'application/json' },
-    body: JSON.stringify(payload),
-  })
-  const body = await response.json().catch(() => ({ error: `HTTP ${response.status}`, code: 'INTERNAL' }))
-  return { ok: response.ok, status: response.status, body }
+/** Send JSON; resolves with `{ok, status, body}` (refusals are answers, not exceptions; status 0: unreachable). */
+export async function requestJson(method, url, payload) {
+  try {
+    const response = await fetch(url, {
+      method,
+      credentials: 'same-origin',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: payload === undefined ? undefined : JSON.stringify(payload),
+    })
+    const body = await response.json().catch(() => ({ error: `HTTP ${response.status}`, code: 'INTERNAL' }))
+    return { ok: response.ok, status: response.status, body }
+  } catch (error) {
+    return { ok: false, status: 0, body: { code: 'NETWORK', error: `The host could not be reached (${error.message}).` } }
+  }
+}
+
+/** POST JSON; resolves with `{ok, status, body}`. */
+export function postJson(url, payload) {
+  return requestJson('POST', url, payload)
 }

@@ -15,26 +15,31 @@ export function renderTaskSummary(task) {
     task.reopenedFromProposalId ? [h('dt', {}, 'Reopened by'), h('dd', {}, `repair ${task.reopenedFromProposalId}`)] : null)
 }
 
+/** A box that scrolls sideways by itself on narrow screens (focusable, so the keyboard can scroll it). */
+function scrollBox(cls, label, child) {
+  return h('div', { class: cls, tabindex: '0', role: 'region', 'aria-label': label }, child)
+}
+
 function nodeTable(task, caption) {
-  return h('table', { class: 'nodes' },
+  return scrollBox('table-wrap', caption, h('table', { class: 'nodes' },
     h('caption', {}, caption),
     h('thead', {}, h('tr', {}, ['Node', 'Title', 'Depends on', 'Attempt', 'Status', 'Last review', 'Rework'].map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', {}, task.nodes.map((node) => h('tr', { 'data-node-id': node.id, 'data-status': node.status ?? 'unplanned' },
       h('th', { scope: 'row' }, node.id), h('td', {}, node.title), h('td', {}, node.dependsOn.join(', ') || '—'),
       h('td', {}, node.attempt ?? '—'), h('td', {}, h('span', { class: `status st-${node.status ?? 'unplanned'}` }, STATUS_LABELS[node.status] ?? 'not started')),
       h('td', {}, node.review ? `${node.review.verdict}${node.review.findings.length ? `: ${node.review.findings.join('; ')}` : ''}` : '—'),
-      h('td', {}, node.reworkReason ? `${node.reworkReason}${node.priorAcceptance ? ` (replaces accepted attempt ${node.priorAcceptance.attempt})` : ''}` : '—')))))
+      h('td', {}, node.reworkReason ? `${node.reworkReason}${node.priorAcceptance ? ` (replaces accepted attempt ${node.priorAcceptance.attempt})` : ''}` : '—'))))))
 }
 
 function reviewTable(task) {
   if (!task.reviews.length) return h('p', { class: 'muted' }, 'No review jobs of this task are in the recent window.')
-  return h('table', { class: 'reviews' },
+  return scrollBox('table-wrap', `Reviews of task ${task.id}`, h('table', { class: 'reviews' },
     h('caption', {}, 'Reviews (each ran in its own reviewer session)'),
     h('thead', {}, h('tr', {}, ['Kind', 'Node', 'Status', 'Verdict', 'Findings', 'Evidence seqs', 'Reviewer session', 'Cutoff'].map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', {}, task.reviews.map((job) => h('tr', { 'data-job-id': job.jobId, 'data-verdict': job.verdict ?? '' },
       h('td', {}, job.kind), h('td', {}, job.nodeId ?? '—'), h('td', {}, job.status), h('td', { class: 'verdict' }, job.verdict ?? '—'),
       h('td', {}, job.findings.join('; ') || '—'), h('td', { class: 'evidence-seqs' }, job.evidenceSeqs.join(', ') || '—'),
-      h('td', {}, h('code', {}, job.reviewerSessionId)), h('td', {}, `seq ${job.cutoffSeq}`)))))
+      h('td', {}, h('code', {}, job.reviewerSessionId)), h('td', {}, `seq ${job.cutoffSeq}`))))))
 }
 
 function completionReview(review, label) {
@@ -99,7 +104,7 @@ export function renderTask(app, task, { affected = [], roots = [] } = {}) {
     renderTaskSummary(task),
     task.acceptanceCriteria.length ? [h('h3', {}, 'Acceptance criteria'), h('ul', {}, task.acceptanceCriteria.map((c) => h('li', {}, c)))] : null,
     task.planFeedback?.length ? [h('h3', {}, 'Plan reviewer asked for'), h('ul', {}, task.planFeedback.map((c) => h('li', {}, c)))] : null,
-    task.nodes.length ? [h('h3', {}, 'Plan'), h('div', { class: 'dag-wrap' }, renderDag(task, { affected, roots })), legend(),
+    task.nodes.length ? [h('h3', {}, 'Plan'), scrollBox('dag-wrap', `Plan DAG of task ${task.id}`, renderDag(task, { affected, roots })), legend(),
       nodeTable(task, `Nodes of task ${task.id}`)] : h('p', { class: 'muted' }, 'No plan yet.'),
     task.pendingReview ? h('p', {}, `Waiting for a ${task.pendingReview.kind} review${task.pendingReview.nodeId ? ` of ${task.pendingReview.nodeId}` : ''}.`) : null,
     completionReview(task.completionReview, 'Final acceptance'),

@@ -102,6 +102,57 @@ describe('console over HTTP', function () {
     expect(hooks('supervisor/changed')).to.equal(baseline.changed)
   })
 
+  it('streams each appended event, streamed text deltas and the agent\'s queue, and removes those listeners too', async () => {
+    const baseline = { delta: hooks('agent/text-delta'), queue: hooks('agent/queue'), state: hooks('agent/state') }
+    const agent = await host.ctx.agents.create({ sessionId: session.id, model: 'scripted', role: 'main' })
+    const abort = new AbortController()
+    const response = await host.http.fetch(`/api/console/sessions/${session.id}/events`, { signal: abort.signal })
+    const reader = response.body!.getReader()
+    const seen = { text: '' }
+    await readUntil(reader, /event: ready/, seen)
+    const big = await session.append('test/big', { text: 'x'.repeat(70 * 1024) })
+    await readUntil(reader, /event: event\ndata: .*"truncated":true.*\n\n/, seen)
+    expect(seen.text).to.include(`{"seq":${big.seq},"type":"test/big","truncated":true}`)
+    await session.append('user/message', { text: 'hello <b>' })
+    await readUntil(reader, /event: event\ndata: .*hello <b>.*\n\n/, seen)
+    host.ctx.emit('agent/text-delta', agent, 'Hel')
+    await readUntil(reader, /event: delta\ndata: \{"delta":"Hel"\}\n\n/, seen)
+    host.ctx.models.scripted.script('main', [async () => { await new Promise((resolve) => setTimeout(resolve, 50)); return {} }])
+    agent.followup('work')
+    await readUntil(reader, /event: queue\ndata: \{"state":"idle","held":false,"items":\[\{"id":"[\w-]+","text":"work","origin":"user"/, seen)
+    await readUntil(reader, /event: queue\ndata: \{"state":"running"/, seen)
+    await agent.whenIdle()
+    abort.abort()
+    const started = Date.now()
+    while (host.ctx.webConsole.live.size && Date.now() - started < 5000) await new Promise((resolve) => setTimeout(resolve, 20))
+    expect({ delta: hooks('agent/text-delta'), queue: hooks('agent/queue'), state: hooks('agent/state') }).to.deep.equal(baseline)
+  })
+
+  it('sends assets compressed (br, gzip or plain as accepted) with a weak ETag, and 304 for a matching If-None-Match', async () => {
+    const plain = await host.http.fetch('/assets/console.css', { headers: { 'accept-encoding': 'identity' } })
+    const css = await plain.text()
+    expect(plain.headers.get('content-encoding')).to.equal(null)
+    expect(css).to.include('prefers-color-scheme: dark')
+    const etag = plain.headers.get('etag')!
+    expect(etag).to.match(/^W\/"[\w-]{22}"$/)
+    expect(plain.headers.get('vary')).to.equal('accept-encoding')
+    // Node's fetch decodes what it asked for: the body is the same text, the header says how it came.
+    const gzip = await host.http.fetch('/assets/console.css', { headers: { 'accept-encoding': 'gzip' } })
+    expect(gzip.headers.get('content-encoding')).to.equal('gzip')
+    expect(await gzip.text()).to.equal(css)
+    const refusedBr = await host.http.fetch('/assets/console.css', { headers: { 'accept-encoding': 'br;q=0, gzip' } })
+    expect(refusedBr.headers.get('content-encoding')).to.equal('gzip')
+    await refusedBr.body?.cancel()
+    for (const tag of [etag, etag.slice(2), `"other", ${etag}`]) {
+      const revisit = await host.http.fetch('/assets/console.css', { headers: { 'if-none-match': tag } })
+      expect(revisit.status, tag).to.equal(304)
+      expect(await revisit.text()).to.equal('')
+    }
+    const changed = await host.http.fetch('/assets/console.css', { headers: { 'if-none-match': '"stale"' } })
+    expect(changed.status).to.equal(200)
+    await changed.body?.cancel()
+  })
+
   it('closes open streams when the console plugin is disposed', async () => {
     const baseline = hooks('session/event')
     const response = await host.http.fetch(`/api/console/sessions/${session.id}/events`)

@@ -25,12 +25,8 @@ export const Config: Schema<Partial<Config>, Config> = strictConfig('supervisor'
     .description('Follow-up turns the controller may queue per /task approve or /task resume.'),
   reviewerModel: Schema.string().min(1).default('scripted')
     .description('Model route that drives reviewer sessions.'),
-<<<<<<< HEAD
-})) as Schema<Partial<Config>, Config>
-=======
   defaultModel: Schema.string().min(1).default('scripted')
     .description('Model route of main sessions started without naming one (startSession, the console).'),
   reviewDeadlineMs: Schema.natural().min(1).default(600000)
     .description('Milliseconds a review may take in all (its repair turn included); past it the reviewer is stopped and the review fails with REVIEW_FAULT (the task pauses).'),
-}) as Schema<Partial<Config>, Config>
->>>>>>> openai
+})) as Schema<Partial<Config>, Config>

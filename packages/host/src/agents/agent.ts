@@ -1,4 +1,5 @@
 import type { Context } from 'cordis'
+import { randomUUID } from 'node:crypto'
 import { EventTypes, TaskwardError, asTaskwardError } from '@taskward/protocol'
 import type { Session } from '../sessions/session'
 import type { ToolResult } from '../tools/types'
@@ -6,8 +7,27 @@ import type { ToolResult } from '../tools/types'
 export type AgentState = 'idle' | 'running' | 'maintenance'
 
 export interface Followup {
+  /** Stable id of the queued turn (list and remove it by this id). */
+  id: string
   message: string
   meta: Record<string, any>
+  queuedAt: number
+}
+
+/** A turn waiting in an agent's queue, as listed to operators. */
+export interface QueuedTurn {
+  id: string
+  text: string
+  /** `user`, `controller`, ... (the followup's `meta.origin`). */
+  origin: string
+  queuedAt: number
+}
+
+declare module 'cordis' {
+  interface Events {
+    /** The agent's queue changed (a turn was queued, started, removed or dropped). */
+    'agent/queue'(agent: Agent): void
+  }
 }
 
 /** Why a turn ended, for listeners of `agent/turn-end` (continuation, progress reviews). */
@@ -38,6 +58,8 @@ export class Agent {
   private turnDone?: Promise<void>
   private abort?: AbortController
   private disposed = false
+  /** While any hold is set, no queued turn starts (e.g. a review of the task is pending). */
+  private holds = new Set<symbol>()
 
   constructor(
     private ctx: Context,
@@ -56,11 +78,51 @@ export class Agent {
     return this.queue.length
   }
 
-  /** Queue a turn. It starts when the agent is idle and no maintenance window is open or waiting. */
-  followup(message: string, meta: Record<string, any> = {}) {
+  /**
+   * Queue a turn; returns its queue id. It starts when the agent is idle, no maintenance window is open
+   * or waiting and no hold is set.
+   */
+  followup(message: string, meta: Record<string, any> = {}): string {
     if (this.disposed) throw new TaskwardError('SESSION_NOT_FOUND', `Agent ${this.id} was stopped; resume the session first.`)
-    this.queue.push({ message, meta })
+    const id = randomUUID()
+    this.queue.push({ id, message, meta, queuedAt: Date.now() })
+    this.queueChanged()
     queueMicrotask(() => this.drain())
+    return id
+  }
+
+  /** The queued turns in the order they will run. */
+  queuedTurns(): QueuedTurn[] {
+    return this.queue.map((item) => ({ id: item.id, text: item.message, origin: String(item.meta.origin ?? 'user'), queuedAt: item.queuedAt }))
+  }
+
+  /** Remove a queued (not yet started) turn; returns it, or undefined when no queued turn has that id. */
+  removeQueued(id: string): QueuedTurn | undefined {
+    const index = this.queue.findIndex((item) => item.id === id)
+    if (index < 0) return
+    const [removed] = this.queuedTurns().splice(index, 1)
+    this.queue.splice(index, 1)
+    this.queueChanged()
+    this.notifyIdle()
+    return removed
+  }
+
+  /**
+   * Keep queued turns from starting until the returned release is called (the running turn is not
+   * affected). Used to hold operator input while a review of the task is pending.
+   */
+  hold(): () => void {
+    const token = Symbol('hold')
+    this.holds.add(token)
+    return () => {
+      if (!this.holds.delete(token)) return
+      queueMicrotask(() => this.drain())
+    }
+  }
+
+  /** Whether a hold keeps queued turns waiting. */
+  get held() {
+    return this.holds.size > 0
   }
 
   /** Resolves when no turn runs, none is queued and no maintenance window is open. */
@@ -95,7 +157,9 @@ export class Agent {
 
   /** Drop queued turns and stop the running one after its current step. */
   cancel() {
+    const dropped = this.queue.length
     this.queue = []
+    if (dropped) this.queueChanged()
     this.abort?.abort()
     this.notifyIdle()
   }
@@ -116,10 +180,15 @@ export class Agent {
     waiters.forEach((resolve) => resolve())
   }
 
+  private queueChanged() {
+    this.ctx.emit('agent/queue', this)
+  }
+
   private async drain() {
-    if (this.state !== 'idle' || this.maintenanceRequests || this.disposed) return
+    if (this.state !== 'idle' || this.maintenanceRequests || this.disposed || this.holds.size) return
     const next = this.queue.shift()
     if (!next) return this.notifyIdle()
+    this.queueChanged()
     this.state = 'running'
     this.ctx.emit('agent/state', this)
     let finish!: () => void

@@ -1,7 +1,7 @@
 import type { Context } from 'cordis'
 import type { Session } from '@taskward/host'
 import type {} from '@taskward/plugin-supervisor'
-import type { SessionEvent } from '@taskward/protocol'
+import type { CheckSpec, SessionEvent } from '@taskward/protocol'
 import { REFUSAL_ADVICE } from '../view/advice'
 import { evidenceSeqsOf, sessionView, type SessionSummary } from '../view/session-view'
 
@@ -10,6 +10,28 @@ export const SESSION_LIST_LIMIT = 200
 
 function summary(session: Session): SessionSummary {
   return { id: session.id, cwd: session.cwd, role: session.role, createdAt: session.createdAt, seq: session.seq }
+}
+
+/** What the console reads of the recovery controller (optional: recovery is opt-in per host config). */
+interface RecoveryReader {
+  state(session: Session): Promise<{ tasks: Record<string, { checks?: CheckSpec[] } | undefined> }>
+  checksFor(state: unknown, taskId: string): CheckSpec[]
+}
+
+/** The checks that will verify a task, and where they come from; `loaded: false` without recovery. */
+export interface ChecksView {
+  loaded: boolean
+  taskId?: string
+  source?: 'task' | 'config'
+  checks?: CheckSpec[]
+}
+
+export async function readChecks(ctx: Context, session: Session, taskId: string | undefined): Promise<ChecksView> {
+  const recovery = ctx.get('recovery') as RecoveryReader | undefined
+  if (!recovery) return { loaded: false }
+  if (!taskId) return { loaded: true }
+  const state = await recovery.state(session)
+  return { loaded: true, taskId, source: state.tasks[taskId]?.checks ? 'task' : 'config', checks: recovery.checksFor(state, taskId) }
 }
 
 /** The task view of one session, with its evidence quotes read from the log. */
@@ -22,7 +44,8 @@ export async function readSessionView(ctx: Context, sessionId: string) {
     const event = await session.event(seq)
     if (event) events.set(seq, event)
   }
-  return { ...sessionView(summary(session), state, events), controller: status.controller, advice: REFUSAL_ADVICE }
+  const checks = await readChecks(ctx, session, state.current?.id)
+  return { ...sessionView(summary(session), state, events), controller: status.controller, checks, advice: REFUSAL_ADVICE }
 }
 
 /** Main sessions, newest first, each with its current task in one line. */

@@ -1,8 +1,10 @@
 import type { Context } from 'cordis'
+import type { Agent } from '@taskward/host'
 import type {} from '@taskward/plugin-supervisor'
 
 /*
- * Live updates as server-sent events: one-way is all the page needs (it refetches the view), the
+ * Live updates as server-sent events: one-way is all the page needs (it refetches the view and
+ * appends new events and streamed text to the transcript), the
  * browser's EventSource reconnects by itself, and it is a plain streamed Fetch Response, so it goes
  * through the host's connection (auth included) like every other route. A stream ends when the client
  * goes away (the host cancels the body) or the plugin is disposed; either way its listeners and timer
@@ -11,6 +13,9 @@ import type {} from '@taskward/plugin-supervisor'
 
 /** Coalesce bursts of events (a transition appends several) into one message. */
 const COALESCE_MS = 50
+
+/** Events larger than this go out as `{seq, type, truncated: true}`: the page reads them from the log. */
+export const LIVE_EVENT_MAX_CHARS = 64 * 1024
 
 interface Stream {
   sessionId: string
@@ -57,8 +62,22 @@ export class LiveUpdates {
           }, COALESCE_MS)
         }
         const offEvent = this.ctx.on('session/event', (session, event) => {
-          if (session.id === sessionId) changed(event.seq)
+          if (session.id !== sessionId) return
+          // Each event at once (the transcript), then a coalesced "changed" (the task view).
+          const json = JSON.stringify(event)
+          send(`event: event\ndata: ${json.length > LIVE_EVENT_MAX_CHARS ? JSON.stringify({ seq: event.seq, type: event.type, truncated: true }) : json}\n\n`)
+          changed(event.seq)
         })
+        // Streamed assistant text is never recorded piecewise: it exists only on this stream.
+        const offDelta = this.ctx.on('agent/text-delta', (agent, delta) => {
+          if (agent.id === sessionId) send(`event: delta\ndata: ${JSON.stringify({ delta })}\n\n`)
+        })
+        const queue = (agent: Agent) => {
+          if (agent.id !== sessionId) return
+          send(`event: queue\ndata: ${JSON.stringify({ state: agent.state, held: agent.held, items: agent.queuedTurns() })}\n\n`)
+        }
+        const offQueue = this.ctx.on('agent/queue', queue)
+        const offState = this.ctx.on('agent/state', queue)
         const offChanged = this.ctx.on('supervisor/changed', (id, state) => {
           if (id === sessionId) changed(state.asOfSeq)
         })
@@ -67,6 +86,9 @@ export class LiveUpdates {
           if (closed) return
           closed = true
           offEvent()
+          offDelta()
+          offQueue()
+          offState()
           offChanged()
           clearInterval(heartbeat)
           if (pending) clearTimeout(pending)

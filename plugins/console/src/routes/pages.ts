@@ -1,6 +1,7 @@
 import type { Context } from 'cordis'
-import { existsSync, readdirSync } from 'node:fs'
-import { readFile } from 'node:fs/promises'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { brotliCompressSync, constants as zlib, gzipSync } from 'node:zlib'
 import { extname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { TaskwardError } from '@taskward/protocol'
@@ -75,16 +76,62 @@ export function registerPages(ctx: Context) {
       return html(pageShell('session', session.id))
     },
   })
-  // Only the files shipped in assets/ (listed once at start): nothing else on disk is reachable.
-  const files = new Set(readdirSync(ASSET_DIRECTORY).filter((name) => TYPES[extname(name)]))
+  // Only the files shipped in assets/ (read and compressed once at start): nothing else on disk is reachable.
+  const assets = new Map(readdirSync(ASSET_DIRECTORY).filter((name) => TYPES[extname(name)])
+    .map((name) => [name, loadAsset(ASSET_DIRECTORY + name, TYPES[extname(name)])]))
   ctx.connection.register({
     path: '/assets/:file',
     methods: ['GET'],
     access: 'operator',
-    handler: async (_request, { params }) => {
-      if (!files.has(params.file)) throw new TaskwardError('NOT_FOUND', `No console asset "${params.file}".`)
-      const body = await readFile(ASSET_DIRECTORY + params.file)
-      return new Response(body, { headers: { 'content-type': TYPES[extname(params.file)], 'cache-control': 'no-cache' } })
+    handler: (request, { params }) => {
+      const asset = assets.get(params.file)
+      if (!asset) throw new TaskwardError('NOT_FOUND', `No console asset "${params.file}".`)
+      return serveAsset(asset, request.headers)
     },
+  })
+}
+
+export interface Asset {
+  type: string
+  etag: string
+  identity: Buffer
+  gzip: Buffer
+  br: Buffer
+}
+
+export function loadAsset(path: string, type: string): Asset {
+  const identity = readFileSync(path)
+  return {
+    type,
+    etag: `"${createHash('sha256').update(identity).digest('base64url').slice(0, 22)}"`,
+    identity,
+    gzip: gzipSync(identity, { level: 9 }),
+    br: brotliCompressSync(identity, { params: { [zlib.BROTLI_PARAM_QUALITY]: 11 } }),
+  }
+}
+
+/** Whether `accept-encoding` accepts `coding` (a `q=0` refuses it). */
+function accepts(header: string, coding: string) {
+  return header.split(',').some((part) => {
+    const [name, ...params] = part.trim().split(';').map((p) => p.trim())
+    if (name !== coding && name !== '*') return false
+    const q = params.find((p) => p.startsWith('q='))
+    return !q || Number(q.slice(2)) > 0
+  })
+}
+
+/**
+ * An asset with validators: `ETag` (weak: of the content, the same for every encoding;
+ * If-None-Match compares weakly), `Cache-Control: no-cache` (revalidate: a revisit
+ * costs a 304, and an upgraded host is never served stale), brotli or gzip when the client takes it.
+ */
+export function serveAsset(asset: Asset, headers: Headers): Response {
+  const common = { etag: `W/${asset.etag}`, 'cache-control': 'no-cache', vary: 'accept-encoding' }
+  const tags = (headers.get('if-none-match') ?? '').split(',').map((tag) => tag.trim().replace(/^W\//, ''))
+  if (tags.includes(asset.etag) || tags.includes('*')) return new Response(null, { status: 304, headers: common })
+  const wanted = headers.get('accept-encoding') ?? ''
+  const [body, encoding] = accepts(wanted, 'br') ? [asset.br, 'br'] : accepts(wanted, 'gzip') ? [asset.gzip, 'gzip'] : [asset.identity, undefined]
+  return new Response(body, {
+    headers: { ...common, 'content-type': asset.type, ...(encoding ? { 'content-encoding': encoding } : {}) },
   })
 }

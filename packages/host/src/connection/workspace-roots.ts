@@ -1,0 +1,83 @@
+import { lstat, mkdir, realpath, stat } from 'node:fs/promises'
+import { isAbsolute, join, relative, resolve, sep } from 'node:path'
+import { TaskwardError } from '@taskward/protocol'
+
+/*
+ * Where an operator may start a session. A requested directory must lie inside one of the configured
+ * workspace roots after every symlink is resolved: a link inside a root that leads out of it, an
+ * absolute path elsewhere and `..` segments are all PATH_OUTSIDE_WORKSPACE. Nothing is created
+ * unless asked, and then only below a checked, existing ancestor, one directory at a time.
+ */
+
+function inside(root: string, path: string) {
+  const rel = relative(root, path)
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel))
+}
+
+function outside(requested: string, roots: readonly string[]) {
+  return new TaskwardError('PATH_OUTSIDE_WORKSPACE',
+    `${requested} is not inside a workspace root (${roots.join(', ')}); pick a directory under one of them or add a root to operator.workspaceRoots.`,
+    { field: 'cwd' })
+}
+
+/** Create the roots (they must exist to be resolved) and return their real paths. */
+export async function prepareRoots(roots: readonly string[]): Promise<string[]> {
+  const real: string[] = []
+  for (const root of roots) {
+    await mkdir(root, { recursive: true })
+    real.push(await realpath(root))
+  }
+  return real
+}
+
+async function exists(path: string) {
+  return lstat(path).then(() => true, (error) => {
+    if (error?.code === 'ENOENT') return false
+    throw error
+  })
+}
+
+/**
+ * The real path of `requested` (absolute, or relative to the first root) if it lies inside one of
+ * `roots` (real paths). `create` makes a missing directory (and missing parents).
+ */
+export async function resolveWorkspaceDirectory(roots: readonly string[], requested: string, create = false): Promise<string> {
+  if (!roots.length) throw new TaskwardError('CONFIG_INVALID', 'No workspace roots are configured (operator.workspaceRoots); sessions cannot be created over HTTP.')
+  if (requested.includes('\0')) throw new TaskwardError('BAD_REQUEST', 'cwd must not contain NUL characters.', { field: 'cwd' })
+  // `..` never has a good reason here and only serves to confuse checks: refuse it outright.
+  if (requested.split(/[\\/]+/).includes('..')) throw outside(requested, roots)
+  // Only real paths decide (below): a configured root may itself be reached through a link.
+  const lexical = resolve(roots[0], requested)
+
+  if (await exists(lexical)) return checkedDirectory(roots, requested, lexical)
+  if (!create) {
+    throw new TaskwardError('NOT_FOUND', `${requested} does not exist; send {"create": true} to create it inside the workspace root.`, { field: 'cwd' })
+  }
+  // Find the deepest existing ancestor, check where it really is, then create downwards from there.
+  const missing: string[] = []
+  let base = lexical
+  while (!(await exists(base))) {
+    const parent = resolve(base, '..')
+    missing.unshift(base.slice(parent.length).replace(new RegExp(`^\\${sep}`), ''))
+    base = parent
+  }
+  let current = await realpath(base)
+  if (!roots.some((root) => inside(root, current))) throw outside(requested, roots)
+  for (const name of missing) {
+    const next = join(current, name)
+    await mkdir(next).catch((error) => {
+      if (error?.code !== 'EEXIST') throw error
+    })
+    // A link planted in between would be followed by realpath and caught here.
+    current = await realpath(next)
+    if (!roots.some((root) => inside(root, current))) throw outside(requested, roots)
+  }
+  return checkedDirectory(roots, requested, current)
+}
+
+async function checkedDirectory(roots: readonly string[], requested: string, path: string) {
+  const real = await realpath(path)
+  if (!roots.some((root) => inside(root, real))) throw outside(requested, roots)
+  if (!(await stat(real)).isDirectory()) throw new TaskwardError('BAD_REQUEST', `${requested} is not a directory.`, { field: 'cwd' })
+  return real
+}

@@ -1,0 +1,59 @@
+import { expect } from 'chai'
+import type { ModelStep } from '@taskward/host'
+import { SupervisorPlugin } from '@taskward/plugin-supervisor'
+import { RECORD_EVENT_TYPE } from '@taskward/protocol'
+import { WebConsole } from '../plugins/console/src'
+import { bootOperatorHost, createSession, until, type OperatorHost } from './operator-fixtures'
+
+/** The queue policy while a review is pending (the console holds the main agent's queue). */
+describe('operator queue policy during a review', function () {
+  this.timeout(30_000)
+  let op: OperatorHost
+  let openReview: () => void
+  beforeEach(async () => {
+    op = await bootOperatorHost([[SupervisorPlugin, { automaticContinuation: false }], [WebConsole, { demo: false }]], ['supervisor', 'webConsole'])
+    const gate = new Promise<void>((resolve) => openReview = resolve)
+    op.host.scripted.script('reviewer', [async (): Promise<ModelStep> => {
+      await gate
+      return { toolCalls: [{ name: 'review_verdict', args: { verdict: 'pass', findings: ['fine'], evidenceSeqs: [] } }] }
+    }])
+  })
+  afterEach(async () => {
+    openReview()
+    await op.dispose()
+  })
+
+  it('holds chat that arrives while the plan is under review, and runs it as the next turn after the verdict', async () => {
+    const id = await createSession(op.host, { cwd: 'held', create: true })
+    const session = await op.host.ctx.sessions.get(id)
+    const http = op.host.http
+    expect((await http.post(`/api/sessions/${id}/input`, { text: '/task new Write a greeting' })).status).to.equal(200)
+    const submitted = await op.host.ctx.tools.execute(session, 'task_submit_plan', {
+      acceptanceCriteria: ['greets'], nodes: [{ id: 'a', title: 'greet' }],
+    }, { agentId: id })
+    expect(submitted.error).to.equal(undefined)
+    const agent = op.host.ctx.agents.get(id)!
+    await until(() => agent.held, 'the queue to be held during the review')
+
+    op.host.scripted.script('main', [{ text: 'Answered after the review.' }])
+    const response = await http.post(`/api/sessions/${id}/input`, { text: 'What are you doing?' })
+    expect(response.status).to.equal(202)
+    expect(await response.json()).to.include({ kind: 'queued', position: 0, running: false, held: true })
+    const { body: queue } = await http.json(`/api/sessions/${id}/queue`)
+    expect(queue).to.include({ state: 'idle', held: true })
+    expect(queue.items.map((item: any) => item.text)).to.deep.equal(['What are you doing?'])
+    const texts = async () => (await session.read({ limit: 1000 })).filter((e) => e.type === 'user/message').map((e) => e.data.text)
+    expect(await texts()).to.not.include('What are you doing?')
+
+    openReview()
+    await until(async () => (await session.read({ limit: 1000 })).some((e) => e.type === 'assistant/message'), 'the held turn to run')
+    expect(agent.held).to.equal(false)
+    const log = await session.read({ limit: 1000 })
+    const asked = log.find((e) => e.type === 'user/message' && e.data.text === 'What are you doing?')!
+    const lastRecord = log.findLast((e) => e.type === RECORD_EVENT_TYPE && e.seq < asked.seq)
+    expect(lastRecord, 'the verdict is recorded before the held turn').to.not.equal(undefined)
+    expect((await op.host.ctx.supervisor.state(session)).current!.phase).to.equal('awaiting-approval')
+    // Nothing of the turn came before the verdict.
+    expect(log.filter((e) => e.seq < asked.seq && e.type === 'assistant/message')).to.have.length(0)
+  })
+})
