@@ -24,6 +24,7 @@ export * from './commands'
 export * from './connection/service'
 export * from './connection/tokens'
 export * from './keyed-lock'
+export * from './store/health'
 
 export const name = 'taskward-host'
 export const inject = ['database', 'server']

@@ -142,7 +142,11 @@ export class TaskwardSQLiteDriver extends (SQLiteDriver as any as typeof SQLiteD
     try {
       // Copy the WAL into the database and sync it while the WAL still holds the frames; closing
       // then removes the WAL.
-      this.checkpoint()
+      if (!this.failure) this.checkpoint()
+    } catch (error) {
+      this.logger.warn('the last checkpoint failed; the WAL stays and is replayed at the next start: %s', error)
+    }
+    try {
       this.db.close()
       syncDirectory(this.directory)
     } finally {

@@ -4,6 +4,7 @@ import type {} from '@cordisjs/plugin-server'
 import { TaskwardError, asTaskwardError } from '@taskward/protocol'
 import { TokenGrant, TokenStore } from './tokens'
 import { errorResponse, readBody, sendResponse, toRequest } from './http'
+import { storeHealth } from '../store/health'
 
 export const TOKEN_COOKIE = 'taskward_token'
 
@@ -168,7 +169,10 @@ export class Connection extends Service {
       path: '/health',
       methods: ['GET'],
       access: 'public',
-      handler: () => Response.json({ ok: true }),
+      handler: async () => {
+        const store = await storeHealth(this.home)
+        return store.ok ? Response.json({ ok: true }) : Response.json(store, { status: 503 })
+      },
     })
     this.register({
       path: '/login',
