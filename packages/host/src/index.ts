@@ -29,6 +29,7 @@ export * from './connection/operator'
 export * from './connection/operator-routes'
 export * from './connection/workspace-roots'
 export * from './keyed-lock'
+export * from './store/health'
 
 export const name = 'taskward-host'
 export const inject = ['database', 'server']

@@ -89,8 +89,16 @@ export class TestHost {
     const wanted = ['database', 'server', 'sessions', 'projections', 'tools', 'models', 'agents', 'commands', 'connection', ...(this.options.waitFor ?? [])]
     const ready = new Promise<void>((resolve) => ctx.inject(wanted, () => resolve()))
     const listening = new Promise<void>((resolve) => ctx.on('server/ready', () => resolve()))
+    // A store that refuses to open (locked, damaged) fails the boot instead of leaving it waiting.
+    const refused = new Promise<never>((_, reject) => ctx.on('database/refused', reject))
     await ctx.start()
-    await ready
+    try {
+      await Promise.race([ready, refused])
+    } catch (error) {
+      this.serverFork?.dispose()
+      await ctx.stop()
+      throw error
+    }
     await listening
     this.ctx = ctx
     this.stopped = false

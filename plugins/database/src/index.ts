@@ -1,10 +1,15 @@
 import { Context, Schema } from 'cordis'
 import { Database } from 'minato'
-import SQLiteDriver from '@minatojs/driver-sqlite'
 import { TaskwardMySQLDriver } from './mysql'
 import { loadedConfig, strictConfig } from '@taskward/protocol'
+import { Durability, TaskwardSQLiteDriver } from './sqlite'
 import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
+
+export * from './lock'
+export * from './file-check'
+export * from './sqlite'
+export { TaskwardMySQLDriver } from './mysql'
 
 export const name = 'taskward-database'
 
@@ -19,6 +24,8 @@ export namespace Config {
     driver: 'sqlite'
     /** The SQLite file; relative paths resolve against the data directory. */
     path: string
+    /** `fsync`: an acknowledged write is on stable storage; `os`: it reached the kernel. */
+    durability: Durability
   }
   export interface MySQL {
     driver: 'mysql'
@@ -51,6 +58,8 @@ export const Config: Schema<Partial<Config>, Config> = strictConfig('database', 
     Schema.object({
       driver: Schema.const('sqlite'),
       path: Schema.string().default('taskward.db').description('SQLite file, relative to the data directory.'),
+      durability: Schema.union(['fsync', 'os'] as const).default('fsync')
+        .description('fsync: a write is acknowledged once flushed to stable storage (survives power loss); os: once handed to the kernel (survives a crash of the host, not of the machine).'),
     }),
   ]),
 ]) as any)
@@ -65,6 +74,6 @@ export function apply(ctx: Context, loaded: Config) {
     const path = resolve(dataDirectory(), config.path)
     // The SQLite driver refuses to open a file whose directory does not exist yet.
     mkdirSync(dirname(path), { recursive: true })
-    ctx.plugin(SQLiteDriver as any, { path })
+    ctx.plugin(TaskwardSQLiteDriver as any, { path, durability: config.durability ?? 'fsync' })
   }
 }

@@ -19,6 +19,16 @@ export class TaskwardMySQLDriver extends (MySQLDriver as any) {
   declare config: { database: string }
   declare queue: <T = any>(sql: string, values?: any) => Promise<T>
 
+  /** The server answers a trivial query (for `/health`). */
+  async health() {
+    try {
+      await this.queue('SELECT 1')
+      return { ok: true }
+    } catch (error: any) {
+      return { ok: false, code: 'STORE_UNAVAILABLE', message: `MySQL/MariaDB does not answer: ${error?.message ?? error}` }
+    }
+  }
+
   async getIndexes(table: string): Promise<Driver.Index[]> {
     const columns = await this.queue<IndexColumn[]>(
       'SELECT INDEX_NAME, NON_UNIQUE, COLUMN_NAME, COLLATION FROM information_schema.statistics '

@@ -5,6 +5,7 @@ import { TaskwardError, asTaskwardError } from '@taskward/protocol'
 import { TokenGrant, TokenStore } from './tokens'
 import { errorResponse, readBody, sendResponse, toRequest } from './http'
 import { sameOriginTarget } from './redirect'
+import { storeHealth } from '../store/health'
 
 export const TOKEN_COOKIE = 'taskward_token'
 
@@ -184,7 +185,10 @@ export class Connection extends Service {
       path: '/health',
       methods: ['GET'],
       access: 'public',
-      handler: () => Response.json({ ok: true }),
+      handler: async () => {
+        const store = await storeHealth(this.home)
+        return store.ok ? Response.json({ ok: true }) : Response.json(store, { status: 503 })
+      },
     })
     this.register({
       path: '/login',

@@ -1,0 +1,28 @@
+import type { Context } from 'cordis'
+import type {} from 'minato'
+
+export type StoreHealth = { ok: true } | { ok: false, code: 'STORE_CORRUPT' | 'STORE_UNAVAILABLE', error: string }
+
+/** The driver behind `ctx.database` (minato keeps it on the service object). */
+export function storeDriver(ctx: Context): any {
+  const database = ctx.get('database') as any
+  return database?._driver ?? database?.drivers?.[0]
+}
+
+/**
+ * Whether the store answers: the driver's own check where it has one (the SQLite driver remembers
+ * run-time failures and notices its file being removed or replaced; the MySQL driver asks the server).
+ * `/health` answers 503 with this when it fails.
+ */
+export async function storeHealth(ctx: Context): Promise<StoreHealth> {
+  const driver = storeDriver(ctx)
+  if (!driver) return { ok: false, code: 'STORE_UNAVAILABLE', error: 'The database is not open.' }
+  if (typeof driver.health !== 'function') return { ok: true }
+  try {
+    const health = await driver.health()
+    if (health.ok) return { ok: true }
+    return { ok: false, code: health.code ?? 'STORE_UNAVAILABLE', error: health.message ?? 'The database failed.' }
+  } catch (error: any) {
+    return { ok: false, code: 'STORE_UNAVAILABLE', error: `The database does not answer: ${error?.message ?? error}` }
+  }
+}

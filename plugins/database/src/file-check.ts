@@ -1,0 +1,46 @@
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs'
+import { TaskwardError } from '@taskward/protocol'
+
+const MAGIC = Buffer.from('SQLite format 3\0', 'latin1')
+
+export function corrupt(file: string, what: string) {
+  return new TaskwardError('STORE_CORRUPT',
+    `The database file ${file} is damaged: ${what}. The host did not start and wrote nothing. Next steps: stop `
+    + 'anything else that writes this file, move the damaged file (and its -wal file) aside, and restore the newest '
+    + 'backup in its place (docs/operations.md, "Backup and restore"); `npm run doctor` re-checks it.',
+    { file })
+}
+
+/**
+ * What the file on disk is, before SQLite opens it (SQLite would take a 0-byte or missing file for a
+ * new, empty database and start "healthy"). The host creates a database by writing a complete, synced
+ * file under a temp name and linking it into place, so a 0-byte file at the path is never the host's
+ * own: it is a truncated database. A WAL without its database means the database file was removed.
+ */
+export function checkFileHeader(file: string): 'missing' | 'present' {
+  if (!existsSync(file)) {
+    if (existsSync(file + '-wal')) throw corrupt(file, 'the file is missing but its write-ahead log (-wal) is there, so it was removed or moved')
+    return 'missing'
+  }
+  const stat = statSync(file)
+  if (!stat.isFile()) throw corrupt(file, 'it is not a regular file')
+  if (stat.size === 0) throw corrupt(file, 'it is empty (0 bytes), so it was truncated')
+  if (stat.size < 100) throw corrupt(file, `it is only ${stat.size} bytes, shorter than a SQLite header`)
+  const header = Buffer.alloc(100)
+  const fd = openSync(file, 'r')
+  try {
+    readSync(fd, header, 0, 100, 0)
+  } finally {
+    closeSync(fd)
+  }
+  if (!header.subarray(0, 16).equals(MAGIC)) throw corrupt(file, 'it does not start with the SQLite header ("SQLite format 3"), so it is not a SQLite database or was overwritten')
+  const rawPageSize = header.readUInt16BE(16)
+  const pageSize = rawPageSize === 1 ? 65536 : rawPageSize
+  if (pageSize < 512 || (pageSize & (pageSize - 1)) !== 0) throw corrupt(file, `its header names an impossible page size (${rawPageSize})`)
+  // The in-header page count is valid when the change counter matches "version-valid-for".
+  const pages = header.readUInt32BE(28)
+  if (pages > 0 && header.readUInt32BE(24) === header.readUInt32BE(92) && stat.size < pages * pageSize) {
+    throw corrupt(file, `it holds ${stat.size} bytes but its header counts ${pages} pages of ${pageSize} bytes, so it was truncated`)
+  }
+  return 'present'
+}

@@ -1,0 +1,77 @@
+import { closeSync, fsync, fsyncSync, openSync } from 'node:fs'
+import { promisify } from 'node:util'
+
+const fsyncAsync = promisify(fsync)
+
+/**
+ * Group commit for a SQLite file that the wasm engine writes with plain `pwrite` and never syncs.
+ * After each commit a writer asks for `durable()`; one `fsync` of the WAL covers every commit made
+ * before it started, so concurrent writers share a flush and a writer that committed during a running
+ * flush waits for the next one.
+ *
+ * Why an fd of our own flushes the engine's writes: dirty pages belong to the file (the inode's page
+ * cache), not to the descriptor that wrote them, so `fsync` on any descriptor of the same file writes
+ * them all to stable storage (POSIX fsync: "all data for the open file").
+ */
+export class Flusher {
+  private committed = 0
+  private synced = 0
+  private running?: Promise<void>
+  private walFd?: number
+  failure?: Error
+
+  constructor(private readonly walFile: string, private readonly directory: string) {}
+
+  /** Resolve once every commit made before this call is on stable storage. */
+  async durable(): Promise<void> {
+    const wanted = ++this.committed
+    while (this.synced < wanted) {
+      if (this.failure) throw this.failure
+      this.running ??= this.flush()
+      await this.running
+    }
+    if (this.failure) throw this.failure
+  }
+
+  private async flush() {
+    const upTo = this.committed
+    try {
+      if (this.walFd === undefined) {
+        // First flush of this run: the WAL file is new, its directory entry must be durable too.
+        this.walFd = openSync(this.walFile, 'r')
+        syncDirectory(this.directory)
+      }
+      await fsyncAsync(this.walFd)
+      this.synced = upTo
+    } catch (error: any) {
+      // A failed fsync may have dropped dirty pages (Linux clears the error): nothing written since the
+      // last good flush can be trusted any more, so the store stops acknowledging writes.
+      this.failure = error
+    } finally {
+      this.running = undefined
+    }
+  }
+
+  close() {
+    if (this.walFd !== undefined) closeSync(this.walFd)
+    this.walFd = undefined
+  }
+}
+
+export function syncFile(file: string) {
+  const fd = openSync(file, 'r')
+  try {
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+export function syncDirectory(directory: string) {
+  try {
+    syncFile(directory)
+  } catch (error: any) {
+    // Some filesystems refuse fsync on a directory; the file data itself is synced regardless.
+    if (error?.code !== 'EINVAL' && error?.code !== 'EISDIR') throw error
+  }
+}

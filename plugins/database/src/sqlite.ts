@@ -1,0 +1,264 @@
+import SQLiteDriver from '@minatojs/driver-sqlite'
+import init from '@minatojs/sql.js'
+import { TaskwardError } from '@taskward/protocol'
+import { closeSync, fstatSync, fsyncSync, linkSync, openSync, statSync, unlinkSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { basename, dirname } from 'node:path'
+import { randomBytes } from 'node:crypto'
+import { DataDirLock } from './lock'
+import { checkFileHeader, corrupt } from './file-check'
+import { Flusher, syncDirectory, syncFile } from './flusher'
+
+export type Durability = 'fsync' | 'os'
+
+declare module 'cordis' {
+  interface Events {
+    /** The store refused to start (`STORE_LOCKED`, `STORE_CORRUPT`): nothing was written. */
+    'database/refused'(error: TaskwardError): void
+  }
+}
+
+export interface StoreHealth {
+  ok: boolean
+  code?: 'STORE_CORRUPT' | 'STORE_UNAVAILABLE'
+  message?: string
+}
+
+/** Check the WAL's size every this many commits; checkpoint past CHECKPOINT_BYTES. */
+const CHECKPOINT_EVERY = 256
+const CHECKPOINT_BYTES = 16 << 20
+
+const require = createRequire(import.meta.url)
+
+/**
+ * The embedded store: minato's SQLite driver (sql.js, wasm) made safe for one host per data directory.
+ *
+ * - start: take the data directory's lock, check the file's header, open it in exclusive WAL mode,
+ *   run `quick_check`; any refusal stops the start before a byte is written.
+ * - every write is acknowledged only once durable (`fsync`: flushed with group commit; `os`: handed
+ *   to the kernel, which the engine's plain `pwrite` already does).
+ * - checkpoints are the host's own (autocheckpoint off): WAL frames are copied into the database and
+ *   the database is synced before the next write may restart the WAL, since the engine's own syncs
+ *   are no-ops.
+ * - a store error at run time (I/O, corruption, the file removed or replaced) is remembered and
+ *   reported by `health()`; writes are refused from then on.
+ */
+export class TaskwardSQLiteDriver extends (SQLiteDriver as any as typeof SQLiteDriver) {
+  declare config: SQLiteDriver.Config & { durability: Durability }
+  lock!: DataDirLock
+  durability: Durability = 'fsync'
+  private flusher?: Flusher
+  private dbFd?: number
+  private commits = 0
+  failure?: TaskwardError
+  opened = false
+
+  get directory() {
+    return dirname(this.path)
+  }
+
+  override async start() {
+    this.path = this.config.path
+    this.durability = this.config.durability ?? 'fsync'
+    this.lock = new DataDirLock(`${this.path}.lock`, `The data directory ${this.directory}`)
+    try {
+      this.lock.acquire()
+      if (checkFileHeader(this.path) === 'missing') await this.createFile()
+      await super.start()
+      this.opened = true
+      // Exclusive locking before the first read: the WAL index lives in this process's memory (no
+      // -shm file), and nothing else may read the file behind this host's back anyway.
+      this.pragma('PRAGMA locking_mode = EXCLUSIVE')
+      this.verify()
+      this.pragma('PRAGMA journal_mode = WAL')
+      this.pragma('PRAGMA wal_autocheckpoint = 0')
+      this.dbFd = openSync(this.path, 'r')
+      this.flusher = new Flusher(this.path + '-wal', this.directory)
+    } catch (error) {
+      await this.abandon()
+      const refusal = error instanceof TaskwardError ? error : corrupt(this.path, String((error as Error)?.message ?? error))
+      this.refuse(refusal)
+      throw refusal
+    }
+  }
+
+  /** A new database appears complete or not at all: built and synced under a temp name, then linked in. */
+  private async createFile() {
+    const temp = `${this.path}.${randomBytes(6).toString('hex')}.new`
+    const sqlite = await init({ locateFile: (file: string) => require.resolve('@minatojs/sql.js/dist/' + file) })
+    const db = new sqlite.Database(temp)
+    try {
+      db.exec('PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = WAL; CREATE TABLE IF NOT EXISTS taskward_store (key TEXT PRIMARY KEY, value TEXT)')
+      db.exec('PRAGMA wal_checkpoint(TRUNCATE)')
+    } finally {
+      db.close()
+    }
+    try {
+      syncFile(temp)
+      linkSync(temp, this.path)
+      syncDirectory(this.directory)
+    } finally {
+      for (const leftover of [temp, temp + '-wal', temp + '-shm']) try { unlinkSync(leftover) } catch {}
+    }
+  }
+
+  private verify() {
+    let rows: string[]
+    try {
+      rows = this.db.exec('PRAGMA quick_check')[0]?.values.map((row) => String(row[0])) ?? []
+    } catch (error: any) {
+      throw corrupt(this.path, `SQLite cannot read it (${error?.message ?? error})`)
+    }
+    if (rows.length !== 1 || rows[0] !== 'ok') throw corrupt(this.path, `quick_check found: ${rows.slice(0, 3).join('; ')}`)
+  }
+
+  private pragma(sql: string) {
+    this.db.exec(sql)
+  }
+
+  /** Undo a start that was refused: close what was opened, release the lock (never someone else's). */
+  private async abandon() {
+    if (this.opened) {
+      try { this.db.close() } catch {}
+      this.opened = false
+    }
+    this.lock?.release()
+  }
+
+  private refuse(error: TaskwardError) {
+    this.logger.error(error.message)
+    ;this.ctx.emit(this.ctx, 'database/refused', error)
+    // Under the cordis CLI (`npm start`), the host ends with it: the daemon does not restart code 52.
+    if ((this.ctx as any).get('loader')) setTimeout(() => process.exit(52), 50)
+  }
+
+  /**
+   * Synchronous on purpose: cordis does not await dispose listeners, and a host restarted in the same
+   * process must find the file closed and the lock released.
+   */
+  override async stop() {
+    if (!this.opened) return
+    this.opened = false
+    try {
+      // Copy the WAL into the database and sync it while the WAL still holds the frames; closing
+      // then removes the WAL.
+      if (!this.failure) this.checkpoint()
+    } catch (error) {
+      this.logger.warn('the last checkpoint failed; the WAL stays and is replayed at the next start: %s', error)
+    }
+    try {
+      this.db.close()
+      syncDirectory(this.directory)
+    } finally {
+      this.flusher?.close()
+      if (this.dbFd !== undefined) closeSync(this.dbFd)
+      this.dbFd = undefined
+      this.lock.release()
+    }
+  }
+
+  private checkpoint() {
+    this.db.exec('PRAGMA wal_checkpoint(PASSIVE)')
+    if (this.durability === 'fsync' && this.dbFd !== undefined) fsyncSync(this.dbFd)
+  }
+
+  /**
+   * Call after a commit: resolves when the commit is as durable as configured. Refuses (and the
+   * commit must be taken as not acknowledged) once the store has failed.
+   */
+  async committed(): Promise<void> {
+    if (this.failure) throw this.failure
+    if (this.durability === 'fsync' && this.flusher) {
+      try {
+        await this.flusher.durable()
+      } catch (error: any) {
+        throw this.fail('STORE_UNAVAILABLE', `flushing to disk failed (${error?.code ?? error?.message ?? error})`)
+      }
+    }
+    if (++this.commits % CHECKPOINT_EVERY === 0) {
+      try {
+        if (statSync(this.path + '-wal').size > CHECKPOINT_BYTES) this.checkpoint()
+      } catch (error: any) {
+        throw this.fail('STORE_UNAVAILABLE', `a checkpoint failed (${error?.code ?? error?.message ?? error})`)
+      }
+    }
+  }
+
+  /** Remember a store failure: `health()` reports it and every later write is refused with it. */
+  fail(code: 'STORE_CORRUPT' | 'STORE_UNAVAILABLE', what: string) {
+    this.failure ??= new TaskwardError(code,
+      `The database ${this.path} failed: ${what}. The host stopped acknowledging writes; stop it, run \`npm run doctor\`, `
+      + 'and restore a backup if the file is damaged (docs/operations.md, "Backup and restore").', { file: this.path })
+    return this.failure
+  }
+
+  /** Classify an engine error: damage and I/O failures are store failures; constraint errors are not. */
+  classify(error: any): any {
+    const message = String(error?.message ?? error)
+    if (/malformed|not a database|corrupt/i.test(message)) return this.fail('STORE_CORRUPT', message)
+    if (/disk I\/O|database or disk is full|unable to open|readonly/i.test(message)) return this.fail('STORE_UNAVAILABLE', message)
+    return error
+  }
+
+  override _exec(sql: string, params: any, callback: (stmt: any) => any) {
+    if (this.failure && !/^\s*(SELECT|PRAGMA)/i.test(sql)) throw this.failure
+    try {
+      return super._exec(sql, params, callback)
+    } catch (error) {
+      throw this.classify(error)
+    }
+  }
+
+  /** Whether the store still works: remembered failures, and the file on disk still being this one. */
+  health(): StoreHealth {
+    if (!this.failure && this.dbFd !== undefined) {
+      try {
+        const open = fstatSync(this.dbFd)
+        let onDisk
+        try {
+          onDisk = statSync(this.path)
+        } catch {}
+        if (!onDisk || onDisk.ino !== open.ino || onDisk.dev !== open.dev) {
+          this.fail('STORE_UNAVAILABLE', `the file was ${onDisk ? 'replaced' : 'removed'} while the host ran (${basename(this.path)}); writes would go to a file nobody will read`)
+        } else {
+          this.db.exec('SELECT count(*) FROM sqlite_master')
+        }
+      } catch (error) {
+        const failure = this.classify(error)
+        if (!(failure instanceof TaskwardError)) this.fail('STORE_UNAVAILABLE', String((error as Error)?.message ?? error))
+      }
+    }
+    if (this.failure) return { ok: false, code: this.failure.code as StoreHealth['code'], message: this.failure.message }
+    return { ok: true }
+  }
+
+  // Every minato write is acknowledged only once durable.
+  override async create(sel: any, data: any) {
+    const result = await super.create(sel, data)
+    await this.committed()
+    return result
+  }
+
+  override async upsert(sel: any, data: any[], keys: string[]) {
+    const result = await super.upsert(sel, data, keys)
+    await this.committed()
+    return result
+  }
+
+  override async set(sel: any, update: any) {
+    const result = await super.set(sel, update)
+    await this.committed()
+    return result
+  }
+
+  override async withTransaction(callback: () => Promise<void>) {
+    await super.withTransaction(callback)
+    await this.committed()
+  }
+
+  override async remove(sel: any) {
+    const result = await super.remove(sel)
+    await this.committed()
+    return result
+  }
+}
