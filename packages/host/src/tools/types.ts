@@ -31,7 +31,8 @@ export interface ToolCall {
 }
 
 export interface Denial {
-  deny: { code: string, message: string }
+  /** `details` (optional) reach the tool result like a thrown TaskwardError's. */
+  deny: { code: string, message: string, details?: Record<string, unknown> }
 }
 
 export type GuardDecision = void | undefined | { allow: true } | Denial
@@ -43,5 +44,6 @@ export interface ToolResult<R = any> {
   callId: string
   name: string
   result?: R
-  error?: { code: string, message: string }
+  /** A refusal: its code, message and `details` when the error had any. */
+  error?: { code: string, message: string, details?: Record<string, unknown> }
 }
