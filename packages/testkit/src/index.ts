@@ -1,4 +1,7 @@
 export * from './host'
 export * from './http'
+export * from './plugins'
 export * from './ports'
+export * from './wait'
 export * from './workspace'
+export * from './supervised'
