@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { hostConfigFile } from './host-config.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const require = createRequire(import.meta.url)
@@ -27,7 +28,7 @@ env.NODE_OPTIONS = [env.NODE_OPTIONS, '--import tsx', '--conditions source'].fil
 // The CLI forks the host worker; both stay in this process group, so a terminal's Ctrl-C reaches the
 // worker directly. A signal sent to this script alone is forwarded to the CLI, and the worker shuts
 // down cleanly when the CLI goes away (the host listens for the daemon's IPC channel closing).
-const child = spawn(process.execPath, [cli, 'start', join(root, 'cordis.yml')], { cwd: root, env, stdio: 'inherit' })
+const child = spawn(process.execPath, [cli, 'start', hostConfigFile(root, env)], { cwd: root, env, stdio: 'inherit' })
 let stopping = false
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.on(signal, () => {

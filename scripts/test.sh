@@ -40,4 +40,4 @@ fi
 npm run typecheck
 # --exit: every suite disposes its hosts, but a handle a future test forgets must fail loudly in review,
 # not hang CI until its time limit.
-exec npx mocha --exit 'packages/*/tests/**/*.spec.ts' 'plugins/*/tests/**/*.spec.ts' 'tests/**/*.spec.ts' "$@"
+exec npx mocha --exit 'packages/*/tests/**/*.spec.ts' 'plugins/*/tests/**/*.spec.ts' 'examples/*/tests/**/*.spec.ts' 'tests/**/*.spec.ts' "$@"

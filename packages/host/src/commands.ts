@@ -1,6 +1,6 @@
 import { Context, Service } from 'cordis'
 import type { Awaitable } from 'cosmokit'
-import { EventTypes, TaskwardError, asTaskwardError } from '@taskward/protocol'
+import { EventTypes, TaskwardError, asTaskwardError, errorResult } from '@taskward/protocol'
 import type { Session } from './sessions/session'
 
 export interface CommandInvocation {
@@ -20,7 +20,7 @@ export interface CommandReply {
   command: string
   replyTo: number
   reply?: unknown
-  error?: { code: string, message: string }
+  error?: { code: string, message: string, details?: Record<string, unknown> }
 }
 
 declare module 'cordis' {
@@ -75,7 +75,7 @@ export class Commands extends Service {
       reply.reply = (await handler({ session, args: text.slice(1 + head.length).trim(), text, seq: message.seq })) ?? null
     } catch (error) {
       const coded = asTaskwardError(error)
-      reply.error = { code: coded.code, message: coded.message }
+      reply.error = errorResult(coded)
     }
     await session.append(EventTypes.commandReply, reply)
     return reply

@@ -64,7 +64,72 @@ export const ERROR_CODES = [
   'CHECK_PINNED',
 ] as const
 
-export type ErrorCode = typeof ERROR_CODES[number]
+/** A code Taskward itself defines (these autocomplete). */
+export type KnownErrorCode = typeof ERROR_CODES[number]
+
+/** A plugin's own code: `<namespace>.<name>`, e.g. `acme.changelog_missing` (see `defineErrorCode`). */
+export type PluginErrorCode = `${string}.${string}`
+
+export type ErrorCode = KnownErrorCode | PluginErrorCode
+
+/** The shape of a plugin code: a lower-case namespace, a dot, a lower_snake_case name. */
+export const PLUGIN_ERROR_CODE_PATTERN = /^[a-z][a-z0-9-]*\.[a-z][a-z0-9_]*$/
+
+/**
+ * Plugin codes and their HTTP statuses. Kept on `globalThis` under a registered symbol so that every
+ * copy of this module (ESM and CJS builds, two installed versions) sees the same registry: a code a
+ * plugin defines through one copy is known to `TaskwardError.is` and `httpStatusOf` of the other.
+ */
+const REGISTRY_KEY = Symbol.for('taskward.error-codes')
+const BRAND = Symbol.for('taskward.error')
+
+function registry(): Map<string, number> {
+  const holder = globalThis as unknown as Record<symbol, Map<string, number> | undefined>
+  return holder[REGISTRY_KEY] ??= new Map()
+}
+
+const KNOWN = new Set<string>(ERROR_CODES)
+
+/**
+ * Declare a plugin's error code with the HTTP status the connection answers it with. Call it at module
+ * level (codes end up in session logs, so they outlive a plugin's disposal). Defining a code again with
+ * the same status is harmless (hot reload, two module copies); a different status, a malformed code or
+ * a status outside 400–599 is `CONFIG_INVALID`. Returns the code, typed, for `new TaskwardError(code, …)`.
+ */
+export function defineErrorCode<C extends PluginErrorCode>(code: C, status: number): C {
+  if (typeof code !== 'string' || !PLUGIN_ERROR_CODE_PATTERN.test(code)) {
+    throw new TaskwardError('CONFIG_INVALID', `Error code "${String(code)}" must look like "namespace.name" `
+      + '(lower case, e.g. "acme.changelog_missing"); the unnamespaced codes belong to Taskward.')
+  }
+  if (!Number.isInteger(status) || status < 400 || status > 599) {
+    throw new TaskwardError('CONFIG_INVALID', `Error code "${code}" needs an HTTP status from 400 to 599, not ${status}.`)
+  }
+  const codes = registry()
+  const known = codes.get(code)
+  if (known !== undefined && known !== status) {
+    throw new TaskwardError('CONFIG_INVALID', `Error code "${code}" is already defined with HTTP status ${known}; `
+      + `it cannot also mean ${status}. Pick another code name.`)
+  }
+  codes.set(code, status)
+  return code
+}
+
+/** True for a Taskward code or a plugin code defined with `defineErrorCode`. */
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && (KNOWN.has(value) || registry().has(value))
+}
+
+/** The plugin codes defined so far, with their statuses (docs, diagnostics). */
+export function pluginErrorCodes(): ReadonlyMap<string, number> {
+  return new Map(registry())
+}
+
+/** The JSON shape of a coded error in tool results, command replies and HTTP bodies. */
+export interface ErrorBody {
+  error: string
+  code: ErrorCode
+  details?: Record<string, unknown>
+}
 
 export class TaskwardError extends Error {
   override name = 'TaskwardError'
@@ -75,24 +140,29 @@ export class TaskwardError extends Error {
     public readonly details?: Record<string, unknown>,
   ) {
     super(message)
+    Object.defineProperty(this, BRAND, { value: true })
   }
 
-  toJSON() {
-    return { error: this.message, code: this.code, ...(this.details ? { details: this.details } : {}) }
+  /** `{error, code, details?}`: what an HTTP body carries. */
+  toJSON(): ErrorBody {
+    return errorBody(this)
   }
 
   /**
    * True for a TaskwardError, also one made by another copy of this module (a package loaded both as
-   * ESM and CJS has two classes; the code must survive crossing between them).
+   * ESM and CJS has two classes; the code must survive crossing between them), plugin codes included.
    */
   static is(value: unknown, code?: ErrorCode): value is TaskwardError {
-    const coded = value instanceof TaskwardError || (value instanceof Error && value.name === 'TaskwardError'
-      && (ERROR_CODES as readonly string[]).includes((value as any).code))
+    const coded = value instanceof TaskwardError || (value instanceof Error
+      && ((value as any)[BRAND] === true || value.name === 'TaskwardError') && isErrorCode((value as any).code))
     return coded && (code === undefined || (value as TaskwardError).code === code)
   }
 }
 
-/** HTTP status for a code: the connection endpoint answers `{error, code}` with it. */
+/**
+ * HTTP status for a code: the connection endpoint answers `{error, code, details?}` with it. A plugin
+ * code answers with the status it was defined with; a dotted code nobody defined is a bug (500).
+ */
 export function httpStatusOf(code: ErrorCode): number {
   switch (code) {
     case 'BAD_REQUEST':
@@ -127,8 +197,26 @@ export function httpStatusOf(code: ErrorCode): number {
     case 'INTERNAL':
       return 500
     default:
-      return 409
+      if (KNOWN.has(code)) return 409
+      return registry().get(code) ?? 500
   }
+}
+
+/** The error of a tool result, command reply or turn summary: `{code, message, details?}`. */
+export interface ErrorResult {
+  code: ErrorCode
+  message: string
+  details?: Record<string, unknown>
+}
+
+/** `{code, message, details?}` of a coded error (also one made by another copy of this module). */
+export function errorResult(error: TaskwardError): ErrorResult {
+  return { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) }
+}
+
+/** `{error, code, details?}` of a coded error: the body of an HTTP refusal. */
+export function errorBody(error: TaskwardError): ErrorBody {
+  return { error: error.message, code: error.code, ...(error.details ? { details: error.details } : {}) }
 }
 
 /** Wrap anything thrown into a TaskwardError without losing a code that is already there. */

@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { freePort } from './ports'
 import { HttpClient } from './http'
 import { removeTree } from './workspace'
+import { resolvePlugins, type PluginEntry, type ResolvedPlugin } from './plugins'
 
 const LOG_LEVELS: Record<string, number> = { silent: 0, error: 1, info: 2, warn: 2, debug: 3 }
 
@@ -23,15 +24,27 @@ function applyLogLevel(env: NodeJS.ProcessEnv = process.env) {
   Logger.levels.base = level
 }
 
-export type PluginEntry = [plugin: any, config?: any]
+/** Default of `BootOptions.timeout`. */
+export const BOOT_TIMEOUT_MS = 10_000
+
+const KERNEL_SERVICES = ['database', 'server', 'sessions', 'projections', 'tools', 'models', 'agents', 'commands', 'connection']
 
 export interface BootOptions {
-  /** Plugins to load after the host kernel, in order. */
+  /**
+   * Plugins to load after the host kernel, in order: short names (`'supervisor'`, `'repair'`, …) with
+   * their defaults, plugins, or `[nameOrPlugin, config]`. The services of short-named plugins are waited for.
+   */
   plugins?: PluginEntry[]
   /** Host kernel config (agents, connection). */
   host?: { [K in keyof Host.Config]?: Partial<Host.Config[K]> }
-  /** Services to wait for besides the kernel's (e.g. 'supervisor'). */
+  /** Services to wait for besides the kernel's and the short-named plugins' (e.g. your plugin's). */
   waitFor?: string[]
+  /**
+   * How long `boot`/`start` waits for the server and every service in `waitFor` (default
+   * `BOOT_TIMEOUT_MS`, 10 s). On timeout the host is stopped and boot rejects naming the missing services
+   * (usually a plugin whose dependency was not loaded).
+   */
+  timeout?: number
   /** Reuse a data directory (e.g. to restart a host that a child process wrote). */
   dataDir?: string
   /** The database plugin's config; default: SQLite in the data directory. */
@@ -52,6 +65,7 @@ export class TestHost {
   /** Errors cordis reported while loading plugins (e.g. a CONFIG_INVALID that kept one from starting). */
   readonly errors: unknown[] = []
   private serverFork?: { dispose(): unknown }
+  private plugins?: ResolvedPlugin[]
 
   private constructor(readonly dataDir: string, private options: BootOptions, private ownsDir: boolean) {
     this.dbPath = join(dataDir, 'taskward.db')
@@ -61,7 +75,12 @@ export class TestHost {
     const dataDir = options.dataDir ?? await mkdtemp(join(tmpdir(), 'taskward-host-'))
     const host = new TestHost(dataDir, options, !options.dataDir)
     host.port = await freePort()
-    await host.start()
+    try {
+      await host.start()
+    } catch (error) {
+      if (host.ownsDir) await removeTree(dataDir)
+      throw error
+    }
     return host
   }
 
@@ -77,29 +96,52 @@ export class TestHost {
     return this.ctx.connection.tokens.operatorToken
   }
 
+  /** Start (again) on the same data directory and port. */
   async start() {
     applyLogLevel()
+    this.plugins ??= await resolvePlugins(this.options.plugins ?? [])
     const ctx = new Context()
     this.errors.length = 0
     ctx.on('internal/error', (error: unknown) => { this.errors.push(error) })
     this.serverFork = ctx.plugin(Server, { host: '127.0.0.1', port: this.port })
     ctx.plugin(Database, this.options.database ?? { driver: 'sqlite', path: this.dbPath })
     ctx.plugin(Host, (this.options.host ?? {}) as Host.Config)
-    for (const [plugin, config] of this.options.plugins ?? []) ctx.plugin(plugin, config)
-    const wanted = ['database', 'server', 'sessions', 'projections', 'tools', 'models', 'agents', 'commands', 'connection', ...(this.options.waitFor ?? [])]
-    const ready = new Promise<void>((resolve) => ctx.inject(wanted, () => resolve()))
-    const listening = new Promise<void>((resolve) => ctx.on('server/ready', () => resolve()))
+    for (const { plugin, config } of this.plugins) ctx.plugin(plugin, config)
+    const services = this.plugins.map((p) => p.service).filter((s): s is string => !!s)
+    const wanted = [...new Set([...KERNEL_SERVICES, ...services, ...(this.options.waitFor ?? [])])]
+    const up = new Set<string>()
+    const ready = Promise.all(wanted.map((name) => new Promise<void>((resolve) => ctx.inject([name], () => {
+      up.add(name)
+      resolve()
+    }))))
+    let listening = false
+    const serving = new Promise<void>((resolve) => ctx.on('server/ready', () => {
+      listening = true
+      resolve()
+    }))
     // A store that refuses to open (locked, damaged) fails the boot instead of leaving it waiting.
     const refused = new Promise<never>((_, reject) => ctx.on('database/refused', reject))
     await ctx.start()
+    const timeout = this.options.timeout ?? BOOT_TIMEOUT_MS
+    let timer: NodeJS.Timeout | undefined
+    const expired = new Promise<'expired'>((resolve) => { timer = setTimeout(() => resolve('expired'), timeout) })
+    let outcome: unknown
     try {
-      await Promise.race([ready, refused])
+      outcome = await Promise.race([Promise.all([ready, serving]), expired, refused])
     } catch (error) {
+      clearTimeout(timer)
       this.serverFork?.dispose()
       await ctx.stop()
       throw error
     }
-    await listening
+    clearTimeout(timer)
+    if (outcome === 'expired') {
+      const missing = [...wanted.filter((name) => !up.has(name)), ...(listening ? [] : ['the HTTP server'])]
+      this.serverFork?.dispose()
+      await ctx.stop()
+      throw new Error(`TestHost: not ready after ${timeout} ms; still missing: ${missing.join(', ')}. `
+        + 'Load the plugins these services need (a short name loads no dependencies), or raise `timeout`.')
+    }
     this.ctx = ctx
     this.stopped = false
     this.http = new HttpClient(this.url, this.operatorToken)

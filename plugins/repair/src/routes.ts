@@ -1,5 +1,5 @@
 import type { Context } from 'cordis'
-import { defaultTitle, httpStatusOf, TaskwardError, type RepairBinding } from '@taskward/protocol'
+import { defaultTitle, errorBody, httpStatusOf, TaskwardError, type RepairBinding } from '@taskward/protocol'
 import type { RepairService } from './service'
 
 type Body = Record<string, unknown>
@@ -45,8 +45,7 @@ function refusals(handler: (request: Request, params: Record<string, string>) =>
       return await handler(request, params)
     } catch (error) {
       if (!TaskwardError.is(error)) throw error
-      const body = { error: error.message, code: error.code, ...(error.details ? { details: error.details } : {}) }
-      return Response.json(body, { status: httpStatusOf(error.code) })
+      return Response.json(errorBody(error), { status: httpStatusOf(error.code) })
     }
   }
 }

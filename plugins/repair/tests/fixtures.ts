@@ -11,7 +11,7 @@ import { AdmissionService } from '@taskward/plugin-admission'
 import { SupervisorPlugin } from '@taskward/plugin-supervisor'
 import WorkspacePlugin from '@taskward/plugin-workspace'
 import { REPAIR_NAMESPACE, TASK_NAMESPACE, type TaskPlan } from '@taskward/protocol'
-import { TestHost, tempWorkspace } from '@taskward/testkit'
+import { TestHost, driveToCompletion, tempWorkspace } from '@taskward/testkit'
 import { RepairPlugin } from '../src'
 import {
   completedTask, controllerTurns, ok, reviewsSettled, scriptReviews, useSupervisedSession, type SupervisedSession,
@@ -95,20 +95,11 @@ export async function fileIs(cwd: string, path: string, content: string) {
   expect(await readFile(join(cwd, path), 'utf8')).to.equal(content)
 }
 
-/** After a reopen: run each affected node again with passing reviews and complete the task again. */
+/** After a reopen: the affected nodes (`nodeIds`, asserted) run again with passing reviews and the task completes again. */
 export async function finishReopened(host: TestHost, session: Session, nodeIds: string[]) {
-  for (const nodeId of nodeIds) {
-    await ok(host, session, 'task_start_node', { nodeId })
-    scriptReviews(host, 'pass')
-    await ok(host, session, 'task_report_stage', { nodeId })
-    await reviewsSettled(host, session)
-  }
-  scriptReviews(host, 'pass')
-  await ok(host, session, 'task_request_completion', {})
-  await reviewsSettled(host, session)
-  const task = (await host.ctx.supervisor.state(session)).current!
-  expect(task.phase).to.equal('complete')
-  return task
+  const reopened = (await host.ctx.supervisor.state(session)).current!
+  expect(Object.keys(reopened.nodeRuns).filter((id) => reopened.nodeRuns[id].status !== 'passed').sort()).to.deep.equal([...nodeIds].sort())
+  return driveToCompletion(host, session)
 }
 
 /** Propose through the main agent's tool with a fresh evidence event; returns the tool's answer. */

@@ -2,7 +2,7 @@ import type { Context, Logger } from 'cordis'
 import { randomUUID } from 'node:crypto'
 import type { Agent, Session, TurnSummary } from '@taskward/host'
 import {
-  applyCompletionReview, applyPlanReview, applyStageReview, pause, reviewJobEnvelope, taskStateEnvelope, TaskwardError,
+  applyCompletionReview, applyPlanReview, applyStageReview, errorResult, pause, reviewJobEnvelope, taskStateEnvelope, TaskwardError,
   type RecordEnvelope, type ReviewJob, type ReviewVerdict, type SupervisorState, type Task, type TransitionAt,
 } from '@taskward/protocol'
 import type { Config } from './config'
@@ -181,7 +181,9 @@ export class Reviews {
     const extra = job.kind === 'progress' && input.verdict === 'revise' && findings.length
       ? `The progress reviewer says:\n${findings.map((f) => `- ${f}`).join('\n')}` : undefined
     this.supervisor.controller.afterReview(main.id, task, extra)
-    return { applied: true, jobId: job.jobId, kind: job.kind, verdict: input.verdict, taskId: task.id, revision: task.revision, phase: task.phase }
+    // A completion gate that vetoed this pass: its coded refusal (details included) goes back to the reviewer.
+    const refusal = gate && job.kind === 'completion' && input.verdict === 'pass' ? { refusal: errorResult(gate) } : {}
+    return { applied: true, jobId: job.jobId, kind: job.kind, verdict: input.verdict, taskId: task.id, revision: task.revision, phase: task.phase, ...refusal }
   }
 
   private outcome(task: Task, job: ReviewJob, gate: TaskwardError | undefined, at: TransitionAt): Task | undefined {

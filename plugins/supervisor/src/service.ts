@@ -3,7 +3,7 @@ import type { Agent, Session } from '@taskward/host'
 import {
   applySupervisorEvent, isRecordEnvelope, RECORD_EVENT_TYPE, repairReader, reviewJobReader, SUPERVISOR_PROJECTION_KEY,
   SUPERVISOR_PROJECTION_VERSION, initSupervisorState, loadedConfig, taskReader, taskStateEnvelope, TaskwardError,
-  taskStatusView, combineProgressSignals, type ProgressSignal, type RecordEnvelope, type RecordReader, type SessionEvent, type TaskStatusView, type SupervisorState, type Task, type TransitionAt,
+  taskStatusView, combineProgressSignals, findTask, TASK_NAMESPACE, TASK_STATE_KIND, transitionKind, type TransitionKind, type ProgressSignal, type RecordEnvelope, type RecordReader, type SessionEvent, type TaskStatusView, type SupervisorState, type Task, type TransitionAt,
 } from '@taskward/protocol'
 import { Config } from './config'
 import { KeyedLock } from '@taskward/host'
@@ -20,6 +20,11 @@ declare module 'cordis' {
   interface Events {
     /** After a supervisor record was appended to a main session (console live updates). */
     'supervisor/changed'(sessionId: string, state: SupervisorState): void
+    /**
+     * Once per committed task snapshot, after its record is durably appended (docs/supervisor.md,
+     * "Listening to transitions"). Not a veto: a listener that throws is logged and changes nothing.
+     */
+    'supervisor/transition'(transition: TaskTransition): void
   }
 }
 
@@ -34,6 +39,16 @@ export type CompletionGate = (session: Session, task: Task) => Promise<TaskwardE
 export type ProgressSource = (session: Session, task: Task) => Promise<ProgressSignal | undefined>
 
 export type TaskSubcommand = (invocation: { session: Session, args: string }) => Promise<unknown> | unknown
+
+/** One committed change of a task: the snapshot before (absent for a new task), the one after, and its kind. */
+export interface TaskTransition {
+  kind: TransitionKind
+  previous?: Task
+  next: Task
+  session: Session
+  /** The seq of the state record that committed `next`. */
+  seq: number
+}
 
 export interface Transaction<T> {
   records: RecordEnvelope[]
@@ -142,9 +157,10 @@ export class Supervisor extends Service {
         const { records, result } = await fn(state)
         if (!records.length) return result
         if (resolved.seq === at && state.asOfSeq === at - 1) {
-          this.check(state, records, at)
+          const folded = this.check(state, records, at)
           try {
             await resolved.appendBatch(records.map((data) => ({ type: RECORD_EVENT_TYPE, data })), { expectSeq: at })
+            this.announce(resolved, records, [state, ...folded], at)
             return result
           } catch (error) {
             if (!TaskwardError.is(error, 'SEQ_CONFLICT') || attempt >= TRANSACT_ATTEMPTS) throw error
@@ -252,7 +268,34 @@ export class Supervisor extends Service {
     return typeof session === 'string' ? this.home.sessions.get(session) : Promise.resolve(session)
   }
 
-  private check(state: SupervisorState, records: RecordEnvelope[], at: number) {
+  /**
+   * Emit `supervisor/transition` for each task state record just committed, with the snapshots as a
+   * reader folds them. Listeners run one by one; a throw (or a rejected promise) is logged, never
+   * passed back to the writer: the records are already durable and a listener is not a veto.
+   */
+  private announce(session: Session, records: RecordEnvelope[], states: SupervisorState[], at: number) {
+    const lifecycle = this.home.lifecycle
+    records.forEach((record, index) => {
+      if (record.namespace !== TASK_NAMESPACE || record.kind !== TASK_STATE_KIND) return
+      const id = (record.payload as Task).id
+      const next = findTask(states[index + 1], id)
+      if (!next) return
+      const previous = findTask(states[index], id)
+      const transition: TaskTransition = { kind: transitionKind(previous, next), ...(previous ? { previous } : {}), next, session, seq: at + index }
+      for (const hook of lifecycle.filterHooks(lifecycle._hooks['supervisor/transition'] ?? [])) {
+        const report = (error: unknown) => this.home.logger('supervisor').warn('a supervisor/transition listener failed (ignored; the change is committed):', error)
+        try {
+          const returned = hook.callback.call(null, transition) as unknown
+          if (returned instanceof Promise) returned.catch(report)
+        } catch (error) {
+          report(error)
+        }
+      }
+    })
+  }
+
+  /** Check the records fold cleanly; returns the state after each record. */
+  private check(state: SupervisorState, records: RecordEnvelope[], at: number): SupervisorState[] {
     if (state.poisoned) {
       throw new TaskwardError('SUPERVISOR_POISONED',
         `${state.poisoned.message}. Nothing was written; a person must inspect the session log before the task can change.`,
@@ -260,6 +303,7 @@ export class Supervisor extends Service {
     }
     let folded = state
     let seq = at
+    const states: SupervisorState[] = []
     for (const record of records) {
       if (!isRecordEnvelope(record)) {
         throw new TaskwardError('TASK_INVALID', 'A supervisor transaction returned something that is not a record envelope; nothing was written.')
@@ -273,7 +317,9 @@ export class Supervisor extends Service {
           + `(${folded.poisoned.message}). Read the task status and retry with a valid transition.`,
           { recordId: record.recordId, reason: folded.poisoned.message })
       }
+      states.push(folded)
     }
+    return states
   }
 
   /** Keep in-memory states current and announce supervisor records. */

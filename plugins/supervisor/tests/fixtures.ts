@@ -5,7 +5,11 @@
 import { expect } from 'chai'
 import type { ScriptStep, Session, ToolResult } from '@taskward/host'
 import type { SupervisorState, TaskPlan } from '@taskward/protocol'
-import { TestHost, removeTree, tempWorkspace } from '@taskward/testkit'
+import {
+  TestHost, driveToApproval, driveToCompletion, removeTree, scriptReviewer, tempWorkspace, verdictStep, waitFor, type ReviewAnswer,
+} from '@taskward/testkit'
+
+export { allIdle, reviewsSettled } from '@taskward/testkit'
 import { SupervisorPlugin, type Config, type Supervisor } from '../src'
 
 /** a → b, a → c, (b, c) → d. */
@@ -26,37 +30,20 @@ export async function bootSupervisor(config: Partial<Config> = {}, extra: [any, 
 
 export const supervisorOf = (host: TestHost): Supervisor => host.ctx.supervisor
 
-/** A verdict step of the scripted reviewer. */
+/** A verdict step of the scripted reviewer (testkit's `verdictStep`). */
 export function verdict(value: 'pass' | 'revise' | 'needs-user', findings: string[] = [], evidenceSeqs: number[] = []) {
-  return { toolCalls: [{ name: 'review_verdict', args: { verdict: value, findings, evidenceSeqs } }] }
+  return verdictStep({ verdict: value, findings, evidenceSeqs })
 }
 
-export function scriptReviews(host: TestHost, ...verdicts: ('pass' | 'revise' | 'needs-user' | ReturnType<typeof verdict>)[]) {
-  host.scripted.script('reviewer', verdicts.map((v) => typeof v === 'string' ? verdict(v) : v))
+/** Queue reviewer answers: verdicts (testkit's `scriptReviewer`) or ready-made `verdict(…)` steps. */
+export function scriptReviews(host: TestHost, ...verdicts: (ReviewAnswer | ReturnType<typeof verdict>)[]) {
+  if (verdicts.every((v) => typeof v === 'string' || 'verdict' in v)) return scriptReviewer(host, ...verdicts as ReviewAnswer[])
+  host.scripted.script('reviewer', verdicts.map((v) => typeof v === 'string' || 'verdict' in v ? verdictStep(v as ReviewAnswer) : v))
 }
 
-/** Poll `check` until it is true (reviews and continuations run asynchronously). */
-export async function until(check: () => Promise<boolean> | boolean, what = 'condition', timeout = 5000) {
-  const started = Date.now()
-  while (!(await check())) {
-    if (Date.now() - started > timeout) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
-}
-
-/** Wait until no review job of the session is still requested. */
-export async function reviewsSettled(host: TestHost, session: Session) {
-  await until(async () => (await supervisorOf(host).state(session)).reviews.every((job) => job.status !== 'requested'), 'reviews to settle')
-  await until(() => host.ctx.agents.list().every((agent) => agent.session.role !== 'reviewer' || (agent.state === 'idle' && !agent.queued)),
-    'reviewer agents to go idle')
-}
-
-/** Wait until every agent is idle (the main agent's continuation turns included). */
-export async function allIdle(host: TestHost, session: Session) {
-  await until(async () => {
-    await reviewsSettled(host, session)
-    return host.ctx.agents.list().every((agent) => agent.state === 'idle' && !agent.queued)
-  }, 'agents to go idle')
+/** Poll `check` until it is true (testkit's `waitFor`). */
+export function until(check: () => Promise<boolean> | boolean, what = 'condition', timeout = 5000) {
+  return waitFor(check, { what, timeout })
 }
 
 export async function call(host: TestHost, session: Session, name: string, args: Record<string, unknown> = {}): Promise<ToolResult> {
@@ -100,31 +87,14 @@ export const SMALL_PLAN = {
   nodes: [{ id: 'a', title: 'write greeting' }, { id: 'b', title: 'test greeting' }],
 } satisfies TaskPlan
 
-/** Drive a task from /task new to approval with passing reviews (tools called directly). */
-export async function approvedTask(host: TestHost, session: Session, objective = 'greet the user', plan: TaskPlan = SMALL_PLAN) {
-  await command(host, session, `/task new ${objective}`)
-  scriptReviews(host, 'pass')
-  await ok(host, session, 'task_submit_plan', plan as any)
-  await reviewsSettled(host, session)
-  await command(host, session, '/task approve')
-  return (await supervisorOf(host).state(session)).current!
+/** Drive a task from /task new to approval with passing reviews (testkit's `driveToApproval`). */
+export function approvedTask(host: TestHost, session: Session, objective = 'greet the user', plan: TaskPlan = SMALL_PLAN) {
+  return driveToApproval(host, session, { objective, plan })
 }
 
-/** Drive a task to `complete` with passing reviews (tools called directly). */
-export async function completedTask(host: TestHost, session: Session, objective = 'greet the user', plan: TaskPlan = SMALL_PLAN) {
-  await approvedTask(host, session, objective, plan)
-  for (const node of plan.nodes) {
-    await ok(host, session, 'task_start_node', { nodeId: node.id })
-    scriptReviews(host, 'pass')
-    await ok(host, session, 'task_report_stage', { nodeId: node.id })
-    await reviewsSettled(host, session)
-  }
-  scriptReviews(host, 'pass')
-  await ok(host, session, 'task_request_completion', {})
-  await reviewsSettled(host, session)
-  const task = (await supervisorOf(host).state(session)).current!
-  expect(task.phase).to.equal('complete')
-  return task
+/** Drive a task to `complete` with passing reviews (testkit's `driveToCompletion`). */
+export function completedTask(host: TestHost, session: Session, objective = 'greet the user', plan: TaskPlan = SMALL_PLAN) {
+  return driveToCompletion(host, session, { objective, plan })
 }
 
 /** One main-agent turn for the scripted model: `steps` (tool calls or functions), then an empty step ends it. */

@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import type { Session } from '@taskward/host'
-import { TaskwardError } from '@taskward/protocol'
+import { defineErrorCode, TaskwardError } from '@taskward/protocol'
 import type { TestHost } from '@taskward/testkit'
 import {
   approvedTask, command, ok, refused, reviewsSettled, scriptReviews, supervisorOf, useSupervisedSession, verdict,
@@ -137,5 +137,29 @@ describe('supervisor: reviews', () => {
     await reviewsSettled(host, session)
     expect((await state()).current!.phase).to.equal('complete')
     expect(asked).to.have.length(3)
+  })
+
+  it('hands a plugin gate\'s coded refusal with its details to the tool caller and to the vetoed reviewer', async () => {
+    const code = defineErrorCode('acme.changelog_missing', 409)
+    await approvedTask(host, session)
+    await passNode('a')
+    await passNode('b')
+    let refusal: TaskwardError | undefined = new TaskwardError(code, 'Add a CHANGELOG entry.', { file: 'CHANGELOG.md' })
+    supervisorOf(host).registerCompletionGate(async () => refusal)
+    const denied = await refused(host, session, 'task_request_completion', {}, code)
+    expect(denied.details).to.deep.equal({ file: 'CHANGELOG.md' })
+
+    refusal = undefined
+    host.scripted.script('reviewer', [async () => {
+      refusal = new TaskwardError(code, 'The entry went away.', { file: 'CHANGELOG.md', seen: false })
+      return verdict('pass')
+    }])
+    await ok(host, session, 'task_request_completion', {})
+    await reviewsSettled(host, session)
+    const job = (await state()).reviews.at(-1)!
+    const reviewer = await host.ctx.sessions.get(job.reviewerSessionId)
+    const answer = (await reviewer.read()).find((e) => e.type === 'tool/result' && e.data.name === 'review_verdict')!
+    expect(answer.data.result.refusal).to.deep.equal({ code, message: 'The entry went away.', details: { file: 'CHANGELOG.md', seen: false } })
+    expect((await state()).current!.completionReview!.findings.at(-1)).to.contain(code)
   })
 })

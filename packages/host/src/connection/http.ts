@@ -1,6 +1,6 @@
 import type { Context as KoaContext } from 'koa'
 import { Readable } from 'node:stream'
-import { TaskwardError, httpStatusOf } from '@taskward/protocol'
+import { TaskwardError, errorBody, httpStatusOf } from '@taskward/protocol'
 
 const MAX_BODY_BYTES = 1 << 20
 
@@ -54,5 +54,5 @@ export async function sendResponse(koa: KoaContext, response: Response) {
 }
 
 export function errorResponse(error: TaskwardError) {
-  return Response.json({ error: error.message, code: error.code }, { status: httpStatusOf(error.code) })
+  return Response.json(errorBody(error), { status: httpStatusOf(error.code) })
 }

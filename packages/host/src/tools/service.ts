@@ -1,6 +1,6 @@
 import { Context, Service } from 'cordis'
 import { randomUUID } from 'node:crypto'
-import { EventTypes, TaskwardError, asTaskwardError } from '@taskward/protocol'
+import { EventTypes, TaskwardError, asTaskwardError, errorResult } from '@taskward/protocol'
 import type { Session } from '../sessions/session'
 import type { ToolDef, ToolGuard, ToolResult } from './types'
 
@@ -89,7 +89,7 @@ export class Tools extends Service {
       for (const guard of [...this.guards]) {
         const decision = await guard({ session, agentId: options.agentId, name, args, tool })
         if (decision && 'deny' in decision) {
-          throw new TaskwardError(decision.deny.code as any, decision.deny.message)
+          throw new TaskwardError(decision.deny.code as any, decision.deny.message, decision.deny.details)
         }
       }
       if (!tool) {
@@ -107,7 +107,7 @@ export class Tools extends Service {
       outcome = { callId, name, ...modelCallId, result: result ?? null }
     } catch (error) {
       const coded = asTaskwardError(error, 'TOOL_FAILED')
-      outcome = { callId, name, ...modelCallId, error: { code: coded.code, message: coded.message } }
+      outcome = { callId, name, ...modelCallId, error: errorResult(coded) }
     }
     await session.append(EventTypes.toolResult, outcome)
     return outcome

@@ -31,7 +31,8 @@ export interface ToolCall {
 }
 
 export interface Denial {
-  deny: { code: string, message: string }
+  /** `details` (optional) reach the tool result like a thrown TaskwardError's. */
+  deny: { code: string, message: string, details?: Record<string, unknown> }
 }
 
 export type GuardDecision = void | undefined | { allow: true } | Denial
@@ -45,5 +46,6 @@ export interface ToolResult<R = any> {
   /** The model's id of the call, when the model gave one. */
   modelCallId?: string
   result?: R
-  error?: { code: string, message: string }
+  /** A refusal: its code, message and `details` when the error had any. */
+  error?: { code: string, message: string, details?: Record<string, unknown> }
 }
