@@ -3,7 +3,7 @@ import type { Session } from '@taskward/host'
 import type {} from '@taskward/plugin-supervisor'
 import type {} from '@taskward/plugin-workspace'
 import {
-  checkResultOf, decide, decisionPayload, foldRecovery, initRecoveryState, isBudgetStop, latestRecoveryAttempt, RECORD_EVENT_TYPE,
+  checkResultOf, decide, decisionPayload, foldRecovery, initRecoveryState, isBudgetStop, latestRecoveryAttempt, RECORD_EVENT_TYPE, stopsAfterProgress,
   loadedConfig, reconcileJournal, RECOVERY_NAMESPACE, recoveryReader, recoveryRecord, resolveBudgets, TaskwardError,
   type AgentClaim, type AttemptPayload, type AttemptView, type CheckResult, type CheckSpec, type JournalRecord,
   type RecordReader, type RecoveryDecision, type RecoveryKind, type RecoveryPayloads, type RecoveryState, type SandboxKind,
@@ -14,6 +14,7 @@ import { taskStartSeq, turnEvidence } from './evidence'
 import { KeyedLock } from '@taskward/host'
 import { runCheck } from './runner'
 import { wireRecovery } from './wiring'
+import { wirePins, type PinWarden } from './pins'
 import { chooseSandbox, hiddenDirectories, prepareArea, removeArea, type CheckArea, type SandboxChoice } from './sandbox'
 
 declare module 'cordis' {
@@ -64,6 +65,8 @@ export class Recovery extends Service {
   private readonly taskStarts = new Map<string, number>()
   /** The sandbox `config.sandbox` resolved to at start (its warning is logged once, then). */
   private readonly sandboxChoice: Promise<SandboxChoice>
+  /** Pinned checks: the write guard, baselines, and the comparison before a check runs. */
+  readonly pins: PinWarden
 
   constructor(ctx: Context, public override config: Config) {
     super(ctx, 'recovery', true)
@@ -82,6 +85,7 @@ export class Recovery extends Service {
     ctx.inject(['admission'], (ctx) => {
       (ctx as Context & { admission: ReaderRegistry }).admission.registerReader(recoveryReader)
     })
+    this.pins = wirePins(ctx, this)
     wireRecovery(ctx, this)
   }
 
@@ -145,7 +149,12 @@ export class Recovery extends Service {
 
   /** Unlocked: callers hold the session's lock. */
   async recordAttempt(session: Session, taskId: string, options: AttemptOptions): Promise<AttemptView> {
-    const state = await this.usable(session)
+    let state = await this.usable(session)
+    // A task that became active before pins existed has no baseline: stamp it now (later changes count).
+    if (!state.tasks[taskId]?.pinBaseline) {
+      await this.pins.recordBaseline(session, taskId, 'first-attempt')
+      state = await this.usable(session)
+    }
     const task = state.tasks[taskId]
     const last = latestRecoveryAttempt(state, taskId)
     if (options.rerun && !last) {
@@ -158,7 +167,7 @@ export class Recovery extends Service {
     // gets the parent git shows, and `decide` rejects it.
     const parent = options.rerun ? last!.parentCandidate : await observedParent(state, session.cwd, candidate)
     const sandbox = (await this.sandboxChoice).kind
-    const checks = await this.runAll(session.cwd, specs, sandbox)
+    const checks = await this.runAll(session.cwd, specs, sandbox, state, taskId)
     // A task's first attempt counts from the task's start, not the session's: earlier tasks are not its work.
     const evidence = await turnEvidence(session, last ? last.seq + 1 : await this.taskStart(session, taskId))
     const index = options.rerun ? last!.index : (task?.counters.attempts ?? 0) + 1
@@ -203,7 +212,7 @@ export class Recovery extends Service {
     const state = await this.usable(session)
     const at = Date.now()
     const decision = decide(state, this.config.budgets, { taskId, at })
-    if (!isBudgetStop(decision)) return undefined
+    if (!stopsAfterProgress(decision)) return undefined
     await this.writeDecision(session, state, decision, at)
     return decision
   }
@@ -259,7 +268,7 @@ export class Recovery extends Service {
   }
 
   /** Each check in its own fresh copy, so one check's writes cannot change what the next one sees. */
-  private async runAll(cwd: string, specs: CheckSpec[], sandbox: SandboxKind): Promise<CheckResult[]> {
+  private async runAll(cwd: string, specs: CheckSpec[], sandbox: SandboxKind, state: RecoveryState, taskId: string): Promise<CheckResult[]> {
     const results: CheckResult[] = []
     const hidden = sandbox === 'bwrap' && specs.length ? await hiddenDirectories() : []
     for (const spec of specs) {
@@ -272,6 +281,12 @@ export class Recovery extends Service {
         continue
       }
       try {
+        // A check whose pinned files differ in its copy from the task's baseline is not trusted (not run).
+        const changed = await this.pins.changedResult(spec, area.work, state, taskId)
+        if (changed) {
+          results.push(changed)
+          continue
+        }
         const run = await runCheck(spec, area, { sandbox, outputLimitBytes: this.config.outputLimitBytes, hidden })
         results.push(checkResultOf(spec, run, { roots: area.roots }))
       } finally {

@@ -15,11 +15,13 @@ export function stopCode(decision: StopFacts): ErrorCode {
   const reason = decision.stopReason ?? ''
   if (reason === 'unverified' || reason === 'inconclusive') return 'VALIDATION_MISSING'
   if (reason === 'non_retryable') return 'CONFIG_INVALID'
+  if (reason === 'pin_changed') return 'CHECK_PINNED'
   // budget_exhausted:<which>, and stagnation with no strategy change left.
   return 'BUDGET_EXHAUSTED'
 }
 
 const STOP_ADVICE: Record<string, string> = {
+  pin_changed: 'Files a check trusts (its pins) changed while the task ran, so no verdict on this candidate is trusted. Look at the change (the attempt record names the files); restore them, or accept them as they are with /task checks accept; then /task resume.',
   unverified: 'No checks are configured, so nothing verified this candidate and it is not complete. Set checks with /task checks <JSON> (or in the recovery configuration), then /task resume.',
   inconclusive: 'The checks stayed inconclusive after the allowed re-verifications. Look at the check output, fix the check or the host, then /task resume.',
   non_retryable: 'A check cannot be started (its program is missing or not executable); no agent turn can fix that. Fix the check configuration, then /task resume.',

@@ -2,11 +2,13 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { Session } from '@taskward/host'
 import {
-  EventTypes, latestRecoveryAttempt, progressDelta, progressSignalOf, TaskwardError, validateCheckSpecs, type SessionEvent, type Task,
+  comparePinnedSets, effectiveCycle, effectivePins, EventTypes, latestRecoveryAttempt, PinMatcher, progressDelta, progressSignalOf, TaskwardError,
+  validateCheckSpecs, type SessionEvent, type Task,
 } from '@taskward/protocol'
 import { CompletionGate } from './gate'
 import type { Recovery } from './service'
 import { stopExecution, StopReplay } from './stop'
+import { stampPinned } from './pins'
 
 const MAX_TEXT = 2000
 
@@ -57,14 +59,30 @@ function registerAgentTools(ctx: Context, recovery: Recovery) {
   })
 }
 
-/** `/task checks` shows the task's checks; `/task checks <JSON array>` sets them (users only: a command). */
+/**
+ * `/task checks` shows the task's checks with their pins and what changed since the baseline;
+ * `/task checks <JSON array>` sets them and re-stamps the pins; `/task checks accept` re-stamps the
+ * pinned files as they are. Users only: it is a command, and no agent tool exists for it.
+ */
 function registerChecksCommand(ctx: Context, recovery: Recovery) {
   ctx.supervisor.registerSubcommand('checks', async ({ session, args }) => {
     const task = await currentTask(recovery, session)
     if (!args) {
       const state = await recovery.state(session)
       const own = state.tasks[task.id]?.checks
-      return { taskId: task.id, source: own ? 'task' : 'config', checks: own ?? recovery.config.checks }
+      const checks = recovery.checksFor(state, task.id)
+      const baseline = state.tasks[task.id]?.pinBaseline
+      const matcher = new PinMatcher(checks)
+      const changed = baseline ? comparePinnedSets(baseline.files, await stampPinned(session.cwd, matcher), matcher) : undefined
+      return {
+        taskId: task.id, source: own ? 'task' : 'config', checks,
+        pins: checks.map((check) => ({ checkId: check.id, patterns: effectivePins(check) })),
+        ...baseline ? { baseline: { seq: baseline.seq, files: baseline.files.map((file) => file.path) }, changed } : {},
+      }
+    }
+    if (args.trim() === 'accept') {
+      const files = await recovery.exclusive(session, (resolved) => recovery.pins.recordBaseline(resolved, task.id, 'accepted', effectiveCycle(task)))
+      return { taskId: task.id, accepted: files.map((file) => file.path), message: `The ${files.length} pinned files of task ${task.id} are trusted as they are now.` }
     }
     let parsed: unknown
     try {
@@ -76,6 +94,8 @@ function registerChecksCommand(ctx: Context, recovery: Recovery) {
     await recovery.exclusive(session, async (resolved) => {
       await recovery.usable(resolved)
       await recovery.append(resolved, 'checks', `${task.id}-checks-${resolved.seq}`, { taskId: task.id, checks, setBy: 'user', at: Date.now() })
+      // New checks trust the files as they are now (the person setting them looked at them).
+      await recovery.pins.recordBaseline(resolved, task.id, 'checks-set', effectiveCycle(task))
     })
     return {
       taskId: task.id, source: 'task', checks,

@@ -1,6 +1,7 @@
 import Schema from 'schemastery'
 import { TaskwardError } from '../errors'
 import { failureSignature, SignatureOptions } from './signature'
+import { validatePins, type PinChange } from './pins'
 
 /**
  * A controller-owned validation check: an argv command (never a shell string) run against a copy of
@@ -10,6 +11,11 @@ export interface CheckSpec {
   id: string
   argv: string[]
   timeoutMs: number
+  /**
+   * Globs of the workspace files the check trusts (`["package.json", "test/**"]`). The program it runs,
+   * when it lives in the workspace, is pinned without being listed (`impliedPins`). Absent: only those.
+   */
+  pin?: string[]
 }
 
 export const CHECK_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
@@ -22,6 +28,8 @@ export const CheckSpecSchema: Schema<CheckSpec> = Schema.object({
   id: Schema.string().pattern(CHECK_ID_PATTERN).required().description('Stable id of the check.'),
   argv: Schema.array(Schema.string()).required().description('Command and arguments, e.g. ["npm", "test"]. Never a shell string.'),
   timeoutMs: Schema.natural().min(1).max(MAX_CHECK_TIMEOUT_MS).default(600_000).description('Kill the check after this long.'),
+  // Optional without a default: an absent pin list stays absent (readers never fabricate one).
+  pin: Schema.union([Schema.array(Schema.string()), Schema.const(undefined)]).description('Globs of workspace files the check trusts (the agent may not change them while a task runs), e.g. ["package.json", "test/**"].'),
 }) as Schema<CheckSpec>
 
 export type CheckVerdict = 'PASS' | 'FAIL' | 'INCONCLUSIVE'
@@ -30,9 +38,10 @@ export type CheckVerdict = 'PASS' | 'FAIL' | 'INCONCLUSIVE'
  * Why a check did not simply pass or fail on its exit code. `timeout` is a FAIL (the candidate did not
  * finish in time); `killed` (a signal we did not send) and `runner-fault` (the sandbox or copy failed)
  * are INCONCLUSIVE; `not-runnable` (argv[0] cannot be executed) is INCONCLUSIVE and non-retryable,
- * because no agent turn can repair the controller's configuration.
+ * because no agent turn can repair the controller's configuration. `pin_changed` (a file the check
+ * trusts changed since the task's baseline; the check was not run) is INCONCLUSIVE and stops the task.
  */
-export type CheckReason = 'timeout' | 'runner-fault' | 'killed' | 'not-runnable'
+export type CheckReason = 'timeout' | 'runner-fault' | 'killed' | 'not-runnable' | 'pin_changed'
 
 /** The recorded outcome of one check on one candidate. */
 export interface CheckResult {
@@ -46,6 +55,8 @@ export interface CheckResult {
   signature?: string
   /** Bounded tail of the output (at most `OUTPUT_EXCERPT_MAX` characters). */
   outputExcerpt?: string
+  /** `pin_changed`: the pinned files that changed (absent otherwise and on older records). */
+  pinChanges?: PinChange[]
 }
 
 export const CheckResultSchema: Schema<CheckResult> = Schema.object({
@@ -54,9 +65,13 @@ export const CheckResultSchema: Schema<CheckResult> = Schema.object({
   exitCode: Schema.number(),
   signal: Schema.string().max(32),
   durationMs: Schema.natural().required(),
-  reason: Schema.union(['timeout', 'runner-fault', 'killed', 'not-runnable']),
+  reason: Schema.union(['timeout', 'runner-fault', 'killed', 'not-runnable', 'pin_changed']),
   signature: Schema.string().pattern(/^[0-9a-f]{64}$/),
   outputExcerpt: Schema.string().max(OUTPUT_EXCERPT_MAX),
+  pinChanges: Schema.union([Schema.array(Schema.object({
+    path: Schema.string().min(1).max(4096).required(),
+    change: Schema.union(['modified', 'deleted', 'added']).required(),
+  })), Schema.const(undefined)]),
 }) as Schema<CheckResult>
 
 function invalid(message: string, details?: Record<string, unknown>) {
@@ -84,7 +99,8 @@ export function validateCheckSpec(value: unknown): CheckSpec {
   if (typeof timeoutMs !== 'number' || !Number.isSafeInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > MAX_CHECK_TIMEOUT_MS) {
     throw invalid(`Check "${id}": timeoutMs must be a whole number of milliseconds between 1 and ${MAX_CHECK_TIMEOUT_MS}.`, { id })
   }
-  return { id, argv: [...raw.argv as string[]], timeoutMs }
+  const pin = validatePins((raw as { pin?: unknown }).pin, id)
+  return { id, argv: [...raw.argv as string[]], timeoutMs, ...pin ? { pin } : {} }
 }
 
 /** Validate the configured list of checks; ids must be unique. An empty list is valid: it means MISSING. */

@@ -13,12 +13,12 @@ import type { AggregateVerdict } from './verdict'
  * rule decided.
  */
 export type DecisionReason =
-  | 'CHECK_NOT_RUNNABLE' | 'CANDIDATE_NOT_DESCENDANT' | 'PASS_COMPLETION_REQUESTED' | 'VALIDATION_MISSING'
+  | 'CHECK_PIN_CHANGED' | 'CHECK_NOT_RUNNABLE' | 'CANDIDATE_NOT_DESCENDANT' | 'PASS_COMPLETION_REQUESTED' | 'VALIDATION_MISSING'
   | 'INCONCLUSIVE_RERUN' | 'INCONCLUSIVE_RERUNS_EXHAUSTED' | 'BUDGET_ATTEMPTS' | 'BUDGET_STEPS' | 'PASS_CONTINUE'
   | 'FAIL_FIRST_ATTEMPT' | 'FAIL_PROGRESS' | 'FAIL_NO_PROGRESS' | 'FAIL_STAGNATION_IDENTICAL' | 'FAIL_STAGNATION_PINGPONG'
 
 /** `budget_exhausted:<which>` names the exhausted counter. */
-export type StopReason = 'unverified' | 'inconclusive' | 'stagnation' | 'non_retryable'
+export type StopReason = 'pin_changed' | 'unverified' | 'inconclusive' | 'stagnation' | 'non_retryable'
   | 'budget_exhausted:attempts' | 'budget_exhausted:steps'
 
 export interface DecideInput {
@@ -68,6 +68,7 @@ function legalRounds(task: TaskRecovery): AttemptView[] {
 /**
  * Decide, as a pure and deterministic function of the recorded attempts, decisions and journal and
  * of the budgets, what happens after the task's latest attempt. In order:
+ * 0. a file a check trusts changed since the task's pin baseline → STOP pin_changed (never a pass);
  * 1. a check that cannot run (configuration) → STOP non_retryable;
  * 2. a candidate not descending from the authoritative one → REJECT_CANDIDATE (authoritative unchanged);
  * 3. PASS on this candidate with completion requested → COMPLETE (promoted through the journal);
@@ -111,6 +112,7 @@ export function decide(state: RecoveryState, budgetsIn: Partial<Budgets>, input:
   const stop = (stopReason: StopReason, reason: DecisionReason): RecoveryDecision => ({ ...base, action: 'STOP', stopReason, reason })
   const stepsLeft = task.counters.totalSteps < budgets.maxTotalSteps
 
+  if (current.checks.some((check) => check.reason === 'pin_changed')) return stop('pin_changed', 'CHECK_PIN_CHANGED')
   if (current.checks.some((check) => check.reason === 'not-runnable')) return stop('non_retryable', 'CHECK_NOT_RUNNABLE')
   if (!current.legal) return go('REJECT_CANDIDATE', 'CANDIDATE_NOT_DESCENDANT')
   const completionRequested = input.completionRequested === true || current.agentClaim === 'done'
@@ -152,7 +154,15 @@ export function decisionPayload(decision: RecoveryDecision, decisionId: string, 
   }
 }
 
-/** A STOP because a budget (attempts, steps) is used up: the one decision a progress attempt acts on. */
+/**
+ * The STOPs a progress attempt (a stage report, a progress measurement) acts on at once: a used-up
+ * budget, and a changed pin (the task must not go on under checks the agent may have rewritten).
+ */
+export function stopsAfterProgress(decision: Pick<RecoveryDecision, 'action' | 'stopReason'>): boolean {
+  return isBudgetStop(decision) || (decision.action === 'STOP' && decision.stopReason === 'pin_changed')
+}
+
+/** A STOP because a budget (attempts, steps) is used up. */
 export function isBudgetStop(decision: Pick<RecoveryDecision, 'action' | 'stopReason'>): boolean {
   return decision.action === 'STOP' && (decision.stopReason ?? '').startsWith('budget_exhausted:')
 }

@@ -5,6 +5,7 @@ import { CheckResult, CheckResultSchema, CheckSpec, CheckSpecSchema, CHECK_ID_PA
 import { Budgets, BudgetsUsed } from './budgets'
 import type { ProgressDelta } from './delta'
 import type { AggregateVerdict } from './verdict'
+import { MAX_PINNED_FILES, type PinBaselineReason, type PinnedFile } from './pins'
 
 export const RECOVERY_NAMESPACE = 'dsh-task-supervisor-recovery'
 export const RECOVERY_SCHEMA_VERSION = 1
@@ -130,6 +131,22 @@ export interface ChecksPayload {
   at: number
 }
 
+/**
+ * The controller's stamp of the files a task's checks trust (its pins), taken when the task becomes
+ * active, when a person sets checks or accepts the pinned files as they are. Verdicts compare with it.
+ */
+export interface PinsPayload {
+  taskId: string
+  /** The pinned files as stamped, sorted by path. */
+  files: PinnedFile[]
+  /** `pinnedSetDigest(files)`. */
+  digest: string
+  reason: PinBaselineReason
+  /** The task's acceptance cycle when stamped (absent means the first). */
+  acceptanceCycle?: number
+  at: number
+}
+
 export interface RecoveryPayloads {
   attempt: AttemptPayload
   decision: DecisionPayload
@@ -137,6 +154,7 @@ export interface RecoveryPayloads {
   receipt: ReceiptPayload
   strategy: StrategyPayload
   checks: ChecksPayload
+  pins: PinsPayload
 }
 
 export type RecoveryKind = keyof RecoveryPayloads
@@ -237,6 +255,18 @@ const ChecksSchema = Schema.object({
   at: Time.required(),
 })
 
+const PinsSchema = Schema.object({
+  taskId: Id.required(),
+  files: Schema.array(Schema.object({
+    path: Schema.string().min(1).max(4096).required(),
+    hash: Schema.string().pattern(/^(?:[0-9a-f]{64}|link:.{0,4096}|special)$/).required(),
+  })).max(MAX_PINNED_FILES).required(),
+  digest: Schema.string().pattern(/^[0-9a-f]{64}$/).required(),
+  reason: Schema.union(['task-start', 'reopen', 'checks-set', 'accepted', 'first-attempt']).required(),
+  acceptanceCycle: Schema.natural().min(1),
+  at: Time.required(),
+})
+
 /** Reads `dsh-task-supervisor-recovery` records (version 1) into today's shape. */
 export const recoveryReader = defineReader({
   namespace: RECOVERY_NAMESPACE,
@@ -249,6 +279,7 @@ export const recoveryReader = defineReader({
     receipt: { schemas: { 1: ReceiptSchema } },
     strategy: { schemas: { 1: StrategySchema } },
     checks: { schemas: { 1: ChecksSchema } },
+    pins: { schemas: { 1: PinsSchema } },
   },
 })
 

@@ -3,6 +3,7 @@ import type { SessionEvent } from '../events'
 import { AggregateVerdict, aggregateVerdict } from './verdict'
 import { CheckSpec, validateCheckSpecs } from './checks'
 import { JournalRecord, journalViolation } from './journal'
+import { normalizePinnedFiles, pinnedSetDigest, type PinnedFile } from './pins'
 import {
   AttemptPayload, DecisionPayload, RECOVERY_NAMESPACE, recoveryReader, RecoveryPayloads, RecoveryKind,
 } from './records'
@@ -42,6 +43,15 @@ export interface TaskRecovery {
   agentRequests: number
   /** The checks a person set for this task (`checks` record), replacing the configured ones. */
   checks?: CheckSpec[]
+  /** The latest stamp of the task's pinned files (`pins` record); absent before the first one. */
+  pinBaseline?: PinBaseline
+}
+
+export interface PinBaseline {
+  files: PinnedFile[]
+  digest: string
+  acceptanceCycle?: number
+  seq: number
 }
 
 /** Everything the recovery controller knows, folded from the session's recovery records. */
@@ -162,6 +172,14 @@ function applyRecord<K extends RecoveryKind>(state: RecoveryState, kind: K, payl
       validateCheckSpecs(checks)
       const task = state.tasks[taskId] ?? emptyTask(taskId)
       return withTask(state, { ...task, checks: checks.map((check) => ({ ...check, argv: [...check.argv] })) })
+    }
+    case 'pins': {
+      const { taskId, files, digest, acceptanceCycle } = payload as RecoveryPayloads['pins']
+      const sorted = normalizePinnedFiles(files)
+      if (pinnedSetDigest(sorted) !== digest) throw new Violation(`pins of task ${taskId} do not match their digest`)
+      const task = state.tasks[taskId] ?? emptyTask(taskId)
+      const pinBaseline: PinBaseline = { files: sorted.map((file) => ({ ...file })), digest, ...acceptanceCycle ? { acceptanceCycle } : {}, seq }
+      return withTask(state, { ...task, pinBaseline })
     }
     default: throw new Violation(`unknown kind "${kind}"`)
   }

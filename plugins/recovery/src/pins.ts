@@ -1,0 +1,190 @@
+import { createHash } from 'node:crypto'
+import { createReadStream } from 'node:fs'
+import { lstat, readdir, readlink, realpath } from 'node:fs/promises'
+import { basename, join, relative, resolve, sep } from 'node:path'
+import type { Context } from 'cordis'
+import type { Session, ToolCall } from '@taskward/host'
+import {
+  comparePinnedSets, effectiveCycle, MAX_PINNED_FILES, needsPinBaseline, pinChangedResult, PinMatcher,
+  pinnedSetDigest, taskOfStateRecord, TaskwardError, workspaceRelative,
+  type CheckResult, type CheckSpec, type PinBaselineReason, type PinnedFile, type RecoveryState, type SessionEvent, type Task,
+} from '@taskward/protocol'
+import type { Recovery } from './service'
+
+/** Bytes of pinned content hashed at most per stamp: a pin that matches a build tree is a mistake. */
+const MAX_PINNED_BYTES = 256 * 1024 * 1024
+/** Phases in which the agent works on a task, so that its checks' pins are closed to write tools. */
+const LIVE: readonly Task['phase'][] = ['planning', 'awaiting-approval', 'active', 'reviewing', 'paused']
+/** Argument names through which a tool is told which file to change. */
+const PATH_ARGUMENTS = ['path', 'paths', 'file', 'files', 'filePath', 'file_path', 'target', 'destination', 'from', 'to']
+
+function sha256File(path: string): Promise<string> {
+  return new Promise((resolvePromise, reject) => {
+    const hash = createHash('sha256')
+    createReadStream(path).on('error', reject).on('data', (chunk) => hash.update(chunk)).on('end', () => resolvePromise(hash.digest('hex')))
+  })
+}
+
+/**
+ * Stamp the files under `root` that `matcher` pins: each file's sha256, a symlink's target (never
+ * followed), `special` for anything else. Walks only directories that may hold pinned files and skips
+ * the root `.git`. Refuses (`ARTIFACT_LIMIT`) rather than stamping part of the set.
+ */
+export async function stampPinned(root: string, matcher: PinMatcher): Promise<PinnedFile[]> {
+  const files: PinnedFile[] = []
+  let bytes = 0
+  if (matcher.empty) return files
+  const walk = async (dir: string) => {
+    let entries
+    try {
+      entries = await readdir(join(root, dir), { withFileTypes: true })
+    } catch (error: any) {
+      if (error?.code === 'ENOENT' || error?.code === 'ENOTDIR') return
+      throw error
+    }
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    for (const entry of entries) {
+      const path = dir ? `${dir}/${entry.name}` : entry.name
+      if (!dir && entry.name === '.git') continue
+      if (entry.isDirectory()) {
+        if (matcher.mayContain(path)) await walk(path)
+        continue
+      }
+      if (!matcher.hits(path).length) continue
+      if (files.length >= MAX_PINNED_FILES) {
+        throw new TaskwardError('ARTIFACT_LIMIT', `The checks pin more than ${MAX_PINNED_FILES} files. Pin the files the checks trust, not whole build trees.`)
+      }
+      const full = join(root, path)
+      const info = await lstat(full)
+      if (info.isSymbolicLink()) files.push({ path, hash: `link:${(await readlink(full)).slice(0, 4096)}` })
+      else if (info.isFile()) {
+        bytes += info.size
+        if (bytes > MAX_PINNED_BYTES) {
+          throw new TaskwardError('ARTIFACT_LIMIT', `The files the checks pin hold more than ${MAX_PINNED_BYTES} bytes. Pin the files the checks trust, not whole build trees.`)
+        }
+        files.push({ path, hash: await sha256File(full) })
+      } else files.push({ path, hash: 'special' })
+    }
+  }
+  await walk('')
+  return files
+}
+
+/** The path arguments of a tool call, as given (strings only). */
+function pathArguments(args: unknown): string[] {
+  if (!args || typeof args !== 'object') return []
+  const found: string[] = []
+  for (const key of PATH_ARGUMENTS) {
+    const value = (args as Record<string, unknown>)[key]
+    if (typeof value === 'string') found.push(value)
+    else if (Array.isArray(value)) found.push(...value.filter((item): item is string => typeof item === 'string'))
+  }
+  return found
+}
+
+/**
+ * Where a tool would write, as workspace-relative paths: the path as written (normalized) and, when it
+ * resolves through a symlink inside the workspace, the path it really names. Absolute and escaping
+ * paths give nothing here (the file tools refuse them on their own).
+ */
+async function writtenPaths(cwd: string, path: string): Promise<string[]> {
+  const lexical = workspaceRelative(path)
+  if (lexical === undefined) return []
+  const paths = [lexical]
+  try {
+    const root = await realpath(cwd)
+    const full = resolve(cwd, lexical)
+    // A new file's real path is its (real) parent's plus its name.
+    const real = await realpath(full).catch(async () => join(await realpath(resolve(full, '..')), basename(full)))
+    const inside = relative(root, real).split(sep).join('/')
+    const normal = workspaceRelative(inside)
+    if (normal && normal !== lexical) paths.push(normal)
+  } catch {
+    // An unresolvable path is refused by the tool itself; the lexical path was checked.
+  }
+  return paths
+}
+
+/**
+ * Pinned checks in the recovery plugin: the write guard, the baseline stamps and the per-check
+ * comparison that turns a changed pin into an INCONCLUSIVE `pin_changed` result.
+ */
+export class PinWarden {
+  constructor(private recovery: Recovery) {}
+
+  matcher(state: RecoveryState, taskId: string): PinMatcher {
+    return new PinMatcher(this.recovery.checksFor(state, taskId))
+  }
+
+  /** Stamp the task's pinned set in its workspace now and record it (callers hold the recovery lock). */
+  async recordBaseline(session: Session, taskId: string, reason: PinBaselineReason, acceptanceCycle?: number) {
+    const state = await this.recovery.usable(session)
+    const files = await stampPinned(session.cwd, this.matcher(state, taskId))
+    await this.recovery.append(session, 'pins', `${taskId}-pins-${session.seq}`, {
+      taskId, files, digest: pinnedSetDigest(files), reason, ...acceptanceCycle && acceptanceCycle > 1 ? { acceptanceCycle } : {}, at: Date.now(),
+    })
+    return files
+  }
+
+  /**
+   * The check's result when one of its pins differs in the copy the check would run in, else undefined
+   * (the check runs). Without a baseline there is nothing to compare with (the caller stamps one first).
+   */
+  async changedResult(spec: CheckSpec, work: string, state: RecoveryState, taskId: string): Promise<CheckResult | undefined> {
+    const baseline = state.tasks[taskId]?.pinBaseline
+    if (!baseline) return undefined
+    const matcher = new PinMatcher([spec])
+    if (matcher.empty) return undefined
+    const now = await stampPinned(work, matcher)
+    const changes = comparePinnedSets(baseline.files, now, matcher)
+    return changes.length ? pinChangedResult(spec, changes) : undefined
+  }
+
+  /** The write guard: a mutating tool may not name a pinned path while the session's task is live. */
+  async guard(call: ToolCall) {
+    if (call.tool?.readOnly) return
+    const paths = pathArguments(call.args)
+    if (!paths.length) return
+    const task = (await this.recovery.home.supervisor.state(call.session)).current
+    if (!task || !task.enabled || !LIVE.includes(task.phase)) return
+    const state = await this.recovery.state(call.session)
+    const matcher = this.matcher(state, task.id)
+    if (matcher.empty) return
+    for (const path of paths) {
+      for (const candidate of await writtenPaths(call.session.cwd, path)) {
+        const [hit] = matcher.hits(candidate)
+        if (!hit) continue
+        return {
+          deny: {
+            code: 'CHECK_PINNED',
+            message: `"${candidate}" is pinned by check "${hit.checkId}" (pin "${hit.pattern}") of task ${task.id}: the agent cannot change what verifies its own work. `
+              + 'Change the code under test instead; only a person can change the pins (/task checks).',
+          },
+        }
+      }
+    }
+  }
+
+  /** A task state record: stamp a baseline when the task became active without one, or in a new cycle. */
+  onEvent(session: Session, event: SessionEvent) {
+    if (session.role !== 'main' || taskOfStateRecord(event) === undefined) return
+    const task = event.data.payload as Task
+    if (task.phase !== 'active') return
+    this.recovery.track(this.recovery.exclusive(session, async (resolved) => {
+      const state = await this.recovery.state(resolved)
+      if (state.poisoned) return
+      const reason = needsPinBaseline(task, state.tasks[task.id]?.pinBaseline)
+      if (!reason) return
+      // Tasks with no checks get a baseline too (empty): checks set later re-stamp.
+      await this.recordBaseline(resolved, task.id, reason, effectiveCycle(task))
+    }))
+  }
+}
+
+/** Register the guard and the baseline listener. */
+export function wirePins(ctx: Context, recovery: Recovery): PinWarden {
+  const warden = new PinWarden(recovery)
+  ctx.tools.guard((call) => warden.guard(call))
+  ctx.on('session/event', (session, event) => warden.onEvent(session, event))
+  return warden
+}

@@ -1,0 +1,189 @@
+import { expect } from 'chai'
+import { execFile } from 'node:child_process'
+import { readFile, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import Schema from 'schemastery'
+import type { Session } from '@taskward/host'
+import { removeTree, tempWorkspace, type TestHost } from '@taskward/testkit'
+import {
+  allEvents, bootRecovery, call, command, ok, phase, readyTask, recoveryRecords, reviewsSettled, scriptReview, until,
+} from './fixtures'
+
+/** The checks' program lives in the workspace: `npm test` runs package.json's script, which runs test/. */
+const PINNED_TEST = { id: 'test', argv: ['npm', 'test', '--silent'], timeoutMs: 60_000, pin: ['test/**'] }
+
+const workspace = () => tempWorkspace({
+  'answer.txt': 'alpha',
+  'package.json': JSON.stringify({ name: 'answers', private: true, scripts: { test: 'node test/answer.test.js' } }, null, 2),
+  'test/answer.test.js': "const fs = require('fs')\nconst answer = fs.readFileSync('answer.txt', 'utf8').trim()\n"
+    + "if (answer !== 'right') { console.log('wrong answer: ' + answer); process.exit(1) }\n",
+  'test/helper.js': 'module.exports = 1\n',
+})
+
+/** Pinned checks through a real host: the agent cannot make the check pass by editing the check. */
+describe('recovery: pinned checks', function () {
+  this.timeout(60_000)
+  let host: TestHost
+  let cwd: string
+
+  beforeEach(async () => {
+    host = await bootRecovery({ checks: [PINNED_TEST], sandbox: 'copy' })
+    cwd = await workspace()
+    // A test-only tool that is not a file tool: what a shell or another process could do.
+    host.ctx.tools.register({
+      name: 'shell',
+      description: 'Run a shell command in the session directory (test only).',
+      parameters: Schema.object({ command: Schema.string().required() }),
+      execute: ({ command }: { command: string }, { session }) => new Promise((resolve) => {
+        execFile('sh', ['-c', command], { cwd: session.cwd }, (error, stdout, stderr) => resolve({ exit: error ? 1 : 0, stdout, stderr }))
+      }),
+    })
+  })
+  afterEach(async () => {
+    await host?.ctx.recovery.settled()
+    await host?.dispose()
+    if (cwd) await removeTree(cwd)
+  })
+
+  async function runAgent(session: Session, steps: object[]) {
+    host.scripted.script('main', steps as any)
+    const agent = host.ctx.agents.get(session.id)!
+    agent.followup('Finish the task.', { origin: 'user' })
+    await agent.whenIdle()
+    await host.ctx.recovery.settled()
+  }
+
+  async function toolResults(session: Session, name: string) {
+    return (await allEvents(session)).filter((e) => e.type === 'tool/result' && e.data.name === name).map((e) => e.data)
+  }
+
+  async function expectStoppedOnPin(session: Session, path: string, change: string) {
+    await until(async () => (await phase(host, session)).phase === 'paused', 'the pin STOP to pause the task')
+    const task = await phase(host, session)
+    expect(task).to.include({ phase: 'paused', pauseReason: 'recovery' })
+    const decisions = await recoveryRecords(session, 'decision')
+    expect(decisions.at(-1)!.payload).to.include({ action: 'STOP', stopReason: 'pin_changed', reason: 'CHECK_PIN_CHANGED', verdict: 'INCONCLUSIVE' })
+    const attempt = (await recoveryRecords(session, 'attempt')).at(-1)!.payload
+    const [check] = attempt.checks
+    expect(check).to.include({ checkId: 'test', verdict: 'INCONCLUSIVE', reason: 'pin_changed' })
+    expect(check.pinChanges).to.deep.include({ path, change })
+    expect(check.outputExcerpt).to.include(path)
+    // Never completed: no completion review was even requested.
+    const state = await host.ctx.supervisor.state(session)
+    expect(state.reviews.some((job) => job.kind === 'completion')).to.equal(false)
+  }
+
+  it('stamps the pinned set when the task becomes active: package.json (implied by npm) and test/**', async () => {
+    const { session, task } = await readyTask(host, cwd)
+    const [pins] = await recoveryRecords(session, 'pins')
+    expect(pins.payload).to.include({ taskId: task.id, reason: 'task-start' })
+    expect(pins.payload.files.map((file: { path: string }) => file.path)).to.deep.equal(['package.json', 'test/answer.test.js', 'test/helper.js'])
+    const shown = await command(host, session, '/task checks')
+    expect(shown.pins).to.deep.equal([{ checkId: 'test', patterns: ['test/**', 'package.json'] }])
+    expect(shown.changed).to.deep.equal([])
+  })
+
+  it('an agent that rewrites the test script: the write tool refuses with CHECK_PINNED, a shell rewrite stops the task (pin_changed)', async () => {
+    const { session } = await readyTask(host, cwd)
+    const cheat = JSON.stringify({ name: 'answers', private: true, scripts: { test: 'exit 0' } })
+    await runAgent(session, [
+      { toolCalls: [{ name: 'write', args: { path: 'package.json', content: cheat } }] },
+      { toolCalls: [{ name: 'edit', args: { path: './test/../package.json', old: 'node test/answer.test.js', new: 'exit 0' } }] },
+      { toolCalls: [{ name: 'shell', args: { command: `printf '%s' '${cheat}' > package.json` } }] },
+      { toolCalls: [{ name: 'task_request_completion', args: { summary: 'all tests pass' } }] },
+      { text: 'done' },
+    ])
+    const [write] = await toolResults(session, 'write')
+    expect(write.error.code).to.equal('CHECK_PINNED')
+    expect(write.error.message).to.include('"package.json"').and.include('check "test"')
+    const [edit] = await toolResults(session, 'edit')
+    expect(edit.error.code).to.equal('CHECK_PINNED')
+    const [completion] = await toolResults(session, 'task_request_completion')
+    expect(completion.error.code).to.equal('CHECK_PINNED')
+    expect(completion.error.message).to.include('pin_changed')
+    await expectStoppedOnPin(session, 'package.json', 'modified')
+  })
+
+  it('an agent that deletes a test file through a non-file tool never completes', async () => {
+    const { session } = await readyTask(host, cwd)
+    await runAgent(session, [
+      { toolCalls: [{ name: 'write', args: { path: 'test/answer.test.js', content: '' } }] },
+      { toolCalls: [{ name: 'shell', args: { command: 'rm test/answer.test.js' } }] },
+      { toolCalls: [{ name: 'task_request_completion', args: { summary: 'done' } }] },
+      { text: 'done' },
+    ])
+    expect((await toolResults(session, 'write'))[0].error.code).to.equal('CHECK_PINNED')
+    await expectStoppedOnPin(session, 'test/answer.test.js', 'deleted')
+  })
+
+  it('a pinned file changed outside the tools between steps: the stage report stops the task; /task checks accept and resume let it finish', async () => {
+    const { session } = await host.ctx.supervisor.startSession({ cwd })
+    await command(host, session, '/task new get the answer right')
+    scriptReview(host, 'pass')
+    await ok(host, session, 'task_submit_plan', { acceptanceCriteria: ['answer is right'], nodes: [{ id: 'a', title: 'answer' }] })
+    await reviewsSettled(host, session)
+    await command(host, session, '/task approve')
+    await host.ctx.recovery.settled()
+    await ok(host, session, 'task_start_node', { nodeId: 'a' })
+    // Another process adds a test file that always passes... and the stage report is verified.
+    await writeFile(join(cwd, 'test', 'extra.test.js'), 'process.exit(0)\n')
+    scriptReview(host, 'pass')
+    await ok(host, session, 'task_report_stage', { nodeId: 'a' })
+    await reviewsSettled(host, session)
+    await expectStoppedOnPin(session, 'test/extra.test.js', 'added')
+    const shown = await command(host, session, '/task checks')
+    expect(shown.changed).to.deep.equal([{ path: 'test/extra.test.js', change: 'added' }])
+
+    // The person looks at it and accepts it; the agent then fixes the answer and completes.
+    const accepted = await command(host, session, '/task checks accept')
+    expect(accepted.accepted).to.include('test/extra.test.js')
+    expect((await recoveryRecords(session, 'pins')).at(-1)!.payload.reason).to.equal('accepted')
+    await command(host, session, '/task resume')
+    await ok(host, session, 'write', { path: 'answer.txt', content: 'right' })
+    scriptReview(host, 'pass')
+    await ok(host, session, 'task_request_completion', { summary: 'answer fixed' })
+    await reviewsSettled(host, session)
+    expect((await phase(host, session)).phase).to.equal('complete')
+  })
+
+  it('an unpinned edit still works, and completion passes on the unchanged pins', async () => {
+    const { session } = await readyTask(host, cwd)
+    scriptReview(host, 'pass')
+    await runAgent(session, [
+      { toolCalls: [{ name: 'write', args: { path: 'answer.txt', content: 'right' } }] },
+      { toolCalls: [{ name: 'task_request_completion', args: { summary: 'answer fixed' } }] },
+      { text: 'done' },
+    ])
+    await reviewsSettled(host, session)
+    expect(await readFile(join(cwd, 'answer.txt'), 'utf8')).to.equal('right')
+    expect((await toolResults(session, 'write'))[0].error).to.equal(undefined)
+    expect((await phase(host, session)).phase).to.equal('complete')
+    const decisions = await recoveryRecords(session, 'decision')
+    expect(decisions.at(-1)!.payload).to.include({ action: 'COMPLETE' })
+  })
+
+  it('write tools refuse every spelling of a pinned path, new files under a pinned glob and writes through a symlink', async () => {
+    const { session } = await readyTask(host, cwd)
+    await ok(host, session, 'shell', { command: 'ln -s package.json alias.json' })
+    for (const path of ['package.json', './package.json', 'test/../package.json', 'test//helper.js', 'test/new.test.js', 'alias.json']) {
+      const outcome = await call(host, session, 'write', { path, content: 'x' })
+      expect(outcome.error?.code, path).to.equal('CHECK_PINNED')
+    }
+    expect(JSON.parse(await readFile(join(cwd, 'package.json'), 'utf8')).scripts.test).to.equal('node test/answer.test.js')
+    // Reading stays allowed; and the pins close only while the task lives.
+    expect((await call(host, session, 'read', { path: 'package.json' })).error).to.equal(undefined)
+  })
+
+  it('only a person sets pins: /task checks with a pin list re-stamps, and a pin leaving the workspace is refused', async () => {
+    const { session } = await readyTask(host, cwd)
+    const answer = await host.ctx.commands.input(session, `/task checks ${JSON.stringify([{ ...PINNED_TEST, pin: ['../outside'] }])}`)
+    expect(answer?.error?.code).to.equal('PATTERN_REJECTED')
+    await rm(join(cwd, 'test', 'helper.js'))
+    await command(host, session, `/task checks ${JSON.stringify([{ ...PINNED_TEST, pin: ['test/*.test.js'] }])}`)
+    const pins = (await recoveryRecords(session, 'pins')).at(-1)!.payload
+    expect(pins.reason).to.equal('checks-set')
+    expect(pins.files.map((file: { path: string }) => file.path)).to.deep.equal(['package.json', 'test/answer.test.js'])
+    // test/helper.js is no longer pinned: writing it is allowed.
+    expect((await call(host, session, 'write', { path: 'test/helper.js', content: 'module.exports = 2\n' })).error).to.equal(undefined)
+  })
+})
