@@ -259,7 +259,8 @@ describe('host: agents', () => {
     const agent = await host.ctx.agents.create({ cwd, model: 'scripted' })
     agent.followup('1')
     agent.followup('2')
-    await until(() => agent.state === 'running', 'the first turn')
+    // Wait for the model step itself: a cancel before it would (rightly) skip the model altogether.
+    await until(() => host.scripted.served.length === 1, 'the first turn to reach the model')
     agent.cancel()
     held.open()
     await agent.whenIdle()

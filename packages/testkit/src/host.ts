@@ -105,7 +105,10 @@ export class TestHost {
     ctx.on('internal/error', (error: unknown) => { this.errors.push(error) })
     this.serverFork = ctx.plugin(Server, { host: '127.0.0.1', port: this.port })
     ctx.plugin(Database, this.options.database ?? { driver: 'sqlite', path: this.dbPath })
-    ctx.plugin(Host, (this.options.host ?? {}) as Host.Config)
+    // Workspace roots default to the test's own data directory, never ./data of the checkout.
+    const host: Record<string, any> = { ...(this.options.host ?? {}) }
+    host.operator = { workspaceRoots: [join(this.dataDir, 'workspaces')], ...(host.operator ?? {}) }
+    ctx.plugin(Host, host as Host.Config)
     for (const { plugin, config } of this.plugins) ctx.plugin(plugin, config)
     const services = this.plugins.map((p) => p.service).filter((s): s is string => !!s)
     const wanted = [...new Set([...KERNEL_SERVICES, ...services, ...(this.options.waitFor ?? [])])]
