@@ -1,5 +1,6 @@
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
+import type { FileHandle } from 'node:fs/promises'
 import { relative, resolve } from 'node:path'
 import { glob } from 'tinyglobby'
 import { TaskwardError } from '@taskward/protocol'
@@ -18,19 +19,33 @@ async function listFiles(cwd: string, pattern: string) {
   return files.sort()
 }
 
+/** The whole text behind `handle`, refused past `MAX_READ_BYTES` (also when the file grew since its fstat). */
+async function readBounded(handle: FileHandle, size: number, path: string): Promise<string> {
+  const tooLarge = (bytes: number) => new TaskwardError('BAD_REQUEST', `"${path}" is ${bytes} bytes; the file tools read at most ${MAX_READ_BYTES}.`)
+  if (size > MAX_READ_BYTES) throw tooLarge(size)
+  const buffer = Buffer.alloc(MAX_READ_BYTES + 1)
+  let length = 0
+  for (;;) {
+    const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length)
+    if (!bytesRead) break
+    length += bytesRead
+    if (length > MAX_READ_BYTES) throw tooLarge(length)
+  }
+  return buffer.toString('utf8', 0, length)
+}
+
 /** The text of a file of the cwd (`openInside` decides what may be read), at most `MAX_READ_BYTES`. */
 async function readText(cwd: string, path: string): Promise<string> {
   const { handle, stats } = await openInside(cwd, path, 'read')
   try {
-    if (stats.size > MAX_READ_BYTES) throw new TaskwardError('BAD_REQUEST', `"${path}" is ${stats.size} bytes; read at most ${MAX_READ_BYTES}.`)
-    return await handle.readFile('utf8')
+    return await readBounded(handle, stats.size, path)
   } finally {
     await handle.close()
   }
 }
 
 /** Replace the whole content of an opened file through its descriptor. */
-async function overwrite(handle: import('node:fs/promises').FileHandle, content: string) {
+async function overwrite(handle: FileHandle, content: string) {
   await handle.truncate(0)
   await handle.write(content, 0, 'utf8')
 }
@@ -116,8 +131,7 @@ export function registerFileTools(ctx: Context) {
     async execute(args, { session }) {
       const { handle, stats } = await openInside(session.cwd, args.path, 'edit')
       try {
-        if (stats.size > MAX_READ_BYTES) throw new TaskwardError('BAD_REQUEST', `"${args.path}" is ${stats.size} bytes; edit at most ${MAX_READ_BYTES}.`)
-        const text = await handle.readFile('utf8')
+        const text = await readBounded(handle, stats.size, args.path)
         const first = text.indexOf(args.old)
         if (first < 0) throw new TaskwardError('BAD_REQUEST', `"${args.path}" does not contain the text to replace.`)
         if (text.indexOf(args.old, first + 1) >= 0) {
