@@ -1,8 +1,9 @@
 import { expect } from 'chai'
 import type { Session, ToolResult } from '@taskward/host'
 import { TestHost, removeTree, tempWorkspace } from '@taskward/testkit'
-import { existsSync } from 'node:fs'
-import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises'
+import { execFileSync, spawn } from 'node:child_process'
+import { existsSync, lstatSync, readdirSync } from 'node:fs'
+import { link, mkdir, readFile, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { LineMatcher } from '../src/tools/grep'
 
@@ -113,6 +114,79 @@ describe('host: file tools hold against a hostile model', function () {
       setTimeout(() => abort.abort(), 0)
       const outcome = await started
       expect(outcome.error?.code).to.equal('ABORTED')
+    })
+  })
+  describe('links, races and special files', () => {
+    it('refuses a hard-linked file for write, edit and read, and grep skips it; the outside inode stays unchanged', async () => {
+      await link(join(outside, 'secret.txt'), join(cwd, 'linked.txt'))
+      const write = await run('write', { path: 'linked.txt', content: 'pwned' })
+      expect(write.error?.code).to.equal('FILE_UNSUPPORTED')
+      expect(write.error?.message).to.match(/2 hard links/)
+      expect((await run('edit', { path: 'linked.txt', old: 'outside', new: 'pwned' })).error?.code).to.equal('FILE_UNSUPPORTED')
+      expect((await run('read', { path: 'linked.txt' })).error?.code).to.equal('FILE_UNSUPPORTED')
+      const grep = await run('grep', { pattern: 'secret' })
+      expect(grep.result.matches).to.deep.equal([])
+      expect(grep.result.skipped).to.deep.equal(['linked.txt'])
+      expect(await readFile(join(outside, 'secret.txt'), 'utf8')).to.equal('outside secret\n')
+      // A hard link inside the cwd is refused the same way: the tools cannot tell where the other name is.
+      await link(join(cwd, 'src/a.ts'), join(cwd, 'src/a-again.ts'))
+      expect((await run('write', { path: 'src/a.ts', content: 'x' })).error?.code).to.equal('FILE_UNSUPPORTED')
+      // A file written anew is an ordinary file again.
+      expect((await run('write', { path: 'fresh.txt', content: 'ok' })).error).to.equal(undefined)
+      expect((await run('edit', { path: 'fresh.txt', old: 'ok', new: 'fine' })).error).to.equal(undefined)
+      expect((await run('read', { path: 'fresh.txt' })).result.content).to.equal('fine')
+    })
+
+    it('refuses a FIFO for write, edit and read at once, and grep skips it (nothing blocks)', async () => {
+      execFileSync('mkfifo', [join(cwd, 'pipe')])
+      execFileSync('mkfifo', [join(cwd, 'src', 'pipe.ts')])
+      for (const [name, args] of [
+        ['write', { path: 'pipe', content: 'x' }],
+        ['edit', { path: 'pipe', old: 'a', new: 'b' }],
+        ['read', { path: 'pipe' }],
+        ['write', { path: 'src/pipe.ts', content: 'x' }],
+      ] as const) {
+        const outcome = await run(name, args)
+        expect(outcome.error?.code, name).to.equal('FILE_UNSUPPORTED')
+        expect(outcome.error?.message).to.match(/FIFO/)
+      }
+      const grep = await run('grep', { pattern: 'export' })
+      expect(grep.result.matches.map((m: { path: string }) => m.path)).to.deep.equal(['src/a.ts'])
+      expect(lstatSync(join(cwd, 'pipe')).isFIFO()).to.equal(true)
+    })
+
+    it('a symlink flipped between a directory inside and the outside while writes run never lands a write outside the cwd', async () => {
+      const secret = join(outside, 'secret.txt')
+      await mkdir(join(cwd, 'real'))
+      await writeFile(join(cwd, 'real', 'secret.txt'), 'inside copy\n')
+      await symlink(join(cwd, 'real'), join(cwd, 'flip'))
+      // Another process swaps what cwd/flip leads to — the real directory or the outside — as fast as it
+      // can; each swap is one atomic rename, so flip always exists.
+      const flipper = spawn(process.execPath, ['-e', `
+        const { renameSync, symlinkSync, rmSync } = require('node:fs')
+        const [real, outside, flip] = process.argv.slice(1)
+        for (let i = 0; ; i++) {
+          const next = flip + '.next'
+          rmSync(next, { force: true })
+          symlinkSync(i % 2 ? outside : real, next)
+          renameSync(next, flip)
+        }`, join(cwd, 'real'), outside, join(cwd, 'flip')], { stdio: 'ignore' })
+      try {
+        let inside = 0
+        for (let i = 0; i < 300; i++) {
+          const written = await run('write', { path: `flip/pwned-${i}.txt`, content: 'pwned' })
+          const edited = await run('edit', { path: 'flip/secret.txt', old: 'secret', new: 'pwned' })
+          if (!written.error || !edited.error) inside++
+          for (const outcome of [written, edited]) {
+            if (outcome.error) expect(outcome.error.code).to.be.oneOf(['PATH_OUTSIDE_WORKSPACE', 'NOT_FOUND', 'BAD_REQUEST'])
+          }
+        }
+        expect(inside, 'some writes went through to the real directory').to.be.greaterThan(0)
+      } finally {
+        flipper.kill('SIGKILL')
+      }
+      expect(readdirSync(outside)).to.deep.equal(['secret.txt'])
+      expect(await readFile(secret, 'utf8')).to.equal('outside secret\n')
     })
   })
 })

@@ -166,9 +166,12 @@ export function wireRecovery(ctx: Context, recovery: Recovery) {
       return TaskwardError.is(error) ? error : new TaskwardError('INTERNAL', `Recovery could not reconcile the candidate journal: ${(error as Error).message}`)
     }
   })
-  ctx.on('agent/before-step', (agent) => stops.replay(agent.session))
+  // A replay that fails refuses (closed): the STOP may still be unapplied.
+  const replay = (session: Session) => stops.replay(session).catch((error) => TaskwardError.is(error) ? error
+    : new TaskwardError('INTERNAL', `Recovery could not check for a STOP to re-apply: ${(error as Error).message}`))
+  ctx.on('agent/before-step', (agent) => replay(agent.session))
   ctx.tools.guard(async ({ session }) => {
-    const refusal = await stops.replay(session)
+    const refusal = await replay(session)
     return refusal ? { deny: { code: refusal.code, message: refusal.message } } : undefined
   })
   return gate

@@ -70,9 +70,10 @@ describe('recovery: git the controller runs ignores what the repository plants',
       '[pager]', `\tstatus = ${script('pager')}`,
       '',
     ].join('\n'))
-    writeFileSync(join(cwd, '.git', 'info-attributes'), '')
     mkdirSync(join(cwd, '.git', 'info'), { recursive: true })
-    writeFileSync(join(cwd, '.git', 'info', 'attributes'), '*.txt filter=evil diff=evil\n*.md filter=proc diff=evil\n')
+    writeFileSync(join(cwd, '.git', 'info', 'attributes'), '*.txt filter=evil diff=evil\n')
+    // The working tree's own .gitattributes (which the write tool may write) selects drivers too.
+    writeFileSync(join(cwd, '.gitattributes'), '*.md filter=proc diff=evil\n')
     // A changed mtime with the same size makes git compare contents (through the clean filter).
     const future = new Date(Date.now() + 3_600_000)
     utimesSync(join(cwd, 'answer.txt'), future, future)

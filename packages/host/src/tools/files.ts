@@ -1,11 +1,11 @@
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises'
-import { dirname, relative } from 'node:path'
+import type { FileHandle } from 'node:fs/promises'
+import { relative, resolve } from 'node:path'
 import { glob } from 'tinyglobby'
 import { TaskwardError } from '@taskward/protocol'
 import { LineMatcher } from './grep'
-import { resolveInside } from './paths'
+import { openInside } from './open'
 
 const MAX_READ_BYTES = 1 << 20
 const MAX_MATCHES = 200
@@ -19,7 +19,42 @@ async function listFiles(cwd: string, pattern: string) {
   return files.sort()
 }
 
-/** The host's file tools, scoped to the session's cwd: `read`, `glob`, `grep` (read-only), `write`, `edit`. */
+/** The whole text behind `handle`, refused past `MAX_READ_BYTES` (also when the file grew since its fstat). */
+async function readBounded(handle: FileHandle, size: number, path: string): Promise<string> {
+  const tooLarge = (bytes: number) => new TaskwardError('BAD_REQUEST', `"${path}" is ${bytes} bytes; the file tools read at most ${MAX_READ_BYTES}.`)
+  if (size > MAX_READ_BYTES) throw tooLarge(size)
+  const buffer = Buffer.alloc(MAX_READ_BYTES + 1)
+  let length = 0
+  for (;;) {
+    const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length)
+    if (!bytesRead) break
+    length += bytesRead
+    if (length > MAX_READ_BYTES) throw tooLarge(length)
+  }
+  return buffer.toString('utf8', 0, length)
+}
+
+/** The text of a file of the cwd (`openInside` decides what may be read), at most `MAX_READ_BYTES`. */
+async function readText(cwd: string, path: string): Promise<string> {
+  const { handle, stats } = await openInside(cwd, path, 'read')
+  try {
+    return await readBounded(handle, stats.size, path)
+  } finally {
+    await handle.close()
+  }
+}
+
+/** Replace the whole content of an opened file through its descriptor. */
+async function overwrite(handle: FileHandle, content: string) {
+  await handle.truncate(0)
+  await handle.write(content, 0, 'utf8')
+}
+
+/**
+ * The host's file tools, scoped to the session's cwd: `read`, `glob`, `grep` (read-only), `write`,
+ * `edit`. Every file is opened through `openInside` (no symlink out of the cwd, no special files, no
+ * hard-linked files, nothing inside `.git` for writes) and read or written through that descriptor.
+ */
 export function registerFileTools(ctx: Context) {
   ctx.tools.register({
     name: 'read',
@@ -27,13 +62,7 @@ export function registerFileTools(ctx: Context) {
     readOnly: true,
     parameters: Schema.object({ path: Schema.string().required() }),
     async execute({ path }, { session }) {
-      const target = await resolveInside(session.cwd, path)
-      const info = await stat(target).catch(() => {
-        throw new TaskwardError('NOT_FOUND', `No file "${path}" in the working directory.`)
-      })
-      if (!info.isFile()) throw new TaskwardError('BAD_REQUEST', `"${path}" is not a regular file.`)
-      if (info.size > MAX_READ_BYTES) throw new TaskwardError('BAD_REQUEST', `"${path}" is ${info.size} bytes; read at most ${MAX_READ_BYTES}.`)
-      return { path, content: await readFile(target, 'utf8') }
+      return { path, content: await readText(session.cwd, path) }
     },
   })
 
@@ -56,20 +85,27 @@ export function registerFileTools(ctx: Context) {
       const files = await listFiles(session.cwd, include)
       const matcher = new LineMatcher(pattern, { signal })
       const matches: { path: string, line: number, text: string }[] = []
+      // Files `read` would refuse (special, hard-linked, too large, gone) are skipped and named.
+      const skipped: string[] = []
       try {
         for (const file of files) {
-          const target = await resolveInside(session.cwd, file)
-          const info = await stat(target)
-          if (info.size > MAX_READ_BYTES) continue
-          for (const [line, text] of await matcher.match(await readFile(target, 'utf8'), MAX_MATCHES - matches.length)) {
-            matches.push({ path: file, line, text })
+          let text: string
+          try {
+            text = await readText(session.cwd, file)
+          } catch (error) {
+            if (!TaskwardError.is(error)) throw error
+            skipped.push(file)
+            continue
+          }
+          for (const [line, lineText] of await matcher.match(text, MAX_MATCHES - matches.length)) {
+            matches.push({ path: file, line, text: lineText })
           }
           if (matches.length >= MAX_MATCHES) break
         }
       } finally {
         matcher.close()
       }
-      return { matches, truncated: matches.length >= MAX_MATCHES }
+      return { matches, truncated: matches.length >= MAX_MATCHES, ...skipped.length ? { skipped } : {} }
     },
   })
 
@@ -78,10 +114,13 @@ export function registerFileTools(ctx: Context) {
     description: 'Create or overwrite a text file inside the working directory.',
     parameters: Schema.object({ path: Schema.string().required(), content: Schema.string().required() }),
     async execute({ path, content }, { session }) {
-      const target = await resolveInside(session.cwd, path, { write: true })
-      await mkdir(dirname(target), { recursive: true })
-      await writeFile(target, content)
-      return { path: relative(session.cwd, target), bytes: Buffer.byteLength(content) }
+      const { handle } = await openInside(session.cwd, path, 'write')
+      try {
+        await overwrite(handle, content)
+      } finally {
+        await handle.close()
+      }
+      return { path: relative(session.cwd, resolve(session.cwd, path)), bytes: Buffer.byteLength(content) }
     },
   })
 
@@ -90,16 +129,18 @@ export function registerFileTools(ctx: Context) {
     description: 'Replace exactly one occurrence of `old` with `new` in a file inside the working directory.',
     parameters: Schema.object({ path: Schema.string().required(), old: Schema.string().required(), new: Schema.string().required() }) as Schema<any, { path: string, old: string, new: string }>,
     async execute(args, { session }) {
-      const target = await resolveInside(session.cwd, args.path, { write: true })
-      const text = await readFile(target, 'utf8').catch(() => {
-        throw new TaskwardError('NOT_FOUND', `No file "${args.path}" in the working directory.`)
-      })
-      const first = text.indexOf(args.old)
-      if (first < 0) throw new TaskwardError('BAD_REQUEST', `"${args.path}" does not contain the text to replace.`)
-      if (text.indexOf(args.old, first + 1) >= 0) {
-        throw new TaskwardError('BAD_REQUEST', `"${args.path}" contains the text to replace more than once; include more context.`)
+      const { handle, stats } = await openInside(session.cwd, args.path, 'edit')
+      try {
+        const text = await readBounded(handle, stats.size, args.path)
+        const first = text.indexOf(args.old)
+        if (first < 0) throw new TaskwardError('BAD_REQUEST', `"${args.path}" does not contain the text to replace.`)
+        if (text.indexOf(args.old, first + 1) >= 0) {
+          throw new TaskwardError('BAD_REQUEST', `"${args.path}" contains the text to replace more than once; include more context.`)
+        }
+        await overwrite(handle, text.slice(0, first) + args.new + text.slice(first + args.old.length))
+      } finally {
+        await handle.close()
       }
-      await writeFile(target, text.slice(0, first) + args.new + text.slice(first + args.old.length))
       return { path: args.path }
     },
   })

@@ -65,7 +65,11 @@ export class LineMatcher {
   constructor(pattern: string, private options: MatcherOptions = {}) {
     checkPattern(pattern)
     re2Path ??= createRequire(import.meta.url).resolve('re2js')
-    this.worker = new Worker(WORKER_SOURCE, { eval: true, execArgv: [], workerData: { pattern, re2js: re2Path } })
+    this.worker = new Worker(WORKER_SOURCE, {
+      eval: true, execArgv: [], workerData: { pattern, re2js: re2Path },
+      // One file (≤1 MiB) and its lines at a time: a bounded heap ends a runaway search as an error.
+      resourceLimits: { maxOldGenerationSizeMb: 256 },
+    })
     this.worker.on('message', (found: [number, string][]) => {
       const pending = this.pending
       this.pending = undefined

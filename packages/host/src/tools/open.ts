@@ -1,0 +1,182 @@
+import { constants, type Stats } from 'node:fs'
+import { lstat, mkdir, open, readlink, realpath, type FileHandle } from 'node:fs/promises'
+import { isAbsolute, relative, resolve, sep } from 'node:path'
+import { TaskwardError } from '@taskward/protocol'
+import { gitRefusal, isGitName } from './paths'
+
+const { O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY } = constants
+const O_CLOEXEC = (constants as Record<string, number>).O_CLOEXEC ?? 0o2000000
+const DIRECTORY = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+/** Symlinks followed for one path before it counts as a loop (the kernel's limit too). */
+const MAX_LINKS = 40
+/** Times a create is retried when something else creates or removes the name meanwhile. */
+const MAX_RACES = 8
+
+export type OpenMode = 'read' | 'write' | 'edit'
+
+/** A regular file of the cwd, opened; the caller closes `handle`. */
+export interface OpenedFile {
+  handle: FileHandle
+  stats: Stats
+  /** Its path relative to the cwd's real path, after symlinks inside the cwd. */
+  real: string
+}
+
+/**
+ * The entry `name` inside the directory open as `dir`. A path through `/proc/self/fd/<n>` names the
+ * very directory that descriptor holds, wherever it is now, so each step is an `openat`: nothing
+ * between the check and the open is resolved by path again.
+ */
+function at(dir: FileHandle, name: string) {
+  return `/proc/self/fd/${dir.fd}/${name}`
+}
+
+function code(error: unknown): string | undefined {
+  return (error as NodeJS.ErrnoException)?.code
+}
+
+/** The kinds of file the tools refuse: anything but regular files and directories. */
+function special(stats: Stats): string | undefined {
+  if (stats.isFIFO()) return 'a FIFO (named pipe)'
+  if (stats.isSocket()) return 'a socket'
+  if (stats.isCharacterDevice() || stats.isBlockDevice()) return 'a device'
+}
+
+/**
+ * Open a file of the session's cwd for a file tool, one component at a time: every directory is opened
+ * with `O_NOFOLLOW` relative to the one before it, and every symlink is read and followed here, only
+ * while it stays inside the cwd. So the file checked is the file opened — a directory or symlink
+ * swapped meanwhile cannot send the write elsewhere — and the opened descriptor's real path is checked
+ * once more before anything is read or written.
+ *
+ * Refusals: outside the cwd `PATH_OUTSIDE_WORKSPACE`; inside a `.git` directory (write, edit)
+ * `PATH_FORBIDDEN`; a FIFO, socket or device, or a regular file with more than one hard link
+ * `FILE_UNSUPPORTED`; missing `NOT_FOUND` (read, edit); a symlink loop `TOOL_INVALID_ARGS`.
+ * `write` creates missing directories and the file.
+ */
+export async function openInside(cwd: string, path: string, mode: OpenMode): Promise<OpenedFile> {
+  if (typeof path !== 'string' || !path) {
+    throw new TaskwardError('TOOL_INVALID_ARGS', 'A path is required, relative to the session\'s working directory.')
+  }
+  const outside = () => new TaskwardError('PATH_OUTSIDE_WORKSPACE',
+    `Path "${path}" is outside the session's working directory; use a relative path inside it.`, { path })
+  const writing = mode !== 'read'
+  if (isAbsolute(path) || path.includes('\0')) throw outside()
+  const lexical = relative(cwd, resolve(cwd, path))
+  if (lexical === '..' || lexical.startsWith('..' + sep) || isAbsolute(lexical)) throw outside()
+  if (writing && lexical.split(sep).some(isGitName)) throw gitRefusal(path)
+
+  const root = await realpath(cwd)
+  const roots = [...new Set([root, resolve(cwd)])]
+  const dirs: FileHandle[] = [await open(root, DIRECTORY)]
+  const names: string[] = []
+  let pending = path.split('/').filter((part) => part && part !== '.')
+  let links = 0
+  let races = 0
+  let opened: FileHandle | undefined
+  try {
+    const follow = async (entry: string) => {
+      if (++links > MAX_LINKS) {
+        throw new TaskwardError('TOOL_INVALID_ARGS', `Path "${path}" cannot be resolved (ELOOP); check for a symlink loop.`, { path })
+      }
+      const target = await readlink(entry)
+      if (isAbsolute(target)) {
+        const base = roots.find((r) => target === r || target.startsWith(r + sep))
+        if (!base) throw outside()
+        // Start again from the root with the target's own components.
+        while (dirs.length > 1) await dirs.pop()!.close()
+        names.length = 0
+        return relative(base, target).split(sep).filter((part) => part && part !== '.')
+      }
+      return target.split('/').filter((part) => part && part !== '.')
+    }
+
+    while (pending.length) {
+      const name = pending[0]
+      const rest = pending.slice(1)
+      if (name === '..') {
+        if (!names.length) throw outside()
+        await dirs.pop()!.close()
+        names.pop()
+        pending = rest
+        continue
+      }
+      if (writing && isGitName(name)) throw gitRefusal(path)
+      const dir = dirs.at(-1)!
+      const entry = at(dir, name)
+      if (rest.length) {
+        // A directory on the way.
+        try {
+          dirs.push(await open(entry, DIRECTORY))
+          names.push(name)
+          pending = rest
+        } catch (error) {
+          // O_NOFOLLOW with O_DIRECTORY answers ENOTDIR (or ELOOP) for a symlink.
+          const link = ['ELOOP', 'ENOTDIR'].includes(code(error) ?? '') && (await lstat(entry).catch(() => undefined))?.isSymbolicLink()
+          if (link) {
+            pending = [...await follow(entry), ...rest]
+          } else if (code(error) === 'ENOENT' && mode === 'write') {
+            // Made here, then opened like any other directory (something else may take the name first).
+            await mkdir(entry).catch((e) => {
+              if (code(e) !== 'EEXIST' || ++races > MAX_RACES) throw e
+            })
+          } else if (code(error) === 'ENOENT' || code(error) === 'ENOTDIR') {
+            throw new TaskwardError('NOT_FOUND', `No file "${path}" in the working directory.`, { path })
+          } else {
+            throw error
+          }
+        }
+        continue
+      }
+      // The file itself. Refuse a special file before opening it at all (an open could block or act).
+      const seen = await lstat(entry).catch((error) => {
+        if (code(error) === 'ENOENT') return undefined
+        throw error
+      })
+      if (seen?.isSymbolicLink()) {
+        pending = await follow(entry)
+        continue
+      }
+      if (seen && special(seen)) throw unsupported(path, special(seen)!)
+      if (seen?.isDirectory()) throw new TaskwardError('BAD_REQUEST', `"${path}" is a directory, not a file.`, { path })
+      if (!seen && mode !== 'write') throw new TaskwardError('NOT_FOUND', `No file "${path}" in the working directory.`, { path })
+      const flags = (mode === 'read' ? O_RDONLY : mode === 'edit' ? O_RDWR : O_WRONLY) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
+      try {
+        opened = seen ? await open(entry, flags) : await open(entry, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o666)
+      } catch (error) {
+        // Swapped since the lstat (a symlink, a new or removed file): look again.
+        if (['ELOOP', 'EEXIST', 'ENOENT'].includes(code(error) ?? '') && ++races <= MAX_RACES) continue
+        if (code(error) === 'ENXIO') throw unsupported(path, 'a FIFO or socket')
+        if (code(error) === 'EISDIR') throw new TaskwardError('BAD_REQUEST', `"${path}" is a directory, not a file.`, { path })
+        throw error
+      }
+      names.push(name)
+      pending = rest
+    }
+    if (!opened) throw new TaskwardError('BAD_REQUEST', `"${path}" names the working directory itself, not a file.`, { path })
+    const stats = await opened.stat()
+    if (special(stats)) throw unsupported(path, special(stats)!)
+    if (!stats.isFile()) throw new TaskwardError('BAD_REQUEST', `"${path}" is not a regular file.`, { path })
+    if (stats.nlink > 1) {
+      throw new TaskwardError('FILE_UNSUPPORTED',
+        `"${path}" has ${stats.nlink} hard links: the same file may also live outside the working directory, so the file tools do not ${mode} it. `
+        + 'Ask the user to replace it with a plain copy if the tools should use it.', { path, reason: 'hard-link' })
+    }
+    // The descriptor's own path: where the file really is now, whatever happened to the names.
+    const real = await readlink(`/proc/self/fd/${opened.fd}`)
+    const base = roots.find((r) => real.startsWith(r + sep))
+    if (!base) throw outside()
+    if (writing && relative(base, real).split(sep).some(isGitName)) throw gitRefusal(path)
+    const result = { handle: opened, stats, real: names.join('/') }
+    opened = undefined
+    return result
+  } finally {
+    await opened?.close()
+    for (const dir of dirs) await dir.close()
+  }
+}
+
+function unsupported(path: string, kind: string) {
+  return new TaskwardError('FILE_UNSUPPORTED',
+    `"${path}" is ${kind}, not a regular file; the file tools only read and write regular files.`, { path, reason: 'special-file' })
+}
