@@ -1,14 +1,28 @@
 import { expect } from 'chai'
 import { spawn } from 'node:child_process'
-import { mkdtemp, rm, stat } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort } from '@taskward/testkit'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
+const ROOT = join(import.meta.dirname, '..')
+
+/** A copy of cordis.yml with `edit` applied, inside the checkout (so its packages resolve); removed by the caller. */
+async function editedConfig(edit: (yaml: string) => string) {
+  const dir = join(ROOT, '.scratch')
+  await mkdir(dir, { recursive: true })
+  const file = join(dir, `cordis-${process.pid}-${Date.now()}.yml`)
+  const yaml = await readFile(join(ROOT, 'cordis.yml'), 'utf8')
+  const edited = edit(yaml)
+  expect(edited).to.not.equal(yaml)
+  await writeFile(file, edited)
+  return file
+}
+
 /** `npm start` as a newcomer runs it, in its own process group, on a temp data directory. */
-async function startHost(args: string[]) {
+async function startHost(args: string[], options: { untilLink?: boolean } = {}) {
   const data = await mkdtemp(join(tmpdir(), 'taskward-start-'))
   const port = await freePort()
   const child = spawn('npm', ['start', '--', ...args], {
@@ -43,7 +57,8 @@ async function startHost(args: string[]) {
       await rm(data, { recursive: true, force: true })
     },
   }
-  await host.waitFor(async () => !!host.token && !!(await fetch(`${base}/health`).catch(() => undefined))?.ok, 'the host to answer')
+  if (options.untilLink === false) await host.waitFor(async () => !!(await fetch(`${base}/health`).catch(() => undefined)), 'the host to answer')
+  else await host.waitFor(async () => !!host.token && !!(await fetch(`${base}/health`).catch(() => undefined))?.ok, 'the host to answer')
   return host
 }
 
@@ -55,7 +70,7 @@ describe('npm start', function () {
     const host = await startHost(['--no-demo'])
     try {
       const health = await fetch(`${host.base}/health`)
-      expect(await health.json()).to.deep.equal({ ok: true })
+      expect(await health.json()).to.deep.equal({ ok: true, ready: true })
       expect(host.output).to.match(new RegExp(`http://127\\.0\\.0\\.1:${host.port}/login\\?token=[\\w-]{40,}`))
       expect((await stat(join(host.data, 'taskward.db'))).isFile()).to.equal(true)
       // The host is not open to anyone who finds the port, and --no-demo created nothing.
@@ -73,6 +88,39 @@ describe('npm start', function () {
       expect(await fetch(`${host.base}/health`).catch(() => undefined)).to.equal(undefined)
     } finally {
       await host.dispose()
+    }
+  })
+
+  it('prints the login link only once every plugin of cordis.yml is up: the first request finds the console', async () => {
+    const host = await startHost(['--no-demo'], { untilLink: false })
+    try {
+      // Poll the output tightly: the moment the link appears, everything it promises must answer.
+      await host.waitFor(() => !!host.token, 'the login link')
+      const health = await fetch(`${host.base}/health`)
+      expect(health.status).to.equal(200)
+      expect(await health.json()).to.deep.equal({ ok: true, ready: true })
+      expect((await host.api('/')).status).to.equal(200)
+      expect((await host.api('/api/console/sessions')).status).to.equal(200)
+    } finally {
+      await host.dispose()
+    }
+  })
+
+  it('names the plugin that did not come up, never prints the link, and /health answers 503 {ready: false}', async () => {
+    const config = await editedConfig((yaml) => yaml.replace(/\n    checks: \[\]\n/, '\n    checks: []\n    budgets: { maxAtempts: 3 }\n'))
+    const host = await startHost(['--no-demo', '--config', config], { untilLink: false })
+    try {
+      await host.waitFor(() => host.output.includes('failed to start'), 'the failure report')
+      expect(host.output, host.output).to.match(/recovery \(@taskward\/plugin-recovery\): CONFIG_INVALID: recovery config: budgets\.maxAtempts = 3 is invalid/)
+      expect(host.output).to.include('CONFIG_INVALID')
+      const health = await fetch(`${host.base}/health`)
+      expect(health.status).to.equal(503)
+      expect(await health.json()).to.deep.equal({ ok: false, ready: false, failed: ['recovery'], pending: [] })
+      await sleep(1000)
+      expect(host.token, 'no login link while a plugin is down').to.equal(undefined)
+    } finally {
+      await host.dispose()
+      await rm(config, { force: true })
     }
   })
 
