@@ -2,7 +2,7 @@ import { expect } from 'chai'
 import { spawn } from 'node:child_process'
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import { freePort } from '@taskward/testkit'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -138,5 +138,72 @@ describe('npm start', function () {
       await host.dispose()
     }
   })
-})
 
+  describe('--demo-only', () => {
+    /** `npm start -- --demo-only` to its end: exit code and output. */
+    async function demoOnly(extra: string[] = []) {
+      const data = await mkdtemp(join(tmpdir(), 'taskward-demo-only-'))
+      const port = await freePort()
+      const child = spawn('npm', ['start', '--', '--demo-only', ...extra], {
+        cwd: ROOT, env: { ...process.env, PORT: String(port), TASKWARD_DATA: data }, stdio: ['ignore', 'pipe', 'pipe'], detached: true,
+      })
+      let output = ''
+      child.stdout.on('data', (chunk) => output += chunk)
+      child.stderr.on('data', (chunk) => output += chunk)
+      const code = await Promise.race([
+        new Promise<number | null>((resolve) => child.on('exit', (exit) => resolve(exit))),
+        sleep(240_000).then(() => 'timeout' as const),
+      ])
+      try { process.kill(-child.pid!, 'SIGKILL') } catch {}
+      await rm(data, { recursive: true, force: true })
+      return { code, output }
+    }
+
+    it('ends on its pending proposal every time, also with both cores busy (3 runs)', async function () {
+      this.timeout(900_000)
+      // Load: one busy process per core, for as long as the runs take (bounded by the test).
+      const busy = [0, 1].map(() => spawn(process.execPath, ['-e', 'const end = Date.now() + 900000; while (Date.now() < end) {}'], { stdio: 'ignore' }))
+      try {
+        for (let run = 1; run <= 3; run++) {
+          const { code, output } = await demoOnly()
+          expect(code, `run ${run}:\n${output}`).to.equal(0)
+          expect(output).to.match(/Demo ready: session [\w-]+, repair proposal [\w-]+ pending\./)
+          expect(output).to.not.match(/demo failed/i)
+        }
+      } finally {
+        for (const child of busy) child.kill('SIGKILL')
+      }
+    })
+
+    it('waits for a plugin of cordis.yml that loads late (recovery, 4 s): the task still gets its check and ends on its proposal', async function () {
+      this.timeout(300_000)
+      // A row whose package takes 4 s to import, as a slow disk or a busy machine makes it.
+      const slow = join(ROOT, '.scratch', `slow-recovery-${process.pid}-${Date.now()}.mjs`)
+      await mkdir(dirname(slow), { recursive: true })
+      await writeFile(slow, "await new Promise((resolve) => setTimeout(resolve, 4000))\n"
+        + "export * from '@taskward/plugin-recovery'\nexport { default } from '@taskward/plugin-recovery'\n")
+      const config = await editedConfig((yaml) => yaml.replace("name: '@taskward/plugin-recovery'", `name: './${basename(slow)}'`))
+      try {
+        const { code, output } = await demoOnly(['--config', config])
+        expect(code, output).to.equal(0)
+        expect(output).to.match(/Demo ready: session [\w-]+, repair proposal [\w-]+ pending\./)
+      } finally {
+        await rm(config, { force: true })
+        await rm(slow, { force: true })
+      }
+    })
+
+    it('fails loudly with exit 1 when the demo cannot end on its proposal (no repair plugin)', async function () {
+      this.timeout(300_000)
+      const config = await editedConfig((yaml) => yaml.replace(/- id: repair\n  name: '@taskward\/plugin-repair'\n/, ''))
+      try {
+        const { code, output } = await demoOnly(['--config', config])
+        expect(code, output).to.equal(1)
+        expect(output).to.match(/\[E\] console demo failed: the demo task ended without its pending repair proposal/)
+        expect(output).to.match(/Demo failed \(failed\): the demo task ended without its pending repair proposal/)
+      } finally {
+        await rm(config, { force: true })
+      }
+    })
+  })
+})

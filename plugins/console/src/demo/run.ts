@@ -26,6 +26,10 @@ async function until(ctx: Context, session: Session, what: string, check: (state
     const state = await ctx.supervisor.state(session)
     if (check(state)) return state
     if (state.poisoned) throw new Error(`the supervisor projection is poisoned: ${state.poisoned.message}`)
+    // The story never pauses: a paused task (e.g. VALIDATION_MISSING) ends the demo now, saying why.
+    if (state.current?.phase === 'paused') {
+      throw new Error(`the demo task paused while waiting for ${what}: ${JSON.stringify(state.current.pauseReason)}`)
+    }
     if (Date.now() - started > PHASE_TIMEOUT_MS) throw new Error(`timed out waiting for ${what} (phase ${state.current?.phase ?? 'none'})`)
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
