@@ -1,10 +1,14 @@
 #!/usr/bin/env node
 // `npm start`: boots cordis.yml through the cordis CLI, running the TypeScript sources directly
 // (tsx + the `source` export condition), so a fresh clone needs no build step.
-// Flags: --no-demo (skip the demo session on an empty database), --port N, --data DIR.
+// Flags: --no-demo (skip the demo session on an empty database), --port N, --data DIR,
+// --config FILE (another cordis.yml), --demo-only (run the demo on an empty database, then stop:
+// exit 0 when it ends on its pending repair proposal, 1 otherwise).
 import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { dirname, join } from 'node:path'
+import { tmpdir } from 'node:os'
+import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { hostConfigFile } from './host-config.mjs'
 
@@ -14,26 +18,73 @@ const cli = join(dirname(require.resolve('cordis/package.json')), 'lib/bin/cordi
 
 const env = { ...process.env }
 const args = process.argv.slice(2)
+/** An explicit --config file; otherwise cordis.yml with its overlays (scripts/host-config.mjs). */
+let config
+let demoOnly = false
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--no-demo') env.TASKWARD_DEMO = '0'
+  else if (args[i] === '--demo-only') demoOnly = true
   else if (args[i] === '--port') env.PORT = args[++i]
   else if (args[i] === '--data') env.TASKWARD_DATA = args[++i]
+  else if (args[i] === '--config') config = resolve(args[++i])
   else {
-    console.error(`Unknown option ${args[i]}. Usage: npm start -- [--no-demo] [--port N] [--data DIR]`)
+    console.error(`Unknown option ${args[i]}. Usage: npm start -- [--no-demo | --demo-only] [--port N] [--data DIR] [--config FILE]`)
     process.exit(2)
   }
 }
+if (demoOnly && env.TASKWARD_DEMO === '0') {
+  console.error('--demo-only and --no-demo contradict each other.')
+  process.exit(2)
+}
+// --demo-only: the console writes the demo's outcome (JSON) to this file when the demo settles.
+const resultDir = demoOnly ? mkdtempSync(join(tmpdir(), 'taskward-demo-')) : undefined
+if (resultDir) env.TASKWARD_DEMO_RESULT = join(resultDir, 'outcome.json')
 env.NODE_OPTIONS = [env.NODE_OPTIONS, '--import tsx', '--conditions source'].filter(Boolean).join(' ')
 
 // The CLI forks the host worker; both stay in this process group, so a terminal's Ctrl-C reaches the
 // worker directly. A signal sent to this script alone is forwarded to the CLI, and the worker shuts
 // down cleanly when the CLI goes away (the host listens for the daemon's IPC channel closing).
-const child = spawn(process.execPath, [cli, 'start', hostConfigFile(root, env)], { cwd: root, env, stdio: 'inherit' })
+const child = spawn(process.execPath, [cli, 'start', config ?? hostConfigFile(root, env)], { cwd: root, env, stdio: 'inherit' })
 let stopping = false
+let exitCode
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.on(signal, () => {
     stopping = true
     child.kill(signal)
   })
 }
-child.on('exit', (code) => process.exit(stopping ? 0 : code ?? 1))
+child.on('exit', (code) => {
+  if (resultDir) rmSync(resultDir, { recursive: true, force: true })
+  if (exitCode === undefined && demoOnly) console.error('The host stopped before the demo finished.')
+  process.exit(exitCode ?? (stopping ? 0 : demoOnly ? 1 : code ?? 1))
+})
+
+if (demoOnly) {
+  const DEMO_TIMEOUT_MS = 300_000
+  const started = Date.now()
+  const finish = (code, message) => {
+    if (exitCode !== undefined) return
+    exitCode = code
+    ;(code ? console.error : console.log)(message)
+    stopping = true
+    child.kill('SIGINT')
+  }
+  const poll = setInterval(() => {
+    let outcome
+    try {
+      outcome = JSON.parse(readFileSync(env.TASKWARD_DEMO_RESULT, 'utf8'))
+    } catch {
+      if (Date.now() - started > DEMO_TIMEOUT_MS) {
+        clearInterval(poll)
+        finish(1, `Demo failed: no outcome after ${DEMO_TIMEOUT_MS / 1000} s.`)
+      }
+      return
+    }
+    clearInterval(poll)
+    if (outcome.status === 'ready' && outcome.proposalId) {
+      finish(0, `Demo ready: session ${outcome.sessionId}, repair proposal ${outcome.proposalId} pending.`)
+    } else {
+      finish(1, `Demo failed (${outcome.status}): ${outcome.message ?? outcome.reason ?? 'it ended without its repair proposal'}`)
+    }
+  }, 200)
+}

@@ -1,14 +1,28 @@
 import { expect } from 'chai'
 import { spawn } from 'node:child_process'
-import { mkdtemp, rm, stat } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import { freePort } from '@taskward/testkit'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
+const ROOT = join(import.meta.dirname, '..')
+
+/** A copy of cordis.yml with `edit` applied, inside the checkout (so its packages resolve); removed by the caller. */
+async function editedConfig(edit: (yaml: string) => string) {
+  const dir = join(ROOT, '.scratch')
+  await mkdir(dir, { recursive: true })
+  const file = join(dir, `cordis-${process.pid}-${Date.now()}.yml`)
+  const yaml = await readFile(join(ROOT, 'cordis.yml'), 'utf8')
+  const edited = edit(yaml)
+  expect(edited).to.not.equal(yaml)
+  await writeFile(file, edited)
+  return file
+}
+
 /** `npm start` as a newcomer runs it, in its own process group, on a temp data directory. */
-async function startHost(args: string[]) {
+async function startHost(args: string[], options: { untilLink?: boolean } = {}) {
   const data = await mkdtemp(join(tmpdir(), 'taskward-start-'))
   const port = await freePort()
   const child = spawn('npm', ['start', '--', ...args], {
@@ -43,7 +57,8 @@ async function startHost(args: string[]) {
       await rm(data, { recursive: true, force: true })
     },
   }
-  await host.waitFor(async () => !!host.token && !!(await fetch(`${base}/health`).catch(() => undefined))?.ok, 'the host to answer')
+  if (options.untilLink === false) await host.waitFor(async () => !!(await fetch(`${base}/health`).catch(() => undefined)), 'the host to answer')
+  else await host.waitFor(async () => !!host.token && !!(await fetch(`${base}/health`).catch(() => undefined))?.ok, 'the host to answer')
   return host
 }
 
@@ -55,7 +70,7 @@ describe('npm start', function () {
     const host = await startHost(['--no-demo'])
     try {
       const health = await fetch(`${host.base}/health`)
-      expect(await health.json()).to.deep.equal({ ok: true })
+      expect(await health.json()).to.deep.equal({ ok: true, ready: true })
       expect(host.output).to.match(new RegExp(`http://127\\.0\\.0\\.1:${host.port}/login\\?token=[\\w-]{40,}`))
       expect((await stat(join(host.data, 'taskward.db'))).isFile()).to.equal(true)
       // The host is not open to anyone who finds the port, and --no-demo created nothing.
@@ -76,6 +91,39 @@ describe('npm start', function () {
     }
   })
 
+  it('prints the login link only once every plugin of cordis.yml is up: the first request finds the console', async () => {
+    const host = await startHost(['--no-demo'], { untilLink: false })
+    try {
+      // Poll the output tightly: the moment the link appears, everything it promises must answer.
+      await host.waitFor(() => !!host.token, 'the login link')
+      const health = await fetch(`${host.base}/health`)
+      expect(health.status).to.equal(200)
+      expect(await health.json()).to.deep.equal({ ok: true, ready: true })
+      expect((await host.api('/')).status).to.equal(200)
+      expect((await host.api('/api/console/sessions')).status).to.equal(200)
+    } finally {
+      await host.dispose()
+    }
+  })
+
+  it('names the plugin that did not come up, never prints the link, and /health answers 503 {ready: false}', async () => {
+    const config = await editedConfig((yaml) => yaml.replace(/\n    checks: \[\]\n/, '\n    checks: []\n    budgets: { maxAtempts: 3 }\n'))
+    const host = await startHost(['--no-demo', '--config', config], { untilLink: false })
+    try {
+      await host.waitFor(() => host.output.includes('failed to start'), 'the failure report')
+      expect(host.output, host.output).to.match(/recovery \(@taskward\/plugin-recovery\): CONFIG_INVALID: recovery config: budgets\.maxAtempts = 3 is invalid/)
+      expect(host.output).to.include('CONFIG_INVALID')
+      const health = await fetch(`${host.base}/health`)
+      expect(health.status).to.equal(503)
+      expect(await health.json()).to.deep.equal({ ok: false, ready: false, failed: ['recovery'], pending: [] })
+      await sleep(1000)
+      expect(host.token, 'no login link while a plugin is down').to.equal(undefined)
+    } finally {
+      await host.dispose()
+      await rm(config, { force: true })
+    }
+  })
+
   it('opens on the demo: a completed task whose repair proposal waits for the user', async () => {
     const host = await startHost([])
     try {
@@ -90,5 +138,72 @@ describe('npm start', function () {
       await host.dispose()
     }
   })
-})
 
+  describe('--demo-only', () => {
+    /** `npm start -- --demo-only` to its end: exit code and output. */
+    async function demoOnly(extra: string[] = []) {
+      const data = await mkdtemp(join(tmpdir(), 'taskward-demo-only-'))
+      const port = await freePort()
+      const child = spawn('npm', ['start', '--', '--demo-only', ...extra], {
+        cwd: ROOT, env: { ...process.env, PORT: String(port), TASKWARD_DATA: data }, stdio: ['ignore', 'pipe', 'pipe'], detached: true,
+      })
+      let output = ''
+      child.stdout.on('data', (chunk) => output += chunk)
+      child.stderr.on('data', (chunk) => output += chunk)
+      const code = await Promise.race([
+        new Promise<number | null>((resolve) => child.on('exit', (exit) => resolve(exit))),
+        sleep(240_000).then(() => 'timeout' as const),
+      ])
+      try { process.kill(-child.pid!, 'SIGKILL') } catch {}
+      await rm(data, { recursive: true, force: true })
+      return { code, output }
+    }
+
+    it('ends on its pending proposal every time, also with both cores busy (3 runs)', async function () {
+      this.timeout(900_000)
+      // Load: one busy process per core, for as long as the runs take (bounded by the test).
+      const busy = [0, 1].map(() => spawn(process.execPath, ['-e', 'const end = Date.now() + 900000; while (Date.now() < end) {}'], { stdio: 'ignore' }))
+      try {
+        for (let run = 1; run <= 3; run++) {
+          const { code, output } = await demoOnly()
+          expect(code, `run ${run}:\n${output}`).to.equal(0)
+          expect(output).to.match(/Demo ready: session [\w-]+, repair proposal [\w-]+ pending\./)
+          expect(output).to.not.match(/demo failed/i)
+        }
+      } finally {
+        for (const child of busy) child.kill('SIGKILL')
+      }
+    })
+
+    it('waits for a plugin of cordis.yml that loads late (recovery, 4 s): the task still gets its check and ends on its proposal', async function () {
+      this.timeout(300_000)
+      // A row whose package takes 4 s to import, as a slow disk or a busy machine makes it.
+      const slow = join(ROOT, '.scratch', `slow-recovery-${process.pid}-${Date.now()}.mjs`)
+      await mkdir(dirname(slow), { recursive: true })
+      await writeFile(slow, "await new Promise((resolve) => setTimeout(resolve, 4000))\n"
+        + "export * from '@taskward/plugin-recovery'\nexport { default } from '@taskward/plugin-recovery'\n")
+      const config = await editedConfig((yaml) => yaml.replace("name: '@taskward/plugin-recovery'", `name: './${basename(slow)}'`))
+      try {
+        const { code, output } = await demoOnly(['--config', config])
+        expect(code, output).to.equal(0)
+        expect(output).to.match(/Demo ready: session [\w-]+, repair proposal [\w-]+ pending\./)
+      } finally {
+        await rm(config, { force: true })
+        await rm(slow, { force: true })
+      }
+    })
+
+    it('fails loudly with exit 1 when the demo cannot end on its proposal (no repair plugin)', async function () {
+      this.timeout(300_000)
+      const config = await editedConfig((yaml) => yaml.replace(/- id: repair\n  name: '@taskward\/plugin-repair'\n/, ''))
+      try {
+        const { code, output } = await demoOnly(['--config', config])
+        expect(code, output).to.equal(1)
+        expect(output).to.match(/\[E\] console demo failed: the demo task ended without its pending repair proposal/)
+        expect(output).to.match(/Demo failed \(failed\): the demo task ended without its pending repair proposal/)
+      } finally {
+        await rm(config, { force: true })
+      }
+    })
+  })
+})

@@ -190,7 +190,7 @@ describe('host: connection', () => {
     it('answers /health without a token', async () => {
       const response = await host.http.fetch('/health', { token: null, origin: null })
       expect(response.status).to.equal(200)
-      expect(await response.json()).to.deep.equal({ ok: true })
+      expect(await response.json()).to.deep.equal({ ok: true, ready: true })
     })
   })
 

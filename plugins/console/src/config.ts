@@ -8,6 +8,8 @@ export interface Config {
   demoDirectory?: string
   /** Seconds between keep-alive comments on a live-update stream. */
   heartbeatSeconds: number
+  /** Write the demo's outcome as JSON to this file when it settles (`npm start -- --demo-only`). */
+  demoResultFile?: string
 }
 
 export const Config: Schema<Partial<Config>, Config> = strictConfig('console', Schema.object({
@@ -17,4 +19,6 @@ export const Config: Schema<Partial<Config>, Config> = strictConfig('console', S
     .description('Directory of the demo workspace; default <data directory>/demo-workspace.'),
   heartbeatSeconds: Schema.natural().min(1).default(15)
     .description('Seconds between keep-alive comments on a live-update stream.'),
+  demoResultFile: Schema.string()
+    .description('Write the demo outcome as JSON to this file when the demo settles (used by npm start -- --demo-only).'),
 })) as Schema<Partial<Config>, Config>

@@ -1,4 +1,5 @@
 import { Context, Service } from 'cordis'
+import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type {} from '@taskward/host'
 import type {} from '@taskward/plugin-supervisor'
@@ -51,13 +52,19 @@ export class WebConsole extends Service {
     this.demo = resolved.demo
       ? new Promise<DemoOutcome>((resolve) => ctx.on('ready', () => {
         // In the background: the demo takes a few seconds and must not hold up the host's start.
-        runDemo(ctx, resolved.demoDirectory ?? join(dataDirectory(), 'demo-workspace')).then((outcome) => {
-          const logger = ctx.logger('console')
+        const logger = ctx.logger('console')
+        runDemo(ctx, resolved.demoDirectory ?? join(dataDirectory(), 'demo-workspace')).then(async (outcome) => {
           if (outcome.status === 'ready') {
             logger.info(`demo ready: session ${outcome.sessionId} — open /sessions/${outcome.sessionId} after logging in`
-              + (outcome.proposalId ? ' (a repair proposal waits for your decision)' : ' (no repair proposal: is the repair plugin loaded?)'))
+              + ' (a repair proposal waits for your decision)')
           } else if (outcome.status === 'failed') {
-            logger.warn(`demo failed: ${outcome.message}`)
+            // Loud: a demo that does not end on its proposal is a broken first impression, not a detail.
+            logger.error(`demo failed: ${outcome.message}`)
+          } else {
+            logger.info(`demo skipped: ${outcome.reason}`)
+          }
+          if (resolved.demoResultFile) {
+            await writeFile(resolved.demoResultFile, JSON.stringify(outcome)).catch((error) => logger.error(`could not write the demo outcome: ${error}`))
           }
           resolve(outcome)
         })

@@ -5,7 +5,34 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { expect } from 'chai'
 import type { Context } from 'cordis'
+import { build } from 'esbuild'
 import { makeTempDir, rejectsWith, removeTree, startWorkspace, writeTree } from './fixtures'
+
+/**
+ * The stamp child bundled into one file in a world-readable temp directory, so that `nobody` can run it
+ * wherever the checkout is (a checkout under /root or a mode-700 `mktemp -d` is closed to other users,
+ * and with it node_modules). The bundle is the real plugin code: cordis, the workspace plugin and the
+ * protocol sources, nothing stubbed.
+ */
+async function bundleStampChild(): Promise<{ file: string, dir: string }> {
+  const dir = makeTempDir('taskward-stamp-child-')
+  chmodSync(dir, 0o755)
+  const file = join(dir, 'stamp-child.mjs')
+  await build({
+    entryPoints: [fileURLToPath(new URL('./stamp-child.ts', import.meta.url))],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    conditions: ['source'],
+    outfile: file,
+    logLevel: 'silent',
+    // CommonJS dependencies inside an ES module bundle still call require() for node built-ins.
+    banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+  })
+  chmodSync(file, 0o644)
+  return { file, dir }
+}
 
 describe('workspace stamp: refusals', () => {
   let ctx: Context
@@ -110,13 +137,23 @@ describe('workspace stamp: refusals', () => {
         if (process.getuid?.() === 0) {
           // root reads through any mode: stamp as `nobody` in a child process instead.
           chmodSync(root, 0o755)
-          const result = spawnSync(process.execPath, ['--import', 'tsx', '--conditions', 'source', fileURLToPath(new URL('./stamp-child.ts', import.meta.url)), root], {
-            uid: 65534, gid: 65534, encoding: 'utf8', cwd: fileURLToPath(new URL('../../..', import.meta.url)),
-          })
-          expect(result.status, result.stderr).to.equal(0)
-          const outcome = JSON.parse(result.stdout)
-          expect(outcome.code).to.equal('ARTIFACT_UNAVAILABLE')
-          expect(outcome.details).to.include({ path: 'locked', errno: 'EACCES' })
+          const child = await bundleStampChild()
+          try {
+            const asNobody = (path: string) => spawnSync(process.execPath, [child.file, path], { uid: 65534, gid: 65534, encoding: 'utf8', cwd: child.dir })
+            // The child works as nobody: once the entry is readable it stamps the tree.
+            chmodSync(join(root, 'locked'), 0o755)
+            const readable = asNobody(root)
+            expect(readable.status, readable.stderr).to.equal(0)
+            expect(JSON.parse(readable.stdout).stamp.digest).to.match(/^[0-9a-f]{64}$/)
+            chmodSync(join(root, 'locked'), 0o000)
+            const result = asNobody(root)
+            expect(result.status, result.stderr).to.equal(0)
+            const outcome = JSON.parse(result.stdout)
+            expect(outcome.code).to.equal('ARTIFACT_UNAVAILABLE')
+            expect(outcome.details).to.include({ path: 'locked', errno: 'EACCES' })
+          } finally {
+            removeTree(child.dir)
+          }
         } else {
           const error = await rejectsWith(ctx.workspace.stamp(root), 'ARTIFACT_UNAVAILABLE')
           expect(error.details).to.include({ path: 'locked', errno: 'EACCES' })

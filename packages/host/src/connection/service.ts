@@ -6,6 +6,7 @@ import { TokenGrant, TokenStore } from './tokens'
 import { errorResponse, readBody, sendResponse, toRequest } from './http'
 import { sameOriginTarget } from './redirect'
 import { storeHealth } from '../store/health'
+import { describeProblems, readiness, type ReadinessReport } from './readiness'
 
 export const TOKEN_COOKIE = 'taskward_token'
 
@@ -44,6 +45,9 @@ export namespace Connection {
 
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
+/** How long `announce` waits for plugins still starting before it names them. */
+const ANNOUNCE_PATIENCE_MS = 15_000
+
 /**
  * On every response. `nosniff`: a browser never reads a JSON or text answer as a script or page.
  * `same-origin`, not `no-referrer`: no URL of ours (the login link carries the token) leaks to
@@ -78,12 +82,45 @@ export class Connection extends Service {
     this.tokens = new TokenStore(config.operatorToken)
     this.mountFallback()
     this.mountBuiltins()
-    if (config.announce) {
-      // The one place the operator token is shown: the person who started the host needs the link.
-      ctx.on('server/ready', () => {
-        console.log(`\nTaskward is running at ${this.baseUrl}\nOpen the console (logs you in): ${this.loginUrl}\nPress Ctrl-C to stop.\n`)
-      })
-    }
+    const listening = { value: !!ctx.server._http?.listening }
+    ctx.on('server/ready', () => { listening.value = true })
+    this.readiness = () => readiness(this.home, listening.value)
+    if (config.announce) this.announceWhenReady(ctx)
+  }
+
+  /** Whether the server listens and every plugin cordis.yml configures is up (`/health`). */
+  readonly readiness: () => ReadinessReport
+
+  /**
+   * Print the link only once every configured plugin is up (a first request must not meet a 404),
+   * or say loudly which plugin failed, or which are still waiting after a while.
+   */
+  private announceWhenReady(ctx: Context) {
+    const started = Date.now()
+    let reportedFailed = ''
+    let reportedPending = false
+    ctx.effect(() => {
+      const timer = setInterval(() => {
+        const report = this.readiness()
+        if (report.ready) {
+          clearInterval(timer)
+          // The one place the operator token is shown: the person who started the host needs the link.
+          console.log(`\nTaskward is running at ${this.baseUrl}\nOpen the console (logs you in): ${this.loginUrl}\nPress Ctrl-C to stop.\n`)
+          return
+        }
+        const failed = describeProblems(report.failed)
+        if (failed && failed !== reportedFailed) {
+          reportedFailed = failed
+          console.error(`\nTaskward is not ready: ${report.failed.length === 1 ? 'a plugin' : 'plugins'} of cordis.yml failed to start:\n${failed}\n`
+            + 'Fix the row(s) above and start again; /health answers 503 until every plugin is up.\n')
+        }
+        if (!reportedPending && report.pending.length && Date.now() - started > ANNOUNCE_PATIENCE_MS) {
+          reportedPending = true
+          console.error(`\nTaskward is still not ready after ${ANNOUNCE_PATIENCE_MS / 1000} s; waiting for:\n${describeProblems(report.pending)}\n`)
+        }
+      }, 200)
+      return () => clearInterval(timer)
+    })
   }
 
   /** The server's base URL (after it listens). */
@@ -185,9 +222,14 @@ export class Connection extends Service {
       path: '/health',
       methods: ['GET'],
       access: 'public',
+      // Public, so it names rows only; the reasons go to the terminal that started the host.
       handler: async () => {
+        const { ready, failed, pending } = this.readiness()
+        if (!ready) {
+          return Response.json({ ok: false, ready: false, failed: failed.map((p) => p.id), pending: pending.map((p) => p.id) }, { status: 503 })
+        }
         const store = await storeHealth(this.home)
-        return store.ok ? Response.json({ ok: true }) : Response.json(store, { status: 503 })
+        return store.ok ? Response.json({ ok: true, ready: true }) : Response.json({ ...store, ready: true }, { status: 503 })
       },
     })
     this.register({

@@ -15,7 +15,7 @@ import { DEMO_MARKER, DEMO_OBJECTIVE, DEMO_README, DEMO_USER_REPORT, demoChecks 
 
 export type DemoOutcome =
   | { status: 'skipped', reason: string }
-  | { status: 'ready', sessionId: string, taskId: string, proposalId?: string, directory: string }
+  | { status: 'ready', sessionId: string, taskId: string, proposalId: string, directory: string }
   | { status: 'failed', sessionId?: string, message: string }
 
 const PHASE_TIMEOUT_MS = 60_000
@@ -26,6 +26,10 @@ async function until(ctx: Context, session: Session, what: string, check: (state
     const state = await ctx.supervisor.state(session)
     if (check(state)) return state
     if (state.poisoned) throw new Error(`the supervisor projection is poisoned: ${state.poisoned.message}`)
+    // The story never pauses: a paused task (e.g. VALIDATION_MISSING) ends the demo now, saying why.
+    if (state.current?.phase === 'paused') {
+      throw new Error(`the demo task paused while waiting for ${what}: ${JSON.stringify(state.current.pauseReason)}`)
+    }
     if (Date.now() - started > PHASE_TIMEOUT_MS) throw new Error(`timed out waiting for ${what} (phase ${state.current?.phase ?? 'none'})`)
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
@@ -45,7 +49,32 @@ async function prepareDirectory(directory: string): Promise<string | undefined> 
   await writeFile(join(directory, 'README.md'), DEMO_README)
 }
 
+/**
+ * Wait until every plugin of the host's configuration is up (`connection.readiness`): the story
+ * depends on which plugins run (with recovery the task needs a check to complete), and under load a
+ * later row of cordis.yml can still be loading when the console is ready. Refuses when one failed.
+ */
+async function configuredPluginsUp(ctx: Context) {
+  const started = Date.now()
+  while (true) {
+    const report = ctx.connection.readiness()
+    const failed = report.failed.map((p) => p.id)
+    if (failed.length) throw new Error(`plugin${failed.length > 1 ? 's' : ''} ${failed.join(', ')} failed to start`)
+    // The server listening is not the demo's business; only the plugins are.
+    if (report.pending.every((p) => p.id === 'server')) return
+    if (Date.now() - started > PHASE_TIMEOUT_MS) {
+      throw new Error(`timed out waiting for the plugins ${report.pending.map((p) => p.id).join(', ')} to start`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
 export async function runDemo(ctx: Context, directory: string): Promise<DemoOutcome> {
+  try {
+    await configuredPluginsUp(ctx)
+  } catch (error) {
+    return { status: 'failed', message: `the demo did not start: ${error instanceof Error ? error.message : String(error)}` }
+  }
   if ((await ctx.sessions.list()).length) return { status: 'skipped', reason: 'the database already holds sessions' }
   const refusal = await prepareDirectory(directory)
   if (refusal) return { status: 'skipped', reason: refusal }
@@ -70,7 +99,12 @@ export async function runDemo(ctx: Context, directory: string): Promise<DemoOutc
     await started.agent.whenIdle()
     const state = await ctx.supervisor.state(session)
     const proposal = state.proposals.findLast((p) => p.proposal.taskId === task.id && p.status === 'pending')
-    return { status: 'ready', sessionId: session.id, taskId: task.id, ...(proposal ? { proposalId: proposal.proposal.id } : {}), directory }
+    if (!proposal) {
+      const current = state.current
+      throw new Error(`the demo task ended without its pending repair proposal (task ${current?.id ?? 'none'} is ${current?.phase ?? 'gone'}`
+        + `${current?.pauseReason ? `, paused: ${JSON.stringify(current.pauseReason)}` : ''}); is the repair plugin loaded?`)
+    }
+    return { status: 'ready', sessionId: session.id, taskId: task.id, proposalId: proposal.proposal.id, directory }
   } catch (error) {
     return { status: 'failed', ...(session ? { sessionId: session.id } : {}), message: error instanceof Error ? error.message : String(error) }
   }
