@@ -77,7 +77,7 @@ export class OpenAIRoute implements ModelAdapter {
   }
 
   async step(request: ModelRequest): Promise<AssembledStep> {
-    const assembler = new StepAssembler({ onText: request.onText, reasoningChars: this.context.reasoningChars })
+    const assembler = new StepAssembler({ onText: request.onText, reasoningChars: this.context.reasoningChars, maxStepChars: this.context.maxStepChars })
     // Our own controller: aborted by the agent's cancel, or by a stream that stalls past timeoutMs.
     const abort = new AbortController()
     const onCancel = () => abort.abort(request.signal.reason)
