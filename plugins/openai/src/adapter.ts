@@ -30,7 +30,8 @@ export class OpenAIRoute implements ModelAdapter {
     private context: ContextConfig,
     private taskState?: TaskStateSource,
   ) {
-    this.windows = new EventWindows(ctx, context.maxEvents)
+    // A message longer than the whole budget in characters is cut by the builder anyway.
+    this.windows = new EventWindows(ctx, context.maxEvents, context.toolResultChars, context.contextTokens * 4)
     const logger = ctx.logger('openai')
     const scrub = (args: unknown[]) => args.map((arg) => redact(typeof arg === 'string' ? arg : safeString(arg), config.apiKey))
     this.client = new OpenAI({
