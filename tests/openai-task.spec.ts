@@ -19,7 +19,7 @@ import { OpenAIMock, TestHost, removeTree, taskPlayer, tempWorkspace } from '@ta
 
 const KEY = 'sk-live-7f3a9c1e5b2d8f40-NEVER-STORE'
 
-async function until(check: () => boolean | Promise<boolean>, what: string, timeout = 20_000) {
+async function until(check: () => boolean | Promise<boolean>, what: string, timeout = 60_000) {
   const started = Date.now()
   while (!(await check())) {
     if (Date.now() - started > timeout) throw new Error(`timed out waiting for ${what}`)
@@ -28,7 +28,7 @@ async function until(check: () => boolean | Promise<boolean>, what: string, time
 }
 
 describe('a supervised task driven by the OpenAI adapter (loopback mock)', function () {
-  this.timeout(60_000)
+  this.timeout(240_000)
   let mock: OpenAIMock
   let host: TestHost
   let cwd: string

@@ -37,6 +37,47 @@ describe('host: agents', () => {
     await removeTree(cwd)
   })
 
+  it('a call with invalidArgs is recorded and refused with TOOL_INVALID_ARGS; nothing runs and the model sees it next step', async () => {
+    const agent = await host.ctx.agents.create({ cwd, model: 'scripted', role: 'main' })
+    let seen: any[] = []
+    host.scripted.script('main', [
+      { toolCalls: [{ name: 'write', id: 'call_x1', invalidArgs: 'the arguments are not valid JSON' }] },
+      ({ results }) => {
+        seen = results
+        return { text: 'ok' }
+      },
+    ])
+    agent.followup('write')
+    await tick(0)
+    await agent.whenIdle()
+    const events = await agent.session.read({ from: 0, limit: 100 })
+    const call = events.find((e) => e.type === 'tool/call')!
+    expect(call.data).to.include({ name: 'write', invalidArgs: 'the arguments are not valid JSON', modelCallId: 'call_x1' })
+    expect(call.data.args).to.deep.equal({})
+    expect(seen).to.have.length(1)
+    expect(seen[0].error.code).to.equal('TOOL_INVALID_ARGS')
+    expect(seen[0].modelCallId).to.equal('call_x1')
+    expect(events.filter((e) => e.type === 'tool/result').map((e) => e.data.error?.code)).to.deep.equal(['TOOL_INVALID_ARGS'])
+  })
+
+  it('a cancel that interrupts the model request ends the turn cancelled, with no agent/error', async () => {
+    const agent = await host.ctx.agents.create({ cwd, model: 'scripted', role: 'main' })
+    let summary: TurnSummary | undefined
+    host.ctx.on('agent/turn-end', (_, s) => { summary = s })
+    const started = gate()
+    host.scripted.script('main', [({ signal }) => {
+      started.open()
+      return new Promise((_, reject) => signal.addEventListener('abort', () => reject(new TaskwardError('MODEL_UNAVAILABLE', 'aborted'))))
+    }])
+    agent.followup('hang')
+    await started.opened
+    agent.cancel()
+    await until(() => !!summary, 'the turn to end')
+    expect(summary!.cancelled).to.equal(true)
+    expect(summary!.error).to.equal(undefined)
+    expect(await types(agent)).to.not.include('agent/error')
+  })
+
   it('runs a scripted turn: text becomes assistant/message, tool calls become tool/call + tool/result', async () => {
     host.scripted.script('main', [
       { text: 'Let me look.', toolCalls: [{ name: 'read', args: { path: 'notes.md' } }] },

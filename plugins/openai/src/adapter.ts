@@ -4,9 +4,10 @@ import type { ModelAdapter, ModelRequest, Session } from '@taskward/host'
 import { TaskwardError } from '@taskward/protocol'
 import type { ContextConfig, RouteConfig } from './config'
 import { buildMessages, type ChatMessage } from './context'
-import { toolParameters } from './json-schema'
+import { toolParameters, type JsonSchema } from './json-schema'
 import { instructionsFor } from './prompts'
 import { redact } from './redact'
+import { EventWindows } from './window'
 import { StepAssembler, type AssembledStep, type StreamChunk } from './stream'
 
 /** Resolves with the task state a session's model should see (the supervisor's `task_status`), if any. */
@@ -20,6 +21,8 @@ export type TaskStateSource = (session: Session) => Promise<unknown>
  */
 export class OpenAIRoute implements ModelAdapter {
   readonly client: OpenAI
+  private readonly windows: EventWindows
+  private toolCache?: { defs: unknown[], tools: { type: 'function', function: { name: string, description: string, parameters: JsonSchema } }[] }
 
   constructor(
     private ctx: Context,
@@ -27,6 +30,8 @@ export class OpenAIRoute implements ModelAdapter {
     private context: ContextConfig,
     private taskState?: TaskStateSource,
   ) {
+    // A message longer than the whole budget in characters is cut by the builder anyway.
+    this.windows = new EventWindows(ctx, context.maxEvents, context.toolResultChars, context.contextTokens * 4)
     const logger = ctx.logger('openai')
     const scrub = (args: unknown[]) => args.map((arg) => redact(typeof arg === 'string' ? arg : safeString(arg), config.apiKey))
     this.client = new OpenAI({
@@ -48,26 +53,32 @@ export class OpenAIRoute implements ModelAdapter {
   /** The chat messages of a request (exposed for tests and the benchmark). */
   async messages(request: ModelRequest): Promise<ChatMessage[]> {
     const session = request.session
-    const from = Math.max(0, session.seq - this.context.maxEvents)
-    const events = await session.read({ from, limit: this.context.maxEvents })
+    const { events, unread } = await this.windows.latest(session)
     let taskState: unknown
     try {
       taskState = await this.taskState?.(session)
     } catch {
       taskState = undefined
     }
-    return buildMessages({ instructions: instructionsFor(request.role, session.cwd), taskState, events, unread: from }, this.context)
+    return buildMessages({ instructions: instructionsFor(request.role, session.cwd), taskState, events, unread }, this.context)
   }
 
+  /** Every host tool as a function tool; converted again only when the registry changed. */
   tools() {
-    return this.ctx.tools.list().map((tool) => ({
+    const defs = this.ctx.tools.list()
+    if (this.toolCache && this.toolCache.defs.length === defs.length && this.toolCache.defs.every((def, i) => def === defs[i])) {
+      return this.toolCache.tools
+    }
+    const tools = defs.map((tool) => ({
       type: 'function' as const,
       function: { name: tool.name, description: tool.description, parameters: toolParameters(tool.parameters) },
     }))
+    this.toolCache = { defs, tools }
+    return tools
   }
 
   async step(request: ModelRequest): Promise<AssembledStep> {
-    const assembler = new StepAssembler({ onText: request.onText, reasoningChars: this.context.reasoningChars })
+    const assembler = new StepAssembler({ onText: request.onText, reasoningChars: this.context.reasoningChars, maxStepChars: this.context.maxStepChars })
     // Our own controller: aborted by the agent's cancel, or by a stream that stalls past timeoutMs.
     const abort = new AbortController()
     const onCancel = () => abort.abort(request.signal.reason)

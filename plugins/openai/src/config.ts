@@ -17,6 +17,7 @@ export interface ContextConfig {
   toolResultChars: number
   taskStateChars: number
   reasoningChars: number
+  maxStepChars: number
 }
 
 export interface Config {
@@ -55,6 +56,8 @@ export const ContextConfig: Schema<Partial<ContextConfig>, ContextConfig> = Sche
     .description('Characters of the supervised task\'s state (task_status) shown in the system message.'),
   reasoningChars: Schema.natural().default(1000)
     .description('Characters of an endpoint\'s `reasoning_content` kept as an excerpt (logged at debug level, never recorded whole).'),
+  maxStepChars: Schema.natural().min(1000).default(8_000_000)
+    .description('Characters of text and tool arguments one step may stream; past it the request is stopped (MODEL_UNAVAILABLE).'),
 }) as any
 
 export const Config: Schema<Partial<Config>, Config> = Schema.object({

@@ -54,6 +54,29 @@ export function cut(text: string, limit: number): string {
   return `${text.slice(0, Math.max(0, limit))}\n…[cut: ${text.length - limit} more characters not shown]`
 }
 
+const MAX_ITEMS = 200
+const MAX_DEPTH = 20
+
+/**
+ * `value` with every string longer than `limit` cut (with the marker), arrays and objects kept to their
+ * first 200 entries: what an event may hold once it is only going to be shown cut. Keeps JSON valid.
+ */
+export function shrink(value: unknown, limit: number, depth = 0): unknown {
+  if (typeof value === 'string') return value.length > limit ? cut(value, limit) : value
+  if (!value || typeof value !== 'object') return value
+  if (depth >= MAX_DEPTH) return '…[nested too deep to show]'
+  if (Array.isArray(value)) {
+    const head = value.slice(0, MAX_ITEMS).map((item) => shrink(item, limit, depth + 1))
+    if (value.length > MAX_ITEMS) head.push(`…[${value.length - MAX_ITEMS} more items not shown]`)
+    return head
+  }
+  const keys = Object.keys(value)
+  const out: Record<string, unknown> = {}
+  for (const key of keys.slice(0, MAX_ITEMS)) out[key] = shrink((value as Record<string, unknown>)[key], limit, depth + 1)
+  if (keys.length > MAX_ITEMS) out['…'] = `${keys.length - MAX_ITEMS} more keys not shown`
+  return out
+}
+
 const json = (value: unknown) => {
   try {
     return JSON.stringify(value) ?? 'null'

@@ -18,7 +18,6 @@ export const name = 'taskward-openai'
 export const inject = {
   models: { required: true },
   tools: { required: true },
-  agents: { required: true },
   sessions: { required: true },
   supervisor: { required: false },
 }

@@ -1,4 +1,5 @@
 import type { ModelStep, ModelToolCall } from '@taskward/host'
+import { TaskwardError } from '@taskward/protocol'
 
 /*
  * Assembles one streamed Chat Completion (the chunks of `stream: true`) into a model step. Pure:
@@ -34,7 +35,20 @@ export class StepAssembler {
   private usage?: ModelStep['usage']
   private finishReason?: string
 
-  constructor(private options: { onText?: (delta: string) => void, reasoningChars: number }) {}
+  private size = 0
+
+  constructor(private options: { onText?: (delta: string) => void, reasoningChars: number, maxStepChars?: number }) {}
+
+  /** Count streamed characters; past `maxStepChars` the step is refused (an endpoint that never stops). */
+  private grow(length: number) {
+    this.size += length
+    const limit = this.options.maxStepChars
+    if (limit !== undefined && this.size > limit) {
+      throw new TaskwardError('MODEL_UNAVAILABLE',
+        `The model's answer passed ${limit} characters (maxStepChars) in one step; it was stopped. Ask for less, or raise context.maxStepChars.`,
+        { reason: 'too-large', limit })
+    }
+  }
 
   push(chunk: StreamChunk) {
     if (chunk.usage && (chunk.usage.prompt_tokens !== undefined || chunk.usage.completion_tokens !== undefined)) {
@@ -45,6 +59,7 @@ export class StepAssembler {
     if (!choice) return
     const delta = choice.delta ?? {}
     if (typeof delta.content === 'string' && delta.content) {
+      this.grow(delta.content.length)
       this.text += delta.content
       this.options.onText?.(delta.content)
     }
@@ -56,7 +71,8 @@ export class StepAssembler {
     for (const part of delta.tool_calls ?? []) {
       const index = Number.isInteger(part.index) ? part.index : 0
       const call = this.calls.get(index) ?? { name: '', args: '' }
-      if (part.id) call.id = part.id
+      this.grow((part.function?.name?.length ?? 0) + (part.function?.arguments?.length ?? 0))
+      if (part.id) call.id = part.id.slice(0, 200)
       if (part.function?.name) call.name += part.function.name
       if (part.function?.arguments) call.args += part.function.arguments
       this.calls.set(index, call)
@@ -81,7 +97,8 @@ export class StepAssembler {
 
 /** Arguments that are not a JSON object become `invalidArgs`: the host records the call and refuses it. */
 export function parseCall(call: { id?: string, name: string, args: string }): ModelToolCall {
-  const base: ModelToolCall = { name: call.name || '(unnamed)', ...(call.id ? { id: call.id } : {}) }
+  // A name is at most 200 characters: longer is no tool's name, and it is recorded as sent.
+  const base: ModelToolCall = { name: call.name.slice(0, 200) || '(unnamed)', ...(call.id ? { id: call.id } : {}) }
   const raw = call.args.trim()
   if (!raw) return { ...base, args: {} }
   let parsed: unknown

@@ -158,6 +158,16 @@ describe('plugin-openai: the adapter against a loopback endpoint', function () {
     expect(JSON.stringify(events)).to.not.include('chain of thought')
   })
 
+  it('an answer past maxStepChars is stopped: MODEL_UNAVAILABLE, the request closed, nothing half-recorded', async () => {
+    ;(host.ctx.models.get('mock') as any).context.maxStepChars = 5000
+    mock.script(mockText('x'.repeat(50_000), { chunkSize: 1000, delayMs: 1 }))
+    const { summary, events } = await runTurn(host, agent, 'write forever')
+    expect(summary.error?.code).to.equal('MODEL_UNAVAILABLE')
+    expect(summary.error?.message).to.match(/passed 5000 characters \(maxStepChars\)/)
+    expect(ofType(events, 'assistant/message')).to.have.length(0)
+    await until(() => mock.requests[0].aborted, 'the mock to see the request closed')
+  })
+
   it('the next step sees a bounded context, never the whole log', async () => {
     for (let i = 0; i < 60; i++) await agent.session.append('user/message', { text: `old ${i} ${'x'.repeat(2000)}` })
     mock.script(mockText('fine'))

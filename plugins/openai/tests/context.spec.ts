@@ -101,3 +101,20 @@ describe('model context (pure)', () => {
     ])
   })
 })
+
+describe('shrink (what the event window keeps)', () => {
+  it('cuts long strings, long arrays and wide objects, keeps JSON valid and small values as they are', async () => {
+    const { shrink } = await import('../src/context')
+    const value = { path: 'a.txt', content: 'x'.repeat(10_000), files: Array.from({ length: 500 }, (_, i) => `f${i}`), n: 3, ok: true, none: null }
+    const small = shrink(value, 100) as any
+    expect(small.path).to.equal('a.txt')
+    expect(small.content).to.match(/^x{100}\n…\[cut: 9900 more characters not shown\]$/)
+    expect(small.files).to.have.length(201)
+    expect(small.files.at(-1)).to.equal('…[300 more items not shown]')
+    expect([small.n, small.ok, small.none]).to.deep.equal([3, true, null])
+    expect(JSON.parse(JSON.stringify(small))).to.deep.equal(small)
+    let deep: any = 'leaf'
+    for (let i = 0; i < 50; i++) deep = { deep }
+    expect(JSON.stringify(shrink(deep, 100))).to.include('nested too deep to show')
+  })
+})

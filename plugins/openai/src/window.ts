@@ -1,0 +1,48 @@
+import type { Context } from 'cordis'
+import type { Session } from '@taskward/host'
+import type { SessionEvent } from '@taskward/protocol'
+import { shrink } from './context'
+
+/**
+ * The latest `size` events of the sessions a route serves, kept in memory from `session/event` so that
+ * a step does not read the database again. A window that falls behind the session (another process
+ * appended, or it was evicted) is read again from the database. At most `sessions` windows are kept,
+ * and each event's data is kept shrunk (`shrink`): a window never holds a 1 MiB file read.
+ */
+export class EventWindows {
+  private windows = new Map<string, { events: SessionEvent[], next: number }>()
+
+  /**
+   * `toolLimit`: the longest string kept in tool calls, results and host notes (they are shown cut at
+   * that length anyway); `messageLimit`: the longest user or assistant text kept.
+   */
+  constructor(ctx: Context, private size: number, private toolLimit: number, private messageLimit: number, private sessions = 32) {
+    ctx.on('session/event', (session, event) => {
+      const window = this.windows.get(session.id)
+      if (!window || event.seq !== window.next) return
+      window.events.push(this.compact(event))
+      window.next = event.seq + 1
+      if (window.events.length > this.size) window.events.splice(0, window.events.length - this.size)
+    })
+  }
+
+  private compact(event: SessionEvent): SessionEvent {
+    const conversation = event.type === 'user/message' || event.type === 'assistant/message'
+    return { seq: event.seq, type: event.type, time: event.time, data: shrink(event.data, conversation ? this.messageLimit : this.toolLimit) }
+  }
+
+  /** The latest events of `session` (at most `size`), and how many earlier ones were not read. */
+  async latest(session: Session): Promise<{ events: SessionEvent[], unread: number }> {
+    let window = this.windows.get(session.id)
+    if (!window || window.next !== session.seq) {
+      const from = Math.max(0, session.seq - this.size)
+      const events = (await session.read({ from, limit: this.size })).map((event) => this.compact(event))
+      window = { events, next: events.length ? events.at(-1)!.seq + 1 : from }
+      this.windows.delete(session.id)
+      this.windows.set(session.id, window)
+      while (this.windows.size > this.sessions) this.windows.delete(this.windows.keys().next().value!)
+    }
+    const events = [...window.events]
+    return { events, unread: events.length ? events[0].seq : 0 }
+  }
+}
