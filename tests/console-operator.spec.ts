@@ -229,13 +229,17 @@ describe('console: narrow screens, dark mode, cached assets', function () {
       await openSession(page, demo)
       await page.waitForSelector('#current svg.dag')
       expect(await noSidewaysScroll(), 'the session page scrolls sideways').to.equal(true)
-      // Drawn at its own size (12 px labels stay 12 px), scrolling inside .dag-wrap instead.
-      const dag = await page.evaluate(`(() => {
-        const svg = document.querySelector('#current svg.dag'), wrap = svg.parentElement
-        return { drawn: svg.getBoundingClientRect().width, natural: Number(svg.getAttribute('width')), box: wrap.clientWidth, scroll: wrap.scrollWidth }
-      })()`) as { drawn: number, natural: number, box: number, scroll: number }
-      expect(dag.drawn).to.equal(dag.natural)
-      expect(dag.scroll).to.be.greaterThan(dag.box)
+      // Both DAGs (task and impact panel) are drawn at their own size (12 px labels stay 12 px),
+      // scrolling inside their .dag-wrap boxes instead.
+      for (const scope of ['#current', '#impact']) {
+        const dag = await page.evaluate(`(() => {
+          const svg = document.querySelector('${scope} svg.dag'), wrap = svg.parentElement
+          return { drawn: svg.getBoundingClientRect().width, natural: Number(svg.getAttribute('width')), box: wrap.clientWidth, scroll: wrap.scrollWidth, wrap: wrap.className }
+        })()`) as { drawn: number, natural: number, box: number, scroll: number, wrap: string }
+        expect(dag.wrap, scope).to.equal('dag-wrap')
+        expect(dag.drawn, scope).to.equal(dag.natural)
+        expect(dag.scroll, scope).to.be.greaterThan(dag.box)
+      }
       // Checkbox targets are at least 24 px.
       const box = await page.locator('#propose-current-root-en').boundingBox()
       expect(box!.width).to.be.at.least(24)
