@@ -150,7 +150,12 @@ describe('console: the operator drives a session in the browser', function () {
     expect(await phase()).to.equal('awaiting-approval')
     await screenshot(page, 'approve-plan')
     expect(await axeViolations(page)).to.deep.equal([])
+    // A draft in the input box survives the button's command.
+    await page.fill('#input-text', 'a draft I am still writing')
     await page.click('#approve-plan')
+    await page.waitForSelector('#input-status .success')
+    expect(await page.textContent('#input-status')).to.include('Plan approved')
+    expect(await page.inputValue('#input-text')).to.equal('a draft I am still writing')
     await until(async () => await phase() === 'complete', 'the task to complete', 30_000)
     expect(await page.locator('#approve-plan').count()).to.equal(0)
     expect(await readFile(join(op.root, 'greeting', 'greeting.txt'), 'utf8')).to.equal('hello\n')
