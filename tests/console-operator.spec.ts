@@ -150,7 +150,12 @@ describe('console: the operator drives a session in the browser', function () {
     expect(await phase()).to.equal('awaiting-approval')
     await screenshot(page, 'approve-plan')
     expect(await axeViolations(page)).to.deep.equal([])
+    // A draft in the input box survives the button's command.
+    await page.fill('#input-text', 'a draft I am still writing')
     await page.click('#approve-plan')
+    await page.waitForSelector('#input-status .success')
+    expect(await page.textContent('#input-status')).to.include('Plan approved')
+    expect(await page.inputValue('#input-text')).to.equal('a draft I am still writing')
     await until(async () => await phase() === 'complete', 'the task to complete', 30_000)
     expect(await page.locator('#approve-plan').count()).to.equal(0)
     expect(await readFile(join(op.root, 'greeting', 'greeting.txt'), 'utf8')).to.equal('hello\n')
@@ -231,13 +236,17 @@ describe('console: narrow screens, dark mode, cached assets', function () {
       await openSession(page, demo)
       await page.waitForSelector('#current svg.dag')
       expect(await noSidewaysScroll(), 'the session page scrolls sideways').to.equal(true)
-      // Drawn at its own size (12 px labels stay 12 px), scrolling inside .dag-wrap instead.
-      const dag = await page.evaluate(`(() => {
-        const svg = document.querySelector('#current svg.dag'), wrap = svg.parentElement
-        return { drawn: svg.getBoundingClientRect().width, natural: Number(svg.getAttribute('width')), box: wrap.clientWidth, scroll: wrap.scrollWidth }
-      })()`) as { drawn: number, natural: number, box: number, scroll: number }
-      expect(dag.drawn).to.equal(dag.natural)
-      expect(dag.scroll).to.be.greaterThan(dag.box)
+      // Both DAGs (task and impact panel) are drawn at their own size (12 px labels stay 12 px),
+      // scrolling inside their .dag-wrap boxes instead.
+      for (const scope of ['#current', '#impact']) {
+        const dag = await page.evaluate(`(() => {
+          const svg = document.querySelector('${scope} svg.dag'), wrap = svg.parentElement
+          return { drawn: svg.getBoundingClientRect().width, natural: Number(svg.getAttribute('width')), box: wrap.clientWidth, scroll: wrap.scrollWidth, wrap: wrap.className }
+        })()`) as { drawn: number, natural: number, box: number, scroll: number, wrap: string }
+        expect(dag.wrap, scope).to.equal('dag-wrap')
+        expect(dag.drawn, scope).to.equal(dag.natural)
+        expect(dag.scroll, scope).to.be.greaterThan(dag.box)
+      }
       // Checkbox targets are at least 24 px.
       const box = await page.locator('#propose-current-root-en').boundingBox()
       expect(box!.width).to.be.at.least(24)

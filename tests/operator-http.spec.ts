@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import type { Context } from 'cordis'
-import { mkdir, stat, symlink } from 'node:fs/promises'
+import { mkdir, stat, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { TaskwardError } from '@taskward/protocol'
 import { SupervisorPlugin } from '@taskward/plugin-supervisor'
@@ -92,6 +92,23 @@ describe('operator routes over HTTP', function () {
       // Creating below a link that leads out must not create anything out there.
       await refused({ cwd: 'link/made-outside', create: true })
       await stat(join(op.outside, 'made-outside')).then(() => expect.fail('created outside the root'), () => {})
+      expect(await op.host.ctx.sessions.list()).to.have.length(0)
+    })
+
+    it('answers link loops, dangling links and files in the way with coded 400s, creating nothing', async () => {
+      await symlink(join(op.root, 'loop-b'), join(op.root, 'loop-a'))
+      await symlink(join(op.root, 'loop-a'), join(op.root, 'loop-b'))
+      await symlink(join(op.outside, 'not-yet'), join(op.root, 'dangling'))
+      await writeFile(join(op.root, 'file'), 'x')
+      for (const body of [{ cwd: 'loop-a' }, { cwd: 'loop-a/x', create: true }, { cwd: 'dangling' }, { cwd: 'dangling', create: true },
+        { cwd: 'dangling/sub', create: true }, { cwd: 'file' }, { cwd: 'file/sub', create: true }]) {
+        const response = await http().post('/api/sessions', body)
+        const json = await response.json() as any
+        expect(response.status, `${JSON.stringify(body)} → ${JSON.stringify(json)}`).to.be.oneOf([400, 403])
+        expect(json.code).to.be.oneOf(['BAD_REQUEST', 'PATH_OUTSIDE_WORKSPACE'])
+        if (json.code === 'BAD_REQUEST') expect(json.error).to.match(/^cwd: /)
+      }
+      await stat(join(op.outside, 'not-yet')).then(() => expect.fail('created through a dangling link'), () => {})
       expect(await op.host.ctx.sessions.list()).to.have.length(0)
     })
 

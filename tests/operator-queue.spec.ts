@@ -56,4 +56,21 @@ describe('operator queue policy during a review', function () {
     // Nothing of the turn came before the verdict.
     expect(log.filter((e) => e.seq < asked.seq && e.type === 'assistant/message')).to.have.length(0)
   })
+
+  it('lets only the newest announced state decide: a late "reviewing" state does not hold the queue again', async () => {
+    const id = await createSession(op.host, { cwd: 'order', create: true })
+    const agent = op.host.ctx.agents.get(id)!
+    const state = (phase: string, asOfSeq: number) => ({ asOfSeq, current: { phase } }) as any
+    op.host.ctx.emit('supervisor/changed', id, state('reviewing', 10))
+    expect(agent.held).to.equal(true)
+    op.host.ctx.emit('supervisor/changed', id, state('active', 12))
+    expect(agent.held).to.equal(false)
+    op.host.ctx.emit('supervisor/changed', id, state('reviewing', 11))
+    expect(agent.held).to.equal(false)
+    op.host.ctx.emit('supervisor/changed', id, state('reviewing', 13))
+    expect(agent.held).to.equal(true)
+    // Stop still clears a held queue.
+    agent.followup('waiting')
+    expect((await (await op.host.http.post(`/api/sessions/${id}/cancel`, {})).json() as any).dropped).to.have.length(1)
+  })
 })

@@ -34,7 +34,8 @@ export function renderImpact(app, proposal, task) {
         h('li', { 'data-seq': quote.seq }, h('span', { class: 'seq' }, `seq ${quote.seq}`), quote.type ? ` ${quote.type}` : ' missing',
           h('blockquote', {}, quote.text))))
       : h('p', { class: 'muted' }, 'No evidence events were cited (a proposal from the console cites none).'),
-    task ? renderDag(task, { affected: proposal.affectedNodeIds, roots: proposal.rootNodeIds, label: 'impact' }) : null,
+    task ? h('div', { class: 'dag-wrap', tabindex: '0', role: 'region', 'aria-label': `Plan DAG of task ${task.id} with the affected nodes` },
+      renderDag(task, { affected: proposal.affectedNodeIds, roots: proposal.rootNodeIds, label: 'impact' })) : null,
     h('p', { class: 'note' },
       `Confirming reopens task ${proposal.taskId} for acceptance cycle ${nextCycle}: the affected nodes get a new attempt and need a new review; `
       + 'the other nodes keep their acceptance and final acceptance must be requested again. The workspace stamp binds your click to the files '

@@ -116,20 +116,21 @@ export class Operate {
     this.status.replaceChildren(text ? h('p', { class: refusal ? 'refusal' : 'success', 'data-code': code ?? '' }, text) : '')
   }
 
-  async send(text) {
+  /** Send `text`; `fromBox` clears the input box once the host took it (a button's command leaves the draft alone). */
+  async send(text, { fromBox = true } = {}) {
     if (!text.trim()) return this.say('Type a message or a command first.', { refusal: true })
     this.say('Sending…')
     const { ok, status, body } = await requestJson('POST', `${this.base}/input`, { text })
     if (status === 0) return this.say(body.error, { refusal: true, code: body.code })
     if (body.kind === 'queued') {
-      this.text.value = ''
+      if (fromBox) this.text.value = ''
       this.say(body.running || body.held || body.position > 0
         ? `Queued as turn ${body.position + 1} in line${body.held ? ' (held until the pending review ends)' : ''}.`
         : 'Sent: the agent is working on it.')
       return this.refreshQueue().catch(() => {})
     }
     if (body.kind === 'command') {
-      if (ok) this.text.value = ''
+      if (ok && fromBox) this.text.value = ''
       const reply = body.reply
       if (reply?.error) return this.say(`/${reply.command} refused (${reply.error.code}): ${reply.error.message}`, { refusal: true, code: reply.error.code })
       return this.say(`/${reply.command}: ${typeof reply.reply?.message === 'string' ? reply.reply.message : 'done.'}`)
@@ -139,7 +140,7 @@ export class Operate {
 
   /** Run a command from a button (e.g. Approve plan) and report it in the status region. */
   command(text) {
-    return this.send(text)
+    return this.send(text, { fromBox: false })
   }
 
   async cancel() {

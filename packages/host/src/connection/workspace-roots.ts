@@ -42,8 +42,29 @@ async function exists(path: string) {
  * `roots` (real paths). `create` makes a missing directory (and missing parents).
  */
 export async function resolveWorkspaceDirectory(roots: readonly string[], requested: string, create = false): Promise<string> {
+  try {
+    return await resolveInside(roots, requested, create)
+  } catch (error: any) {
+    // File system refusals on the way (a link loop, a file where a directory should be, a link to
+    // nowhere) are the request's fault: coded, naming the field, never a 500.
+    const reason = FS_REASONS[error?.code]
+    if (reason) throw new TaskwardError('BAD_REQUEST', `cwd: ${requested} ${reason}`, { field: 'cwd' })
+    throw error
+  }
+}
+
+const FS_REASONS: Record<string, string> = {
+  ELOOP: 'runs into a symlink loop.',
+  ENOTDIR: 'passes through something that is not a directory.',
+  ENOENT: 'is a symlink to nothing (or changed while it was checked).',
+  EACCES: 'cannot be read by the host (permission denied).',
+  EPERM: 'cannot be created here (operation not permitted).',
+  ENAMETOOLONG: 'is too long.',
+}
+
+async function resolveInside(roots: readonly string[], requested: string, create: boolean): Promise<string> {
   if (!roots.length) throw new TaskwardError('CONFIG_INVALID', 'No workspace roots are configured (operator.workspaceRoots); sessions cannot be created over HTTP.')
-  if (requested.includes('\0')) throw new TaskwardError('BAD_REQUEST', 'cwd must not contain NUL characters.', { field: 'cwd' })
+  if (requested.includes('\0')) throw new TaskwardError('BAD_REQUEST', 'cwd: must not contain NUL characters.', { field: 'cwd' })
   // `..` never has a good reason here and only serves to confuse checks: refuse it outright.
   if (requested.split(/[\\/]+/).includes('..')) throw outside(requested, roots)
   // Only real paths decide (below): a configured root may itself be reached through a link.
@@ -51,7 +72,7 @@ export async function resolveWorkspaceDirectory(roots: readonly string[], reques
 
   if (await exists(lexical)) return checkedDirectory(roots, requested, lexical)
   if (!create) {
-    throw new TaskwardError('NOT_FOUND', `${requested} does not exist; send {"create": true} to create it inside the workspace root.`, { field: 'cwd' })
+    throw new TaskwardError('NOT_FOUND', `cwd: ${requested} does not exist; send {"create": true} to create it inside the workspace root.`, { field: 'cwd' })
   }
   // Find the deepest existing ancestor, check where it really is, then create downwards from there.
   const missing: string[] = []
@@ -78,6 +99,6 @@ export async function resolveWorkspaceDirectory(roots: readonly string[], reques
 async function checkedDirectory(roots: readonly string[], requested: string, path: string) {
   const real = await realpath(path)
   if (!roots.some((root) => inside(root, real))) throw outside(requested, roots)
-  if (!(await stat(real)).isDirectory()) throw new TaskwardError('BAD_REQUEST', `${requested} is not a directory.`, { field: 'cwd' })
+  if (!(await stat(real)).isDirectory()) throw new TaskwardError('BAD_REQUEST', `cwd: ${requested} is not a directory.`, { field: 'cwd' })
   return real
 }
