@@ -5,6 +5,8 @@ import { SessionEvent, TaskwardError } from '@taskward/protocol'
 import { Session, nextSeqOf } from './session'
 import { defineTables } from '../tables'
 
+export type EventObserver = (session: Session, event: SessionEvent) => void
+
 export interface CreateSessionOptions {
   id?: string
   cwd: string
@@ -28,6 +30,8 @@ declare module 'cordis' {
 export class Sessions extends Service {
   static inject = ['database']
   private live = new Map<string, Promise<Session>>()
+  /** Plain listeners of committed events (see `observe`). */
+  private readonly observers = new Set<EventObserver>()
   /** The service's own context: sessions outlive the plugin that happened to open them. */
   private readonly home: Context
 
@@ -35,6 +39,20 @@ export class Sessions extends Service {
     super(ctx, 'sessions', true)
     this.home = ctx
     defineTables(ctx)
+  }
+
+  /**
+   * Call `listener` for every committed event, in order, before `session/event` is emitted; disposing
+   * the calling plugin removes it. For kernel services on the append path: a plain call, without
+   * cordis' per-listener tracing, which costs more than the insert. A throwing observer is logged
+   * and never fails the append.
+   */
+  observe(listener: EventObserver) {
+    const observers = this.observers
+    return this.ctx.effect(() => {
+      observers.add(listener)
+      return () => observers.delete(listener)
+    })
   }
 
   async create(options: CreateSessionOptions): Promise<Session> {
@@ -55,7 +73,7 @@ export class Sessions extends Service {
       createdAt: Date.now(),
     }
     await this.home.database.create('taskward_session', row)
-    const session = new Session(this.home, row, 0)
+    const session = new Session(this.home, row, 0, this.observers)
     this.live.set(id, Promise.resolve(session))
     return session
   }
@@ -78,7 +96,7 @@ export class Sessions extends Service {
   private async load(id: string) {
     const [row] = await this.home.database.get('taskward_session', { id })
     if (!row) throw new TaskwardError('SESSION_NOT_FOUND', `No session ${id}; list sessions to find the right id.`, { sessionId: id })
-    return new Session(this.home, row, await nextSeqOf(this.home, id))
+    return new Session(this.home, row, await nextSeqOf(this.home, id), this.observers)
   }
 
   /** Every session, oldest first; `parentId` filters the sessions that work for one session. */
