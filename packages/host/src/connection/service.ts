@@ -5,6 +5,7 @@ import { TaskwardError, asTaskwardError } from '@taskward/protocol'
 import { TokenGrant, TokenStore } from './tokens'
 import { errorResponse, readBody, sendResponse, toRequest } from './http'
 import { storeHealth } from '../store/health'
+import { checkId } from '../sessions/ids'
 
 export const TOKEN_COOKIE = 'taskward_token'
 
@@ -107,6 +108,7 @@ export class Connection extends Service {
       const params: Record<string, string> = { ...(koa as any).params }
       let grant: TokenGrant = { kind: 'operator' }
       let sessionId = params.sessionId ?? url.searchParams.get('sessionId') ?? undefined
+      for (const id of [params.sessionId, url.searchParams.get('sessionId')]) if (id !== undefined && id !== null) checkId(id)
       if (route.access !== 'public') {
         const header = koa.get('authorization')
         const bearer = header.startsWith('Bearer ') ? header.slice(7).trim() : undefined

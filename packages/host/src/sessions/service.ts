@@ -4,6 +4,7 @@ import { resolve } from 'node:path'
 import { SessionEvent, TaskwardError } from '@taskward/protocol'
 import { Session, nextSeqOf } from './session'
 import { defineTables } from '../tables'
+import { checkId } from './ids'
 
 export type EventObserver = (session: Session, event: SessionEvent) => void
 
@@ -58,6 +59,7 @@ export class Sessions extends Service {
   async create(options: CreateSessionOptions): Promise<Session> {
     if (!options?.cwd) throw new TaskwardError('BAD_REQUEST', 'A session needs a working directory (cwd).')
     const id = options.id ?? randomUUID()
+    checkId(id)
     if (!/^[\w.-]{1,128}$/.test(id)) {
       throw new TaskwardError('BAD_REQUEST', `Session id "${id}" may only hold letters, digits, ".", "_" and "-".`)
     }
@@ -80,6 +82,11 @@ export class Sessions extends Service {
 
   /** The session, or `SESSION_NOT_FOUND`. */
   get(id: string): Promise<Session> {
+    try {
+      checkId(id)
+    } catch (error) {
+      return Promise.reject(error)
+    }
     let pending = this.live.get(id)
     if (!pending) {
       pending = this.load(id)
@@ -90,6 +97,7 @@ export class Sessions extends Service {
   }
 
   async has(id: string) {
+    checkId(id)
     return (await this.home.database.get('taskward_session', { id })).length > 0
   }
 
