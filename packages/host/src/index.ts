@@ -7,6 +7,7 @@ import { Models } from './models/service'
 import { Agents } from './agents/service'
 import { Commands } from './commands'
 import { Connection } from './connection/service'
+import { storeRoutes } from './store/routes'
 
 export * from './tables'
 export * from './sessions/session'
@@ -26,6 +27,7 @@ export * from './connection/service'
 export * from './connection/tokens'
 export * from './keyed-lock'
 export * from './store/health'
+export * from './store/routes'
 
 export const name = 'taskward-host'
 export const inject = ['database', 'server']
@@ -50,6 +52,7 @@ export function apply(ctx: Context, config: Config) {
   ctx.plugin(Commands)
   ctx.plugin(Connection, config.connection)
   ctx.plugin({ name: 'taskward-file-tools', inject: ['tools'], apply: registerFileTools })
+  ctx.plugin({ name: 'taskward-store-routes', inject: ['connection', 'database', 'server'], apply: storeRoutes })
   stopWithDaemon(ctx)
 }
 
