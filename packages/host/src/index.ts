@@ -28,6 +28,7 @@ export * from './connection/tokens'
 export * from './keyed-lock'
 export * from './store/health'
 export * from './store/routes'
+export * from './store/doctor'
 
 export const name = 'taskward-host'
 export const inject = ['database', 'server']

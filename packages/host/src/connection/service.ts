@@ -5,6 +5,7 @@ import { TaskwardError, asTaskwardError } from '@taskward/protocol'
 import { TokenGrant, TokenStore } from './tokens'
 import { errorResponse, readBody, sendResponse, toRequest } from './http'
 import { storeHealth } from '../store/health'
+import { verboseHealth } from '../store/verbose-health'
 import { checkId } from '../sessions/ids'
 
 export const TOKEN_COOKIE = 'taskward_token'
@@ -171,7 +172,8 @@ export class Connection extends Service {
       path: '/health',
       methods: ['GET'],
       access: 'public',
-      handler: async () => {
+      handler: async (request, { url }) => {
+        if (url.searchParams.has('verbose')) return verboseHealth(this.home, request, this.tokens)
         const store = await storeHealth(this.home)
         return store.ok ? Response.json({ ok: true }) : Response.json(store, { status: 503 })
       },
