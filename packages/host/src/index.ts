@@ -9,10 +9,12 @@ import { Agents } from './agents/service'
 import { Commands } from './commands'
 import { Connection } from './connection/service'
 import { Operator } from './connection/operator'
+import { storeRoutes } from './store/routes'
 
 export * from './tables'
 export * from './sessions/session'
 export * from './sessions/service'
+export * from './sessions/ids'
 export * from './projections'
 export * from './tools/types'
 export * from './tools/service'
@@ -30,6 +32,8 @@ export * from './connection/operator-routes'
 export * from './connection/workspace-roots'
 export * from './keyed-lock'
 export * from './store/health'
+export * from './store/routes'
+export * from './store/doctor'
 
 export const name = 'taskward-host'
 export const inject = ['database', 'server']
@@ -58,6 +62,7 @@ export function apply(ctx: Context, loaded: Config) {
   ctx.plugin(Connection, config.connection)
   ctx.plugin(Operator, config.operator)
   ctx.plugin({ name: 'taskward-file-tools', inject: ['tools'], apply: registerFileTools })
+  ctx.plugin({ name: 'taskward-store-routes', inject: ['connection', 'database', 'server'], apply: storeRoutes })
   stopWithDaemon(ctx)
 }
 

@@ -10,9 +10,17 @@ import type { Session } from './sessions/session'
 export interface ProjectionDef<S = any> {
   key: string
   version: number
+  /**
+   * The event types this fold reads; only those are read from the log (through the type index).
+   * Absent: every event. Events handed to `apply` are not frozen: the fold owns them.
+   */
+  types?: readonly string[]
   init(): S
   apply(state: S, event: SessionEvent): S
 }
+
+/** Persist advanced caches this long after the first unsaved event, so a restart folds only the tail. */
+const PERSIST_DELAY_MS = 1000
 
 interface Cached {
   version: number
@@ -31,11 +39,59 @@ export class Projections extends Service {
   private defs = new Map<string, ProjectionDef>()
   private memory = new Map<string, Cached>()
   private pending = new Map<string, Promise<any>>()
+  /** Caches advanced by appends but not yet saved. */
+  private unsaved = new Map<string, { sessionId: string, key: string }>()
+  private persistTimer?: NodeJS.Timeout
   private readonly home: Context
 
   constructor(ctx: Context) {
     super(ctx, 'projections', true)
     this.home = ctx
+    // The listener runs on every append: call the service itself, not through cordis' tracing proxy
+    // that `this` is here (a property read through it costs more than the insert).
+    const self: Projections = (this as any)[Symbol.for('cordis.original')] ?? this
+    ctx.sessions.observe((session, event) => self.follow(session, event))
+    ctx.on('dispose', () => clearTimeout(this.persistTimer))
+  }
+
+  /**
+   * Keep every cache this process holds in step with the log as it grows, and save them a moment
+   * later: a restart then folds only the events after the last save, not the whole log.
+   */
+  private follow(session: Session, event: SessionEvent) {
+    const prefix = session.id + '\u0000'
+    for (const [id, cached] of this.memory) {
+      if (!id.startsWith(prefix) || this.pending.has(id) || cached.asOfSeq !== event.seq - 1) continue
+      const key = id.slice(prefix.length)
+      const def = this.defs.get(key)
+      if (!def || def.version !== cached.version) continue
+      try {
+        const state = !def.types || def.types.includes(event.type) ? def.apply(cached.state, event) : cached.state
+        this.memory.set(id, { version: cached.version, asOfSeq: event.seq, state })
+      } catch {
+        // The fold refuses this event: the next `get` folds it again and reports the failure there.
+        this.memory.delete(id)
+        continue
+      }
+      this.unsaved.set(id, { sessionId: session.id, key })
+    }
+    if (this.unsaved.size && !this.persistTimer) {
+      this.persistTimer = setTimeout(() => {
+        this.persistTimer = undefined
+        this.persist().catch((error) => this.home.logger('projections').warn('saving projection caches failed: %s', error))
+      }, PERSIST_DELAY_MS)
+      this.persistTimer.unref?.()
+    }
+  }
+
+  private async persist() {
+    const rows = []
+    for (const [id, { sessionId, key }] of this.unsaved) {
+      const cached = this.memory.get(id)
+      if (cached) rows.push({ sessionId, key, ...cached })
+    }
+    this.unsaved.clear()
+    if (rows.length) await this.home.database.upsert('taskward_projection', rows)
   }
 
   /** Register a projection; disposing the registering plugin removes it. */
@@ -82,11 +138,16 @@ export class Projections extends Service {
       return cached.state
     }
     let { state, asOfSeq } = cached
-    for await (const event of session.events(asOfSeq + 1)) {
+    // With a type filter the last folded event may be older than the log's end: the cache stands at
+    // least where the log ended when the read began (events appended later are read or come next time).
+    const end = session.seq - 1
+    for await (const event of session.events(asOfSeq + 1, 2000, { types: def.types, frozen: false })) {
       state = def.apply(state, event)
       asOfSeq = event.seq
     }
+    if (def.types) asOfSeq = Math.max(asOfSeq, end)
     const next = { version: def.version, asOfSeq, state }
+    this.unsaved.delete(id)
     this.memory.set(id, next)
     await this.home.database.upsert('taskward_projection', [{ sessionId: session.id, key, ...next }])
     return state

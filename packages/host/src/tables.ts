@@ -55,7 +55,11 @@ export function defineTables(ctx: Context) {
     type: 'string',
     time: 'double',
     data: 'json',
-  }, { primary: ['sessionId', 'seq'] })
+  }, {
+    primary: ['sessionId', 'seq'],
+    // Folds that read only the event types they fold.
+    indexes: [{ name: 'taskward_event_type', keys: { sessionId: 'asc', type: 'asc', seq: 'asc' } }],
+  })
   ctx.database.extend('taskward_projection', {
     sessionId: 'string',
     key: 'string',

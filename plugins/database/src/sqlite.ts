@@ -1,4 +1,5 @@
 import SQLiteDriver from '@minatojs/driver-sqlite'
+import Schema from 'schemastery'
 import init from '@minatojs/sql.js'
 import { TaskwardError } from '@taskward/protocol'
 import { closeSync, fstatSync, fsyncSync, linkSync, openSync, statSync, unlinkSync } from 'node:fs'
@@ -26,7 +27,7 @@ export interface StoreHealth {
 
 /** Check the WAL's size every this many commits; checkpoint past CHECKPOINT_BYTES. */
 const CHECKPOINT_EVERY = 256
-const CHECKPOINT_BYTES = 16 << 20
+const CHECKPOINT_BYTES = 64 << 20
 
 const require = createRequire(import.meta.url)
 
@@ -44,6 +45,12 @@ const require = createRequire(import.meta.url)
  *   reported by `health()`; writes are refused from then on.
  */
 export class TaskwardSQLiteDriver extends (SQLiteDriver as any as typeof SQLiteDriver) {
+  // The base driver's schema would strip `durability` from the config.
+  static override Config = Schema.object({
+    path: Schema.string().required(),
+    durability: Schema.union(['fsync', 'os'] as const).default('fsync'),
+  })
+
   declare config: SQLiteDriver.Config & { durability: Durability }
   lock!: DataDirLock
   durability: Durability = 'fsync'
@@ -163,25 +170,51 @@ export class TaskwardSQLiteDriver extends (SQLiteDriver as any as typeof SQLiteD
   }
 
   /**
-   * Call after a commit: resolves when the commit is as durable as configured. Refuses (and the
-   * commit must be taken as not acknowledged) once the store has failed.
+   * Call after a commit: resolves when the commit is as durable as configured, or returns undefined
+   * when it already is (`os`). Refuses (the commit must be taken as not acknowledged) once the store
+   * has failed.
    */
-  async committed(): Promise<void> {
-    if (this.failure) throw this.failure
-    if (this.durability === 'fsync' && this.flusher) {
-      try {
-        await this.flusher.durable()
-      } catch (error: any) {
-        throw this.fail('STORE_UNAVAILABLE', `flushing to disk failed (${error?.code ?? error?.message ?? error})`)
-      }
-    }
+  committed(): Promise<void> | undefined {
+    if (this.failure) return Promise.reject(this.failure)
     if (++this.commits % CHECKPOINT_EVERY === 0) {
       try {
-        if (statSync(this.path + '-wal').size > CHECKPOINT_BYTES) this.checkpoint()
+        if (statSync(this.path + '-wal').size > CHECKPOINT_BYTES) {
+          // The frames being copied must be on disk before the database pages that replace them.
+          if (this.durability === 'fsync' && this.flusher) return this.flushed().then(() => this.checkpointNow())
+          this.checkpointNow()
+        }
       } catch (error: any) {
-        throw this.fail('STORE_UNAVAILABLE', `a checkpoint failed (${error?.code ?? error?.message ?? error})`)
+        return Promise.reject(this.fail('STORE_UNAVAILABLE', `a checkpoint failed (${error?.code ?? error?.message ?? error})`))
       }
     }
+    if (this.durability === 'fsync' && this.flusher) return this.flushed()
+  }
+
+  private async flushed() {
+    try {
+      await this.flusher!.durable()
+    } catch (error: any) {
+      throw this.fail('STORE_UNAVAILABLE', `flushing to disk failed (${error?.code ?? error?.message ?? error})`)
+    }
+  }
+
+  private checkpointNow() {
+    try {
+      this.checkpoint()
+    } catch (error: any) {
+      throw this.fail('STORE_UNAVAILABLE', `a checkpoint failed (${error?.code ?? error?.message ?? error})`)
+    }
+  }
+
+  /**
+   * A consistent snapshot of the whole database, written by SQLite itself (`VACUUM INTO`) to `target`
+   * (which must not exist) and synced. Runs between two statements of this process, so it holds
+   * exactly the commits acknowledged before it: a prefix of every log.
+   */
+  backup(target: string) {
+    if (!this.opened) throw new TaskwardError('STORE_UNAVAILABLE', 'The database is not open.')
+    this.db.run('VACUUM INTO ?', [target])
+    syncFile(target)
   }
 
   /** Remember a store failure: `health()` reports it and every later write is refused with it. */

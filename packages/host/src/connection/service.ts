@@ -7,6 +7,8 @@ import { errorResponse, readBody, sendResponse, toRequest } from './http'
 import { sameOriginTarget } from './redirect'
 import { storeHealth } from '../store/health'
 import { describeProblems, readiness, type ReadinessReport } from './readiness'
+import { verboseHealth } from '../store/verbose-health'
+import { checkId } from '../sessions/ids'
 
 export const TOKEN_COOKIE = 'taskward_token'
 
@@ -156,6 +158,7 @@ export class Connection extends Service {
       const params: Record<string, string> = { ...(koa as any).params }
       let grant: TokenGrant = { kind: 'operator' }
       let sessionId = params.sessionId ?? url.searchParams.get('sessionId') ?? undefined
+      for (const id of [params.sessionId, url.searchParams.get('sessionId')]) if (id !== undefined && id !== null) checkId(id)
       if (route.access !== 'public') {
         const header = koa.get('authorization')
         const bearer = header.startsWith('Bearer ') ? header.slice(7).trim() : undefined
@@ -223,7 +226,8 @@ export class Connection extends Service {
       methods: ['GET'],
       access: 'public',
       // Public, so it names rows only; the reasons go to the terminal that started the host.
-      handler: async () => {
+      handler: async (request, { url }) => {
+        if (url.searchParams.has('verbose')) return verboseHealth(this.home, request, this.tokens)
         const { ready, failed, pending } = this.readiness()
         if (!ready) {
           return Response.json({ ok: false, ready: false, failed: failed.map((p) => p.id), pending: pending.map((p) => p.id) }, { status: 503 })

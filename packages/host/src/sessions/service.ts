@@ -4,6 +4,9 @@ import { resolve } from 'node:path'
 import { SessionEvent, TaskwardError } from '@taskward/protocol'
 import { Session, nextSeqOf } from './session'
 import { defineTables } from '../tables'
+import { checkId } from './ids'
+
+export type EventObserver = (session: Session, event: SessionEvent) => void
 
 export interface CreateSessionOptions {
   id?: string
@@ -28,6 +31,8 @@ declare module 'cordis' {
 export class Sessions extends Service {
   static inject = ['database']
   private live = new Map<string, Promise<Session>>()
+  /** Plain listeners of committed events (see `observe`). */
+  private readonly observers = new Set<EventObserver>()
   /** The service's own context: sessions outlive the plugin that happened to open them. */
   private readonly home: Context
 
@@ -37,9 +42,24 @@ export class Sessions extends Service {
     defineTables(ctx)
   }
 
+  /**
+   * Call `listener` for every committed event, in order, before `session/event` is emitted; disposing
+   * the calling plugin removes it. For kernel services on the append path: a plain call, without
+   * cordis' per-listener tracing, which costs more than the insert. A throwing observer is logged
+   * and never fails the append.
+   */
+  observe(listener: EventObserver) {
+    const observers = this.observers
+    return this.ctx.effect(() => {
+      observers.add(listener)
+      return () => observers.delete(listener)
+    })
+  }
+
   async create(options: CreateSessionOptions): Promise<Session> {
     if (!options?.cwd) throw new TaskwardError('BAD_REQUEST', 'A session needs a working directory (cwd).')
     const id = options.id ?? randomUUID()
+    checkId(id)
     if (!/^[\w.-]{1,128}$/.test(id)) {
       throw new TaskwardError('BAD_REQUEST', `Session id "${id}" may only hold letters, digits, ".", "_" and "-".`)
     }
@@ -55,13 +75,18 @@ export class Sessions extends Service {
       createdAt: Date.now(),
     }
     await this.home.database.create('taskward_session', row)
-    const session = new Session(this.home, row, 0)
+    const session = new Session(this.home, row, 0, this.observers)
     this.live.set(id, Promise.resolve(session))
     return session
   }
 
   /** The session, or `SESSION_NOT_FOUND`. */
   get(id: string): Promise<Session> {
+    try {
+      checkId(id)
+    } catch (error) {
+      return Promise.reject(error)
+    }
     let pending = this.live.get(id)
     if (!pending) {
       pending = this.load(id)
@@ -72,13 +97,14 @@ export class Sessions extends Service {
   }
 
   async has(id: string) {
+    checkId(id)
     return (await this.home.database.get('taskward_session', { id })).length > 0
   }
 
   private async load(id: string) {
     const [row] = await this.home.database.get('taskward_session', { id })
     if (!row) throw new TaskwardError('SESSION_NOT_FOUND', `No session ${id}; list sessions to find the right id.`, { sessionId: id })
-    return new Session(this.home, row, await nextSeqOf(this.home, id))
+    return new Session(this.home, row, await nextSeqOf(this.home, id), this.observers)
   }
 
   /** Every session, oldest first; `parentId` filters the sessions that work for one session. */

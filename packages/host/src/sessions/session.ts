@@ -1,6 +1,8 @@
 import type { Context } from 'cordis'
 import { SessionEvent, TaskwardError } from '@taskward/protocol'
 import type { SessionRow } from '../tables'
+import { sessionEventEmitter } from './emit'
+import { eventStoreOf, type EventStore, type StoredEvent } from './event-store'
 
 const MAX_APPEND_RETRIES = 5
 
@@ -27,8 +29,12 @@ export class Session {
   /** The seq the next append will get. */
   seq: number
   private tail: Promise<unknown> = Promise.resolve()
+  /** Appends started and not yet settled. */
+  private pending = 0
+  private cachedStore?: EventStore
+  private readonly emit: (session: Session, event: SessionEvent) => void
 
-  constructor(private ctx: Context, row: SessionRow, nextSeq: number) {
+  constructor(private ctx: Context, row: SessionRow, nextSeq: number, private observers: ReadonlySet<(session: Session, event: SessionEvent) => void> = new Set()) {
     this.id = row.id
     this.cwd = row.cwd
     this.preset = row.preset
@@ -37,6 +43,12 @@ export class Session {
     this.model = row.model
     this.createdAt = row.createdAt
     this.seq = nextSeq
+    this.emit = sessionEventEmitter(ctx)
+  }
+
+  private get store(): EventStore {
+    if (!this.cachedStore || this.cachedStore.closed) this.cachedStore = eventStoreOf(this.ctx)
+    return this.cachedStore
   }
 
   /** Append an event; resolves with the frozen event once it is committed to the database. */
@@ -54,8 +66,11 @@ export class Session {
     if (!entries.length || entries.some((entry) => typeof entry.type !== 'string' || !entry.type)) {
       return Promise.reject(new TaskwardError('BAD_REQUEST', 'Every event needs a non-empty type.'))
     }
-    const run = this.tail.then(() => this.commitBatch(entries, options.expectSeq))
-    this.tail = run.catch(() => {})
+    // An idle log starts the commit at once (no extra turn of the promise queue on the hot path).
+    const run = this.pending ? this.tail.then(() => this.commitBatch(entries, options.expectSeq)) : this.commitBatch(entries, options.expectSeq)
+    this.pending++
+    const settled = run.then(() => { this.pending-- }, () => { this.pending-- })
+    this.tail = settled
     return run
   }
 
@@ -75,15 +90,41 @@ export class Session {
 
   private async commitBatch<D>(entries: { type: string, data: D }[], expectSeq?: number): Promise<SessionEvent<D>[]> {
     if (expectSeq !== undefined && expectSeq !== this.seq) throw this.conflict(expectSeq)
-    const events: SessionEvent<D>[] = []
-    for (const { type, data } of entries) {
-      // Round-trip through JSON so that what is returned is exactly what a reader gets back later.
-      const stored = data === undefined ? null : JSON.parse(JSON.stringify(data))
-      events.push(await this.commitOne(type, stored, expectSeq !== undefined))
-    }
-    for (const event of events) {
+    const store = this.store
+    // One JSON text per event: what is stored, and (parsed back) exactly what a reader gets later.
+    const texts = entries.map(({ data }) => data === undefined ? 'null' : JSON.stringify(data))
+    let stored: StoredEvent[] | undefined
+    for (let attempt = 0; attempt < MAX_APPEND_RETRIES && !stored; attempt++) {
+      const time = Date.now()
+      const batch = entries.map(({ type }, i) => ({ seq: this.seq + i, type, time, text: texts[i] }))
       try {
-        this.ctx.emit('session/event', this, event)
+        const durable = store.insert(this.id, batch)
+        if (durable) await durable
+        stored = batch
+      } catch (error: any) {
+        if (error?.code !== 'duplicate-entry') throw error
+        // Another process took these seqs: catch up, and try the next ones unless the seq was promised.
+        const taken = this.seq
+        this.seq = await store.nextSeq(this.id)
+        if (expectSeq !== undefined) throw this.conflict(taken)
+      }
+    }
+    if (!stored) {
+      throw new TaskwardError('SEQ_CONFLICT',
+        `Session ${this.id}: another writer kept taking the next seq; retry the operation.`, { sessionId: this.id })
+    }
+    this.seq = stored[stored.length - 1].seq + 1
+    const events = stored.map(({ seq, type, time, text }) => deepFreeze({ seq, type, time, data: JSON.parse(text) as D }))
+    for (const event of events) {
+      for (const observer of this.observers) {
+        try {
+          observer(this, event)
+        } catch (error) {
+          this.ctx.logger('sessions').warn('an event observer failed at %s seq %d: %s', this.id, event.seq, error)
+        }
+      }
+      try {
+        this.emit(this, event)
       } catch (error) {
         // The event is durable: a failing listener must not make the append look failed (a caller
         // would retry and write it twice).
@@ -93,34 +134,20 @@ export class Session {
     return events
   }
 
-  private async commitOne<D>(type: string, stored: D, exact: boolean): Promise<SessionEvent<D>> {
-    for (let attempt = 0; attempt < MAX_APPEND_RETRIES; attempt++) {
-      const event: SessionEvent<D> = { seq: this.seq, type, time: Date.now(), data: stored }
-      try {
-        await this.ctx.database.create('taskward_event', { sessionId: this.id, ...event })
-      } catch (error: any) {
-        if (error?.code !== 'duplicate-entry' && !/UNIQUE|Duplicate|PRIMARY/i.test(String(error?.message))) throw error
-        // Another process took this seq: catch up, and try the next one unless the seq was promised.
-        const taken = this.seq
-        this.seq = await nextSeqOf(this.ctx, this.id)
-        if (exact) throw this.conflict(taken)
-        continue
-      }
-      this.seq = event.seq + 1
-      return deepFreeze(event)
-    }
-    throw new TaskwardError('SEQ_CONFLICT',
-      `Session ${this.id}: another writer kept taking the next seq; retry the operation.`, { sessionId: this.id })
+  /**
+   * Events in seq order from `from`, at most `limit` of them (frozen). `types` keeps only events of
+   * those types, read through the `(sessionId, type, seq)` index.
+   */
+  async read({ from = 0, limit = 500, types }: { from?: number, limit?: number, types?: readonly string[] } = {}): Promise<SessionEvent[]> {
+    const events = await this.page(from, limit, types)
+    for (const event of events) deepFreeze(event)
+    return events
   }
 
-  /** Events in seq order from `from`, at most `limit` of them. */
-  async read({ from = 0, limit = 500 }: { from?: number, limit?: number } = {}): Promise<SessionEvent[]> {
-    const rows = await this.ctx.database.select('taskward_event')
-      .where({ sessionId: this.id, seq: { $gte: from } })
-      .orderBy('seq', 'asc')
-      .limit(limit)
-      .execute()
-    return rows.map((row) => deepFreeze({ seq: row.seq, type: row.type, time: row.time, data: row.data }))
+  /** A page of fresh, unfrozen event objects: for folds, which own what they read. */
+  page(from: number, limit: number, types?: readonly string[]): Promise<SessionEvent[]> {
+    if (types && !types.length) return Promise.resolve([])
+    return this.store.read(this.id, { from, limit, types })
   }
 
   /** One event by seq, or undefined. */
@@ -129,11 +156,14 @@ export class Session {
     return row?.seq === seq ? row : undefined
   }
 
-  /** Every event from `from` on, read in pages; for folds. */
-  async *events(from = 0, pageSize = 2000): AsyncGenerator<SessionEvent> {
+  /**
+   * Every event from `from` on, read in pages. Frozen unless `frozen: false` (a fold that keeps
+   * nothing it does not own may skip the cost); `types` filters through the type index.
+   */
+  async *events(from = 0, pageSize = 2000, options: { types?: readonly string[], frozen?: boolean } = {}): AsyncGenerator<SessionEvent> {
     let next = from
     while (true) {
-      const page = await this.read({ from: next, limit: pageSize })
+      const page = options.frozen === false ? await this.page(next, pageSize, options.types) : await this.read({ from: next, limit: pageSize, types: options.types })
       for (const event of page) yield event
       if (page.length < pageSize) return
       next = page[page.length - 1].seq + 1
@@ -145,12 +175,6 @@ export class Session {
   }
 }
 
-export async function nextSeqOf(ctx: Context, sessionId: string) {
-  const [last] = await ctx.database.select('taskward_event')
-    .where({ sessionId })
-    .orderBy('seq', 'desc')
-    .limit(1)
-    .project(['seq'])
-    .execute()
-  return last ? Number(last.seq) + 1 : 0
+export function nextSeqOf(ctx: Context, sessionId: string) {
+  return eventStoreOf(ctx).nextSeq(sessionId)
 }

@@ -3,10 +3,16 @@ import type {} from 'minato'
 
 export type StoreHealth = { ok: true } | { ok: false, code: 'STORE_CORRUPT' | 'STORE_UNAVAILABLE', error: string }
 
-/** The driver behind `ctx.database` (minato keeps it on the service object). */
+const ORIGINAL = Symbol.for('cordis.original')
+
+/**
+ * The driver behind `ctx.database` (minato keeps it on the service object), unwrapped from cordis'
+ * tracing proxy: every property read through that proxy costs more than an insert on the hot path.
+ */
 export function storeDriver(ctx: Context): any {
   const database = ctx.get('database') as any
-  return database?._driver ?? database?.drivers?.[0]
+  const driver = database?._driver ?? database?.drivers?.[0]
+  return driver?.[ORIGINAL] ?? driver
 }
 
 /**

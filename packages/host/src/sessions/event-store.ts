@@ -1,0 +1,217 @@
+import type { Context } from 'cordis'
+import type { SessionEvent } from '@taskward/protocol'
+import { storeDriver } from '../store/health'
+
+/** An event as stored: its data already serialized, once, as the JSON text the column holds. */
+export interface StoredEvent {
+  seq: number
+  type: string
+  time: number
+  text: string
+}
+
+export interface ReadOptions {
+  from: number
+  limit: number
+  /** Only events of these types (served by the `(sessionId, type, seq)` index). */
+  types?: readonly string[]
+}
+
+/**
+ * The event log's hot paths, below minato (which still declares and migrates the tables): append a
+ * batch in one transaction, read a page, find the next seq. A duplicate `(sessionId, seq)` rejects
+ * with an error whose `code` is `duplicate-entry`, like minato's.
+ */
+export interface EventStore {
+  /** Resolves once durable; `undefined` when the insert is already as durable as configured. */
+  insert(sessionId: string, events: StoredEvent[]): Promise<void> | undefined
+  read(sessionId: string, options: ReadOptions): Promise<SessionEvent[]>
+  nextSeq(sessionId: string): Promise<number>
+  /** The driver behind it was stopped: look the store up again. */
+  readonly closed: boolean
+}
+
+const duplicate = (error: any) => {
+  const wrapped: any = new Error(String(error?.message ?? error))
+  wrapped.code = 'duplicate-entry'
+  return wrapped
+}
+
+const placeholders = (count: number) => Array(count).fill('?').join(', ')
+
+/**
+ * SQLite (sql.js): prepared statements on the driver's own handle. Everything between BEGIN and
+ * COMMIT is synchronous, so no other write of this process can come between; the driver's
+ * `committed()` then makes the commit as durable as configured (fsync with group commit).
+ */
+class SQLiteEventStore implements EventStore {
+  private statements = new Map<string, any>()
+  private tablesReady?: Promise<void>
+
+  constructor(private driver: any, private ctx: Context) {}
+
+  get closed() {
+    return this.driver.opened === false
+  }
+
+  private isReady = false
+
+  /** minato creates and migrates the tables asynchronously after start: wait for that once. */
+  private ready() {
+    return this.tablesReady ??= this.ctx.database.prepared().then(() => { this.isReady = true })
+  }
+
+  private statement(sql: string) {
+    let statement = this.statements.get(sql)
+    if (!statement) {
+      statement = this.driver.db.prepare(sql)
+      this.statements.set(sql, statement)
+    }
+    return statement
+  }
+
+  private guard<T>(run: () => T): T {
+    if (this.driver.failure) throw this.driver.failure
+    try {
+      return run()
+    } catch (error: any) {
+      throw /UNIQUE|PRIMARY/i.test(String(error?.message)) ? duplicate(error) : this.driver.classify?.(error) ?? error
+    }
+  }
+
+  insert(sessionId: string, events: StoredEvent[]): Promise<void> | undefined {
+    if (!this.isReady) return this.ready().then(() => this.insert(sessionId, events))
+    const db = this.driver.db
+    this.guard(() => {
+      const insert = this.statement('INSERT INTO `taskward_event` (`sessionId`, `seq`, `type`, `time`, `data`) VALUES (?, ?, ?, ?, ?)')
+      if (events.length === 1) {
+        const [event] = events
+        insert.run([sessionId, event.seq, event.type, event.time, event.text])
+        return
+      }
+      db.exec('BEGIN')
+      try {
+        for (const event of events) insert.run([sessionId, event.seq, event.type, event.time, event.text])
+        db.exec('COMMIT')
+      } catch (error) {
+        db.exec('ROLLBACK')
+        throw error
+      }
+    })
+    return this.driver.committed?.()
+  }
+
+  async read(sessionId: string, { from, limit, types }: ReadOptions) {
+    if (!this.isReady) await this.ready()
+    return this.guard(() => {
+      const filter = types ? ` AND \`type\` IN (${placeholders(types.length)})` : ''
+      const statement = this.statement(`SELECT \`seq\`, \`type\`, \`time\`, \`data\` FROM \`taskward_event\` WHERE \`sessionId\` = ? AND \`seq\` >= ?${filter} ORDER BY \`seq\` LIMIT ?`)
+      const events: SessionEvent[] = []
+      try {
+        statement.bind(types ? [sessionId, from, ...types, limit] : [sessionId, from, limit])
+        while (statement.step()) {
+          const [seq, type, time, data] = statement.get()
+          events.push({ seq, type, time, data: JSON.parse(data) })
+        }
+      } finally {
+        statement.reset()
+      }
+      return events
+    })
+  }
+
+  async nextSeq(sessionId: string) {
+    if (!this.isReady) await this.ready()
+    return this.guard(() => {
+      const statement = this.statement('SELECT max(`seq`) FROM `taskward_event` WHERE `sessionId` = ?')
+      try {
+        statement.bind([sessionId])
+        statement.step()
+        const [last] = statement.get()
+        return last === null || last === undefined ? 0 : Number(last) + 1
+      } finally {
+        statement.reset()
+      }
+    })
+  }
+}
+
+/** MySQL/MariaDB: plain parameterized statements on the driver's pool; a multi-row INSERT is atomic. */
+class MySQLEventStore implements EventStore {
+  private tablesReady?: Promise<void>
+  readonly closed = false
+
+  constructor(private driver: any, private ctx: Context) {}
+
+  private async query(sql: string, values: any[]): Promise<any> {
+    await (this.tablesReady ??= this.ctx.database.prepared())
+    return new Promise((resolve, reject) => {
+      this.driver.pool.query(sql, values, (error: any, results: any) => error ? reject(error) : resolve(results))
+    })
+  }
+
+  async insert(sessionId: string, events: StoredEvent[]) {
+    const rows = events.map((event) => [sessionId, event.seq, event.type, event.time, event.text])
+    try {
+      await this.query('INSERT INTO `taskward_event` (`sessionId`, `seq`, `type`, `time`, `data`) VALUES ?', [rows])
+    } catch (error: any) {
+      throw error?.code === 'ER_DUP_ENTRY' || /Duplicate/i.test(String(error?.message)) ? duplicate(error) : error
+    }
+  }
+
+  async read(sessionId: string, { from, limit, types }: ReadOptions) {
+    const filter = types ? ' AND `type` IN (?)' : ''
+    const values = types ? [sessionId, from, [...types], limit] : [sessionId, from, limit]
+    const rows: any[] = await this.query(`SELECT \`seq\`, \`type\`, \`time\`, \`data\` FROM \`taskward_event\` WHERE \`sessionId\` = ? AND \`seq\` >= ?${filter} ORDER BY \`seq\` LIMIT ?`, values)
+    return rows.map((row) => ({ seq: Number(row.seq), type: row.type, time: Number(row.time), data: JSON.parse(row.data) }))
+  }
+
+  async nextSeq(sessionId: string) {
+    const [row]: any[] = await this.query('SELECT max(`seq`) AS `last` FROM `taskward_event` WHERE `sessionId` = ?', [sessionId])
+    return row?.last === null || row?.last === undefined ? 0 : Number(row.last) + 1
+  }
+}
+
+/** Any other minato driver (the memory driver of tiny fixtures): through minato itself. */
+class MinatoEventStore implements EventStore {
+  readonly closed = false
+  constructor(private ctx: Context) {}
+
+  async insert(sessionId: string, events: StoredEvent[]) {
+    const rows = events.map((event) => ({ sessionId, seq: event.seq, type: event.type, time: event.time, data: JSON.parse(event.text) }))
+    if (rows.length === 1) {
+      await this.ctx.database.create('taskward_event', rows[0])
+      return
+    }
+    await this.ctx.database.withTransaction(async (database) => {
+      for (const row of rows) await database.create('taskward_event', row)
+    })
+  }
+
+  async read(sessionId: string, { from, limit, types }: ReadOptions) {
+    const query: any = { sessionId, seq: { $gte: from } }
+    if (types) query.type = { $in: [...types] }
+    const rows = await this.ctx.database.select('taskward_event').where(query).orderBy('seq', 'asc').limit(limit).execute()
+    return rows.map((row) => ({ seq: Number(row.seq), type: row.type, time: row.time, data: row.data }))
+  }
+
+  async nextSeq(sessionId: string) {
+    const [last] = await this.ctx.database.select('taskward_event').where({ sessionId }).orderBy('seq', 'desc').limit(1).project(['seq']).execute()
+    return last ? Number(last.seq) + 1 : 0
+  }
+}
+
+const stores = new WeakMap<object, EventStore>()
+
+/** The event store for the driver behind `ctx.database` now (a restarted host gets a new driver). */
+export function eventStoreOf(ctx: Context): EventStore {
+  const driver = storeDriver(ctx)
+  let store = driver && stores.get(driver)
+  if (!store) {
+    store = typeof driver?.db?.prepare === 'function' ? new SQLiteEventStore(driver, ctx)
+      : typeof driver?.pool?.query === 'function' ? new MySQLEventStore(driver, ctx)
+        : new MinatoEventStore(ctx)
+    if (driver) stores.set(driver, store)
+  }
+  return store
+}

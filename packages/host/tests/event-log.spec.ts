@@ -1,0 +1,94 @@
+import { expect } from 'chai'
+import type { Context } from 'cordis'
+import type { ProjectionDef } from '@taskward/host'
+import { TestHost } from '@taskward/testkit'
+import { tmpdir } from 'node:os'
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+function typedCounter(folded: number[], frozen: boolean[] = []): ProjectionDef<number> {
+  return {
+    key: 'test-typed',
+    version: 1,
+    types: ['keep'],
+    init: () => 0,
+    apply(state, event) {
+      folded.push(event.seq)
+      frozen.push(Object.isFrozen(event) || Object.isFrozen(event.data))
+      return state + (event.data.n ?? 0)
+    },
+  }
+}
+
+function registerFrom(host: TestHost, def: ProjectionDef) {
+  host.ctx.plugin({ name: 'test-projection-owner', inject: ['projections'], apply: (ctx: Context) => { ctx.projections.register(def) } })
+}
+
+describe('host: the event log hot paths', () => {
+  let host: TestHost
+  beforeEach(async () => { host = await TestHost.boot() })
+  afterEach(async () => { await host.dispose() })
+
+  it('appends a batch in one transaction: all of it at consecutive seqs, or none of it', async () => {
+    const session = await host.ctx.sessions.create({ cwd: tmpdir() })
+    await session.append('a', { n: 1 })
+    const events = await session.appendBatch([{ type: 'b', data: { n: 2 } }, { type: 'c', data: undefined }, { type: 'd', data: { s: 'é\u0000x' } }])
+    expect(events.map((e) => e.seq)).to.deep.equal([1, 2, 3])
+    expect(events[1].data).to.equal(null)
+    expect(Object.isFrozen(events[2].data)).to.equal(true)
+    // A batch that cannot be serialized writes nothing.
+    const cyclic: any = {}
+    cyclic.self = cyclic
+    await session.appendBatch([{ type: 'e', data: {} }, { type: 'f', data: cyclic }]).then(() => expect.fail('should throw'), () => {})
+    expect(session.seq).to.equal(4)
+    const stored = await session.read({ from: 0, limit: 100 })
+    expect(stored.map((e) => [e.seq, e.type])).to.deep.equal([[0, 'a'], [1, 'b'], [2, 'c'], [3, 'd']])
+    expect(stored[3].data).to.deep.equal({ s: 'é\u0000x' })
+  })
+
+  it('reads only the types asked for, in seq order, with paging', async () => {
+    const session = await host.ctx.sessions.create({ cwd: tmpdir() })
+    for (let i = 0; i < 30; i++) await session.append(i % 3 === 0 ? 'keep' : 'skip', { n: i })
+    const kept = await session.read({ from: 5, limit: 4, types: ['keep'] })
+    expect(kept.map((e) => e.seq)).to.deep.equal([6, 9, 12, 15])
+    expect(await session.read({ from: 0, limit: 10, types: [] })).to.deep.equal([])
+    const all = []
+    for await (const event of session.events(0, 7, { types: ['keep', 'missing'] })) all.push(event.seq)
+    expect(all).to.deep.equal([0, 3, 6, 9, 12, 15, 18, 21, 24, 27])
+  })
+
+  it('folds only the declared types, with unfrozen events, and stands at the end of the log', async () => {
+    const folded: number[] = []
+    const frozen: boolean[] = []
+    registerFrom(host, typedCounter(folded, frozen))
+    const session = await host.ctx.sessions.create({ cwd: tmpdir() })
+    for (let i = 0; i < 10; i++) await session.append(i % 2 ? 'keep' : 'skip', { n: i })
+    expect(await host.ctx.projections.get(session, 'test-typed')).to.equal(1 + 3 + 5 + 7 + 9)
+    expect(folded).to.deep.equal([1, 3, 5, 7, 9])
+    expect(frozen).to.deep.equal([false, false, false, false, false])
+    await session.append('skip', { n: 100 })
+    expect(await host.ctx.projections.get(session, 'test-typed')).to.equal(25)
+    await host.ctx.projections.invalidate(session, 'test-typed')
+    expect(await host.ctx.projections.get(session, 'test-typed')).to.equal(25)
+    expect(await host.ctx.projections.describe(session, 'test-typed')).to.deep.equal({ version: 1, asOfSeq: 10 })
+  })
+
+  it('saves caches as the log grows, so a restart folds only the events after the last save', async () => {
+    const folded: number[] = []
+    registerFrom(host, typedCounter(folded))
+    const session = await host.ctx.sessions.create({ cwd: tmpdir() })
+    await session.append('keep', { n: 1 })
+    await host.ctx.projections.get(session, 'test-typed')
+    for (let i = 0; i < 50; i++) await session.append('keep', { n: 1 })
+    // No read since: the cache follows the appends and is saved shortly after.
+    for (let i = 0; i < 50 && (await host.ctx.projections.describe(session, 'test-typed'))?.asOfSeq !== 50; i++) await sleep(100)
+    expect(await host.ctx.projections.describe(session, 'test-typed')).to.deep.equal({ version: 1, asOfSeq: 50 })
+    await host.restart()
+    const after: number[] = []
+    registerFrom(host, typedCounter(after))
+    const again = await host.ctx.sessions.get(session.id)
+    await again.append('keep', { n: 1 })
+    expect(await host.ctx.projections.get(again, 'test-typed')).to.equal(52)
+    expect(after).to.deep.equal([51])
+  })
+})
