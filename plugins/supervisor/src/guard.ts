@@ -1,5 +1,6 @@
 import type { Context } from 'cordis'
-import { admitLinkedTool, admitTool, TaskwardError } from '@taskward/protocol'
+import type { Agent } from '@taskward/host'
+import { admitLinkedTool, admitTool, TaskwardError, type SupervisorState } from '@taskward/protocol'
 import type { Supervisor } from './service'
 
 /** What a reviewer session may run: its review tools and read-only file tools. */
@@ -36,12 +37,19 @@ export function registerGuard(ctx: Context, supervisor: Supervisor) {
     return 'deny' in admission ? admission : undefined
   })
 
-  ctx.on('agent/before-step', async (agent) => {
+  // A step guard, called directly by every turn: synchronous while the session's state is in memory.
+  ctx.agents.stepGuard((agent) => {
     if (agent.session.role !== 'main') return
-    const state = await supervisor.state(agent.session)
-    if (!state.poisoned) return
-    return new TaskwardError('SUPERVISOR_POISONED',
-      `${state.poisoned.message}. The agent cannot take steps until a person inspects the session log.`,
-      { sessionId: agent.session.id, seq: state.poisoned.seq })
+    const state = supervisor.currentState(agent.session)
+    if (state) return poisonedRefusal(agent, state)
+    return supervisor.state(agent.session).then((state) => poisonedRefusal(agent, state))
   })
+}
+
+/** A poisoned main session refuses every agent step. */
+function poisonedRefusal(agent: Agent, state: SupervisorState): TaskwardError | undefined {
+  if (!state.poisoned) return
+  return new TaskwardError('SUPERVISOR_POISONED',
+    `${state.poisoned.message}. The agent cannot take steps until a person inspects the session log.`,
+    { sessionId: agent.session.id, seq: state.poisoned.seq })
 }
