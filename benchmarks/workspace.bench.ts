@@ -4,7 +4,8 @@
  *   - ours:     `stampWorkspace` (two full captures, as the plugin always does)
  *   - baseline: `find <root> -type f -print0 | xargs -0 sha256sum` (one pass)
  * Both run once untimed first so that both read from a warm page cache, then ROUNDS times alternately;
- * the medians are reported. Goal: ours within 2.5x the baseline (two passes make 2x the floor).
+ * the medians are reported. Goal: ours within 2.1x the baseline (issue 12; both passes of ours are read
+ * from the warm page cache, so two passes cost less than twice the baseline's one).
  */
 import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -114,7 +115,7 @@ try {
   const rows = [
     ['stamp (double capture)', `${median(ours).toFixed(0)} ms`, ours.map((t) => t.toFixed(0)).join(' / ')],
     ['find | xargs sha256sum (one pass)', `${median(theirs).toFixed(0)} ms`, theirs.map((t) => t.toFixed(0)).join(' / ')],
-    ['ratio (goal <= 2.5, floor 2.0)', ratio.toFixed(2), ''],
+    ['ratio (goal <= 2.1)', ratio.toFixed(2), ''],
     ['peak RSS while stamping', `${mib(peakRss)} MiB`, `${mib(rssBefore)} MiB before the first stamp (sampled every 5 ms)`],
     ['peak RSS of the process (maxRSS)', `${mib(process.resourceUsage().maxRSS * 1024)} MiB`, 'includes tree generation'],
   ]
@@ -122,7 +123,7 @@ try {
   console.log(`\n${'measure'.padEnd(width)}  median      rounds`)
   for (const [name, value, detail] of rows) console.log(`${name.padEnd(width)}  ${value.padEnd(10)}  ${detail}`)
   console.log(`\ndigest ${stamp.digest}`)
-  if (ratio > 2.5) console.log('NOTE: above the 2.5x goal on this machine.')
+  if (ratio > 2.1) console.log('NOTE: above the 2.1x goal on this machine.')
 } finally {
   rmSync(root, { recursive: true, force: true })
 }

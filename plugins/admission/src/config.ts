@@ -3,13 +3,14 @@ import { strictConfig } from '@taskward/protocol'
 
 export interface Config {
   /**
-   * How many events the in-memory index may run ahead of its database cache before a check writes the
-   * cache again. Bounds the fold a restart has to do; 0 writes on every check that saw new events.
+   * How many events the in-memory index may run ahead of its database cache before the cache is
+   * written again (in the background, as the log advances). Bounds the fold the first check after a
+   * restart has to do; 0 writes after every event.
    */
   persistEvery: number
 }
 
 export const Config: Schema<Partial<Config>, Config> = strictConfig('admission', Schema.object({
-  persistEvery: Schema.natural().default(1000)
-    .description('Events the reader-admission index may run ahead of its database cache before a check writes it again.'),
+  persistEvery: Schema.natural().default(250)
+    .description('Events the reader-admission index may run ahead of its database cache before it is written again (bounds the work after a restart).'),
 }))

@@ -10,7 +10,9 @@ export const RECORD_PAIRS_VERSION = 1
 /**
  * Each session's record index: a host projection (cached in the database with a version, built by one
  * fold on first use) mirrored in memory and advanced on every committed event, so that a check on the
- * hot path is a map lookup, never a rescan of the log.
+ * hot path is a map lookup, never a rescan of the log. The database cache follows the log: once the
+ * live index runs more than `persistEvery` events ahead of it, it is written again in the background,
+ * so a restart folds at most that many events (plus what arrived while the write ran).
  *
  * A plain object on purpose: the service is reached through Cordis' tracing proxies, where every
  * property access costs microseconds; the per-step path goes straight here.
@@ -19,6 +21,9 @@ export class RecordIndexCache {
   private readonly live = new Map<string, RecordIndex>()
   /** The last seq the projection wrote to the database, per session. */
   private readonly persisted = new Map<string, number>()
+  /** Background cache writes in flight, per session (one at a time). */
+  private readonly persisting = new Map<string, Promise<unknown>>()
+  private disposed = false
 
   constructor(private readonly ctx: Context, private readonly persistEvery: number) {
     ctx.projections.register<RecordIndex>({
@@ -27,6 +32,7 @@ export class RecordIndexCache {
       init: emptyRecordIndex,
       apply: indexRecordEvent,
     })
+    ctx.on('dispose', () => { this.disposed = true })
   }
 
   /**
@@ -35,22 +41,39 @@ export class RecordIndexCache {
    */
   observe(session: Session, event: SessionEvent) {
     const index = this.live.get(session.id)
-    if (index && event.seq === index.lastSeq + 1) this.live.set(session.id, indexRecordEvent(index, event))
+    if (!index || event.seq !== index.lastSeq + 1) return
+    const next = indexRecordEvent(index, event)
+    this.live.set(session.id, next)
+    if (next.lastSeq - (this.persisted.get(session.id) ?? -1) > this.persistEvery) this.persist(session)
   }
 
-  /** The index up to the session's last committed event. */
+  /** The index up to the session's last committed event: synchronous when the live index is current. */
   get(session: Session): RecordIndex | Promise<RecordIndex> {
     const index = this.live.get(session.id)
     if (!index || index.lastSeq < session.seq - 1) return this.catchUp(session)
-    if (index.lastSeq - (this.persisted.get(session.id) ?? -1) > this.persistEvery) return this.catchUp(session)
     return index
+  }
+
+  /** Write the database cache up to the log's end, in the background; a failure waits for the next try. */
+  private persist(session: Session) {
+    if (this.disposed || this.persisting.has(session.id)) return
+    const work = this.catchUp(session)
+      .catch((error) => {
+        if (!this.disposed) this.ctx.logger('admission').warn('could not write the record index of %s: %s', session.id, error)
+      })
+      .finally(() => this.persisting.delete(session.id))
+    this.persisting.set(session.id, work)
   }
 
   /** Fold the projection up to the session's last event; the projection writes its database cache. */
   private async catchUp(session: Session): Promise<RecordIndex> {
     let index: RecordIndex
     do {
+      const end = session.seq - 1
       index = await this.ctx.projections.get<RecordIndex>(session, RECORD_PAIRS_PROJECTION)
+      // The projection has folded the log up to `end` at least (a projection that reads only some
+      // event types may leave `lastSeq` at the last event it read).
+      if (index.lastSeq < end) index = { ...index, lastSeq: end }
       this.persisted.set(session.id, index.lastSeq)
       const current = this.live.get(session.id)
       // An append observed meanwhile may already have moved the live index further.

@@ -1,11 +1,32 @@
 import type { Context } from 'cordis'
 import type { Session } from '@taskward/host'
-import { RecordPair, RecordReader, TaskwardError, missingReaders, readerUnavailable, recordPairs } from '@taskward/protocol'
+import {
+  RecordIndex, RecordPair, RecordReader, TaskwardError, missingReaders, readerUnavailable, recordPairs,
+} from '@taskward/protocol'
 import type { RecordIndexCache } from './index-cache'
 
-/** The readers registered now, and the admission decision for a session. Plain object; see RecordIndexCache. */
+/** A session's admission answer, valid while its pairs, its malformed seq and the readers are unchanged. */
+interface Verdict {
+  /** The index's pair map: copy-on-write, so a new object means a new pair (see `indexRecordEvent`). */
+  pairs: RecordIndex['pairs']
+  malformedSeq: number | undefined
+  /** `ReaderRegistry.generation` when decided. */
+  generation: number
+  missing: RecordPair[]
+  refusal: TaskwardError | undefined
+}
+
+/**
+ * The readers registered now, and the admission decision for a session. The decision changes only when
+ * a new (namespace, version) appears in the session or a reader comes or goes, so it is kept per
+ * session and reused until then: a step pays a map lookup and two identity comparisons.
+ * Plain object; see RecordIndexCache.
+ */
 export class ReaderRegistry {
   readonly readers: RecordReader[] = []
+  private readonly verdicts = new Map<string, Verdict>()
+  /** Bumped whenever a reader is registered or withdrawn; invalidates every verdict. */
+  private generation = 0
 
   constructor(private readonly indexes: RecordIndexCache) {}
 
@@ -14,16 +35,18 @@ export class ReaderRegistry {
     const readers = this.readers
     return ctx.effect(() => {
       readers.push(reader)
+      this.readersChanged()
       return () => {
         const at = readers.indexOf(reader)
         if (at >= 0) readers.splice(at, 1)
+        this.readersChanged()
       }
     })
   }
 
   /** The pairs in the session's records that no registered reader reads, by namespace and version. */
   async check(session: Session): Promise<RecordPair[]> {
-    return missingReaders(recordPairs(await this.indexes.get(session)), this.readers)
+    return [...this.verdict(session, await this.indexes.get(session)).missing]
   }
 
   /**
@@ -31,14 +54,45 @@ export class ReaderRegistry {
    * naming each missing pair, or `RECORD_UNSUPPORTED` for a record event that is no envelope at all.
    */
   async refusal(session: Session): Promise<TaskwardError | undefined> {
-    const index = await this.indexes.get(session)
-    const missing = missingReaders(recordPairs(index), this.readers)
-    if (missing.length) return readerUnavailable(session.id, missing)
-    if (index.malformedSeq !== undefined) {
-      return new TaskwardError('RECORD_UNSUPPORTED',
-        `Session ${session.id}: the extension/record event at seq ${index.malformedSeq} is not a record envelope `
-        + '(no namespace or schema version), so no reader can read it. Inspect the session log before driving this session.',
-        { sessionId: session.id, seq: index.malformedSeq })
+    return this.refusalNow(session)
+  }
+
+  /** `refusal`, synchronously when the session's index is current in memory (the step guard's path). */
+  refusalNow(session: Session): TaskwardError | undefined | Promise<TaskwardError | undefined> {
+    const index = this.indexes.get(session)
+    if (index instanceof Promise) return index.then((current) => this.verdict(session, current).refusal)
+    return this.verdict(session, index).refusal
+  }
+
+  private readersChanged() {
+    this.generation++
+    this.verdicts.clear()
+  }
+
+  private verdict(session: Session, index: RecordIndex): Verdict {
+    const known = this.verdicts.get(session.id)
+    if (known && known.pairs === index.pairs && known.malformedSeq === index.malformedSeq && known.generation === this.generation) {
+      return known
     }
+    const missing = missingReaders(recordPairs(index), this.readers)
+    const verdict: Verdict = {
+      pairs: index.pairs,
+      malformedSeq: index.malformedSeq,
+      generation: this.generation,
+      missing,
+      refusal: refusalFor(session, index, missing),
+    }
+    this.verdicts.set(session.id, verdict)
+    return verdict
+  }
+}
+
+function refusalFor(session: Session, index: RecordIndex, missing: RecordPair[]): TaskwardError | undefined {
+  if (missing.length) return readerUnavailable(session.id, missing)
+  if (index.malformedSeq !== undefined) {
+    return new TaskwardError('RECORD_UNSUPPORTED',
+      `Session ${session.id}: the extension/record event at seq ${index.malformedSeq} is not a record envelope `
+      + '(no namespace or schema version), so no reader can read it. Inspect the session log before driving this session.',
+      { sessionId: session.id, seq: index.malformedSeq })
   }
 }

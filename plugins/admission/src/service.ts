@@ -13,8 +13,8 @@ declare module 'cordis' {
 
 /**
  * The `admission` service: a registry of record readers and the host guard built on it. A session that
- * holds a record no registered reader reads is refused on `agent/before-resume` and `agent/before-step`
- * with `READER_UNAVAILABLE`, so an install that lacks a reader can never drive it ("no unsupervised
+ * holds a record no registered reader reads is refused on `agent/before-resume` and before every step
+ * (a step guard of the `agents` service) with `READER_UNAVAILABLE`, so an install that lacks a reader can never drive it ("no unsupervised
  * fallback"). See docs/records.md.
  */
 export class AdmissionService extends Service {
@@ -37,7 +37,11 @@ export class AdmissionService extends Service {
     this.home = ctx
     ctx.on('session/event', (session, event) => indexes.observe(session, event))
     ctx.on('agent/before-resume', (session) => registry.refusal(session))
-    ctx.on('agent/before-step', (agent: Agent) => registry.refusal(agent.session))
+    // A step guard, not an `agent/before-step` listener: a turn calls it directly, and it answers
+    // synchronously from the memoized verdict while the session's index is current.
+    ctx.inject(['agents'], (ctx) => {
+      ctx.agents.stepGuard((agent: Agent) => registry.refusalNow(agent.session))
+    })
   }
 
   /**

@@ -1,4 +1,6 @@
 import { expect } from 'chai'
+import type { Agent } from '@taskward/host'
+import type { TaskwardError } from '@taskward/protocol'
 import { TestHost, removeTree, tempWorkspace } from '@taskward/testkit'
 import Admission, { RECORD_PAIRS_PROJECTION } from '../src'
 import { REPAIR, TASKS, appendRecord, readerPlugin, repairReader, tasksReader } from './fixtures'
@@ -69,16 +71,60 @@ describe('admission: the reader registry', () => {
     expect(() => host.ctx.admission.read(repair)).to.throw().with.property('code', 'READER_UNAVAILABLE')
   })
 
-  it('writes its database cache again once the live index runs persistEvery events ahead', async () => {
+  it('writes its database cache in the background as the log advances, without waiting for a check', async () => {
     const session = await host.ctx.sessions.create({ cwd })
     await appendRecord(session, TASKS, 1)
     await host.ctx.admission.check(session)
-    expect(await host.ctx.projections.describe(session, RECORD_PAIRS_PROJECTION)).to.deep.equal({ version: 1, asOfSeq: 0 })
-    for (let i = 0; i < 3; i++) await session.append('user/message', { text: `m${i}` })
-    await host.ctx.admission.check(session)
-    expect((await host.ctx.projections.describe(session, RECORD_PAIRS_PROJECTION))!.asOfSeq).to.equal(0)
-    await session.append('user/message', { text: 'one more' })
-    await host.ctx.admission.check(session)
-    expect((await host.ctx.projections.describe(session, RECORD_PAIRS_PROJECTION))!.asOfSeq).to.equal(4)
+    const cachedSeq = async () => (await host.ctx.projections.describe(session, RECORD_PAIRS_PROJECTION))?.asOfSeq
+    expect(await cachedSeq()).to.equal(0)
+    // persistEvery is 3: the fourth event past the cache sends it to the database, and so on.
+    for (let i = 0; i < 4; i++) await session.append('user/message', { text: `m${i}` })
+    await until(async () => await cachedSeq() === 4, 'the cache to reach seq 4')
+    for (let i = 0; i < 4; i++) await session.append('user/message', { text: `n${i}` })
+    await until(async () => await cachedSeq() === 8, 'the cache to reach seq 8')
+
+    // After a restart the first check folds only what came after the cache.
+    await session.append('user/message', { text: 'tail' })
+    await host.restart()
+    const reopened = await host.ctx.sessions.get(session.id)
+    expect(await host.ctx.admission.pairs(reopened)).to.deep.equal([{ namespace: TASKS, schemaVersion: 1, firstSeq: 0 }])
+    expect(await host.ctx.projections.describe(reopened, RECORD_PAIRS_PROJECTION)).to.deep.equal({ version: 1, asOfSeq: 9 })
+  })
+
+  it('memoizes the step answer: synchronous and unchanged until a new pair appears or a reader comes or goes', async () => {
+    host.ctx.admission.registerReader(tasksReader(9))
+    const session = await host.ctx.sessions.create({ cwd })
+    await appendRecord(session, TASKS, 9)
+    const agent = await host.ctx.agents.create({ sessionId: session.id, model: 'scripted' })
+    expect(await askBeforeStep(agent)).to.equal(undefined)
+    expect(askBeforeStep(agent)).to.equal(undefined) // warm: no promise
+
+    await appendRecord(session, TASKS, 9)
+    expect(askBeforeStep(agent)).to.equal(undefined)
+    await appendRecord(session, TASKS, 10) // a new pair
+    const refused = askBeforeStep(agent) as TaskwardError
+    expect(refused).to.have.property('code', 'READER_UNAVAILABLE')
+    expect(refused.message).to.contain(`${TASKS} v10`)
+
+    const fork = host.ctx.plugin(readerPlugin(tasksReader(10))) // a reader comes
+    expect(askBeforeStep(agent)).to.equal(undefined)
+    fork.dispose() // and goes
+    expect(askBeforeStep(agent)).to.have.property('code', 'READER_UNAVAILABLE')
+    expect(await host.ctx.admission.check(session)).to.deep.equal([{ namespace: TASKS, schemaVersion: 10, firstSeq: 2 }])
   })
 })
+
+/** What a turn asks before each step (the agent's own path). */
+function askBeforeStep(agent: Agent): unknown {
+  return (agent as unknown as { refusal(): unknown }).refusal()
+}
+
+/** Wait (bounded) for something the plugin does in the background. */
+async function until(check: () => Promise<boolean>, what: string) {
+  for (let i = 0; i < 400; i++) {
+    if (await check()) return
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  throw new Error(`timed out waiting for ${what}`)
+}
+

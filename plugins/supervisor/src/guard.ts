@@ -1,6 +1,6 @@
 import type { Context } from 'cordis'
-import type { Session } from '@taskward/host'
-import { admitLinkedTool, admitTool, TaskwardError } from '@taskward/protocol'
+import type { Agent, Session } from '@taskward/host'
+import { admitLinkedTool, admitTool, TaskwardError, type SupervisorState } from '@taskward/protocol'
 import type { Supervisor } from './service'
 
 /** What a reviewer session may run: its review tools and read-only file tools. */
@@ -43,15 +43,24 @@ export function registerGuard(ctx: Context, supervisor: Supervisor) {
     return main?.role === 'main' ? main : undefined
   }
 
-  ctx.on('agent/before-step', async (agent) => {
+  // A step guard, called directly by every turn: synchronous while the main session's state is in memory.
+  // A linked session (a consultation) is held to its main session's poisoning too.
+  ctx.agents.stepGuard((agent) => {
     if (agent.session.role === 'reviewer') return
-    const main = agent.session.role === 'main' ? agent.session : await mainOf(agent.session)
-    if (!main) return
-    const state = await supervisor.state(main)
-    if (!state.poisoned) return
-    const whose = main === agent.session ? 'the session log' : `the log of session ${main.id}, which this session works for`
-    return new TaskwardError('SUPERVISOR_POISONED',
-      `${state.poisoned.message}. The agent cannot take steps until a person inspects ${whose}.`,
-      { sessionId: main.id, seq: state.poisoned.seq })
+    if (agent.session.role === 'main') {
+      const state = supervisor.currentState(agent.session)
+      if (state) return poisonedRefusal(agent, agent.session, state)
+      return supervisor.state(agent.session).then((state) => poisonedRefusal(agent, agent.session, state))
+    }
+    return mainOf(agent.session).then(async (main) => main && poisonedRefusal(agent, main, await supervisor.state(main)))
   })
+}
+
+/** A poisoned main session refuses every step of its agent and of the sessions linked to it. */
+function poisonedRefusal(agent: Agent, main: Session, state: SupervisorState): TaskwardError | undefined {
+  if (!state.poisoned) return
+  const whose = main === agent.session ? 'the session log' : `the log of session ${main.id}, which this session works for`
+  return new TaskwardError('SUPERVISOR_POISONED',
+    `${state.poisoned.message}. The agent cannot take steps until a person inspects ${whose}.`,
+    { sessionId: main.id, seq: state.poisoned.seq })
 }

@@ -127,6 +127,12 @@ export class Supervisor extends Service {
     return this.mirrors.get(resolved.id)!
   }
 
+  /** The in-memory state of a session when it is current, else undefined (the step guard's synchronous path). */
+  currentState(session: Session): SupervisorState | undefined {
+    const mirror = this.mirrors.get(session.id)
+    return mirror && mirror.asOfSeq >= session.seq - 1 ? mirror : undefined
+  }
+
   /** What `task_status` and `/task` show: the status view plus the controller's hold on the session. */
   async status(session: Session | string): Promise<TaskStatusView & { controller: ControllerStatus }> {
     const resolved = await this.resolve(session)

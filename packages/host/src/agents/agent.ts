@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto'
 import { EventTypes, TaskwardError, asTaskwardError } from '@taskward/protocol'
 import type { Session } from '../sessions/session'
 import type { ToolResult } from '../tools/types'
+import { StepGuards } from './step-guards'
 
 export type AgentState = 'idle' | 'running' | 'maintenance'
 
@@ -67,6 +68,7 @@ export class Agent {
     readonly model: string,
     readonly role: string,
     private options: AgentOptions,
+    private stepGuards: StepGuards = new StepGuards(ctx),
   ) {}
 
   get id() {
@@ -207,14 +209,12 @@ export class Agent {
     this.notifyIdle()
   }
 
-  /** Ask the `agent/before-step` listeners; the first coded refusal stops the turn. */
-  private async refusal(): Promise<TaskwardError | undefined> {
-    try {
-      const answer = await this.ctx.serial('agent/before-step', this)
-      return answer ? asTaskwardError(answer) : undefined
-    } catch (error) {
-      return asTaskwardError(error)
-    }
+  /**
+   * Ask the step guards, then the `agent/before-step` listeners; the first coded refusal stops the turn.
+   * Synchronous when every guard answers synchronously and nobody listens to the event (see StepGuards).
+   */
+  private refusal(): TaskwardError | undefined | Promise<TaskwardError | undefined> {
+    return this.stepGuards.ask(this)
   }
 
   private async runTurn(input: Followup): Promise<TurnSummary> {

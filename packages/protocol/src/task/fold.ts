@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util'
 import { isRecordEnvelope, RECORD_EVENT_TYPE, type RecordEnvelope } from '../envelope'
+import { isEnvelopeShape } from '../records/shape'
 import type { SessionEvent } from '../events'
 import { confirmedFor, markApplied, recordConfirm, recordDecline, recordProposal, supersedeStale } from '../repair/ledger'
 import { canonicalConfirm, canonicalDecline, canonicalProposal, REPAIR_KINDS, REPAIR_NAMESPACE, repairReader } from '../repair/records'
@@ -55,11 +56,10 @@ export function findTask(state: SupervisorState, id: string): Task | undefined {
 /** Fold one session event. Events that are not supervisor records are ignored. */
 export function applySupervisorEvent(state: SupervisorState, event: SessionEvent): SupervisorState {
   const moved: SupervisorState = { ...state, asOfSeq: event.seq }
-  if (state.poisoned || event.type !== RECORD_EVENT_TYPE) return moved
-  const namespace = (event.data as { namespace?: unknown } | null)?.namespace
-  if (typeof namespace !== 'string' || !NAMESPACES.has(namespace)) return moved
+  if (!concernsSupervisor(state, event)) return moved
+  const namespace = (event.data as RecordEnvelope).namespace
   try {
-    if (!isRecordEnvelope(event.data)) throw new Error('the record envelope is malformed')
+    if (!isEnvelopeShape(event.data) && !isRecordEnvelope(event.data)) throw new Error('the record envelope is malformed')
     const envelope = event.data as RecordEnvelope
     switch (namespace) {
       case TASK_NAMESPACE: return applyTask(moved, readTaskState(envelope, event.seq), event.seq)
@@ -73,10 +73,24 @@ export function applySupervisorEvent(state: SupervisorState, event: SessionEvent
   }
 }
 
-/** Fold a whole log from an initial state (what a projection rebuild does). */
+/** Whether `event` can change anything but `asOfSeq` (a supervisor record on an unpoisoned state). */
+function concernsSupervisor(state: SupervisorState, event: SessionEvent): boolean {
+  if (state.poisoned || event.type !== RECORD_EVENT_TYPE) return false
+  const namespace = (event.data as { namespace?: unknown } | null)?.namespace
+  return typeof namespace === 'string' && NAMESPACES.has(namespace)
+}
+
+/**
+ * Fold a whole log from an initial state (what a projection rebuild does). The same as applying
+ * every event in turn, without a state copy for each event that only moves `asOfSeq`.
+ */
 export function foldSupervisorEvents(events: Iterable<SessionEvent>, state = initSupervisorState()): SupervisorState {
-  for (const event of events) state = applySupervisorEvent(state, event)
-  return state
+  let lastSeq = state.asOfSeq
+  for (const event of events) {
+    if (concernsSupervisor(state, event)) state = applySupervisorEvent(state, event)
+    lastSeq = event.seq
+  }
+  return lastSeq === state.asOfSeq ? state : { ...state, asOfSeq: lastSeq }
 }
 
 function applyTask(state: SupervisorState, task: Task, seq: number): SupervisorState {

@@ -1,9 +1,10 @@
 import { TaskwardError } from '../errors'
 import type { RecordEnvelope } from '../envelope'
-import { defineReader, type ReadRecord, type RecordReader } from '../records/reader'
+import { defineReader, type RecordReader } from '../records/reader'
 import { canonicalTask } from './canonical'
 import { pruneToSchema } from './prune'
 import { TASK_MIN_SCHEMA_VERSION, TASK_NAMESPACE, TASK_SCHEMA_VERSION, TASK_STATE_KIND, taskStateSchema } from './schemas'
+import { isTaskStateV10 } from './state-shape'
 import type { Task } from './types'
 
 /** v4 → v5: the run array becomes an object keyed by node id. Nothing else changes. */
@@ -29,24 +30,17 @@ for (let v = TASK_MIN_SCHEMA_VERSION; v <= TASK_SCHEMA_VERSION; v++) {
     : (payload) => pruneToSchema(schema, payload)
 }
 
-const baseReader = defineReader({
-  namespace: TASK_NAMESPACE,
-  writes: TASK_SCHEMA_VERSION,
-  minVersion: TASK_MIN_SCHEMA_VERSION,
-  kinds: { [TASK_STATE_KIND]: { schemas, upgrades } },
-})
-
 /**
  * Reads `dsh-task-supervisor` `state` records of versions 1–10 into today's `Task`. Fields an older
  * record lacks stay absent; the result is canonical (see canonical.ts). Throws `RECORD_UNSUPPORTED`.
+ * Schema-10 records are checked by `isTaskStateV10` first and reach schemastery only when it refuses.
  */
-export const taskReader: RecordReader = {
-  ...baseReader,
-  read<T>(envelope: RecordEnvelope, seq: number): ReadRecord<T> {
-    const record = baseReader.read<Task>(envelope, seq)
-    return { ...record, payload: canonicalTask(record.payload) as T }
-  },
-}
+export const taskReader: RecordReader = defineReader({
+  namespace: TASK_NAMESPACE,
+  writes: TASK_SCHEMA_VERSION,
+  minVersion: TASK_MIN_SCHEMA_VERSION,
+  kinds: { [TASK_STATE_KIND]: { schemas, upgrades, today: isTaskStateV10, canonical: canonicalTask } },
+})
 
 /** Read a state record's task (shorthand for `taskReader.read<Task>(envelope, seq).payload`). */
 export function readTaskState(envelope: RecordEnvelope, seq: number): Task {

@@ -1,6 +1,7 @@
 import Schema from 'schemastery'
 import type { RecordEnvelope } from '../envelope'
 import { defineReader, optional } from '../records/reader'
+import { absentOr, isArrayOf, isNatural, isNonEmpty, isObject, isPositive, isString, oneOf } from '../records/shape'
 import { REVIEW_KINDS, REVIEW_VERDICTS, type ReviewKind, type ReviewVerdict } from './types'
 
 /*
@@ -49,11 +50,24 @@ const reviewJobSchema = Schema.object({
   findings: optional(Schema.array(Schema.string())),
 })
 
+const isReviewKind = oneOf(REVIEW_KINDS)
+const isJobStatus = oneOf(REVIEW_JOB_STATUSES)
+const isVerdict = oneOf(REVIEW_VERDICTS)
+
+/** `reviewJobSchema`, checked without throwing (the reader's fast path; accepts only what it accepts). */
+export function isReviewJobV1(value: unknown): value is ReviewJob {
+  return isObject(value) && isNonEmpty(value.jobId) && isNonEmpty(value.taskId) && isPositive(value.taskRevision)
+    && isReviewKind(value.kind) && absentOr(value.nodeId, isNonEmpty) && isNonEmpty(value.model)
+    && isNonEmpty(value.reviewerSessionId) && isArrayOf(value.evidenceSeqs, isNatural) && isNatural(value.cutoffSeq)
+    && isJobStatus(value.status) && absentOr(value.verdict, isVerdict)
+    && absentOr(value.findings, (findings) => isArrayOf(findings, isString))
+}
+
 export const reviewJobReader = defineReader({
   namespace: REVIEW_NAMESPACE,
   writes: REVIEW_SCHEMA_VERSION,
   minVersion: REVIEW_SCHEMA_VERSION,
-  kinds: { [REVIEW_JOB_KIND]: { schemas: { 1: reviewJobSchema } } },
+  kinds: { [REVIEW_JOB_KIND]: { schemas: { 1: reviewJobSchema }, today: isReviewJobV1 } },
 })
 
 /** A fresh copy with known fields only (optional ones only when defined). */
