@@ -154,4 +154,29 @@ describe('repair over HTTP', () => {
     expect((await post({ action: 'confirm', proposalId: answer.proposalId, taskId: done.id, revision: done.revision }, { token: own })).body.outcome)
       .to.equal('reopened')
   })
+
+  it('validates bodies with schemas: a coded 400 naming the field, nothing written', async () => {
+    const done = await completeDiamond(host, session)
+    const answer = await proposeRepair(host, session, ['b'])
+    const binding = { proposalId: answer.proposalId, taskId: done.id, revision: done.revision }
+    const cases: [unknown, string, RegExp][] = [
+      [{}, 'action', /"action" must be "confirm", "decline" or "propose"/],
+      [{ action: 'reopen' }, 'action', /"action" must be/],
+      [{ action: 'confirm', ...binding, revision: 0 }, 'revision', /"revision" must be the positive task revision/],
+      [{ action: 'confirm', ...binding, revision: '3' }, 'revision', /"revision"/],
+      [{ action: 'decline', ...binding, proposalId: '   ' }, 'proposalId', /"proposalId" must be the id of the proposal/],
+      [{ action: 'confirm', proposalId: binding.proposalId, revision: done.revision }, 'taskId', /"taskId"/],
+      [{ action: 'propose', taskId: done.id, revision: done.revision, reason: 'r', rootNodeIds: ['b', 7] }, 'rootNodeIds', /"rootNodeIds" must be an array of node ids/],
+      [{ action: 'propose', taskId: done.id, revision: done.revision, reason: '', rootNodeIds: ['b'] }, 'reason', /"reason" must say what is wrong/],
+      [{ action: 'propose', taskId: done.id, revision: done.revision, reason: 'r', rootNodeIds: ['b'], title: 5 }, 'title', /"title" must be a string/],
+    ]
+    for (const [body, field, message] of cases) {
+      const { status, body: answerBody } = await post(body)
+      expect([status, answerBody.code, answerBody.details?.field], JSON.stringify(body)).to.deep.equal([400, 'BAD_REQUEST', field])
+      expect(answerBody.error).to.match(message)
+    }
+    expect((await post([1, 2])).body).to.deep.include({ code: 'BAD_REQUEST', error: 'The body must be a JSON object.' })
+    expect(await receipts(session)).to.have.length(0)
+    expect(await records(session, REPAIR_NAMESPACE, 'proposal')).to.have.length(1)
+  })
 })

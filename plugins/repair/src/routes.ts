@@ -1,93 +1,98 @@
-import type { Context } from 'cordis'
-import { defaultTitle, errorBody, httpStatusOf, TaskwardError, type RepairBinding } from '@taskward/protocol'
+import { Schema, type Context } from 'cordis'
+import { defaultTitle, TaskwardError, type RepairBinding } from '@taskward/protocol'
 import type { RepairService } from './service'
 
-type Body = Record<string, unknown>
+/** A string with at least one non-blank character. */
+const text = () => Schema.string().pattern(/\S/)
 
-function bad(message: string): TaskwardError {
-  return new TaskwardError('BAD_REQUEST', message)
+const ACTIONS = ['confirm', 'decline', 'propose'] as const
+
+/** What each field must be, in the words a caller needs (the schema's own message is appended). */
+const HINTS: Record<string, string> = {
+  action: '"action" must be "confirm", "decline" or "propose".',
+  proposalId: '"proposalId" must be the id of the proposal the page shows (a non-empty string).',
+  taskId: '"taskId" must be the id of the task the page shows (a non-empty string).',
+  revision: '"revision" must be the positive task revision the page shows.',
+  reason: '"reason" must say what is wrong (a non-empty string).',
+  title: '"title" must be a string when given.',
+  rootNodeIds: '"rootNodeIds" must be an array of node ids.',
 }
 
-function text(body: Body, field: string): string {
-  const value = body[field]
-  if (typeof value !== 'string' || !value.trim()) throw bad(`"${field}" must be a non-empty string.`)
-  return value
+const ActionBody = Schema.object({ action: Schema.union([...ACTIONS]).required() })
+
+/** The binding a console click sends with confirm and decline. */
+const BindingBody: Schema<RepairBinding> = Schema.object({
+  proposalId: text().required(),
+  taskId: text().required(),
+  revision: Schema.natural().min(1).required(),
+})
+
+/** A user's proposal from the console. */
+const ProposeBody = Schema.object({
+  taskId: text().required(),
+  revision: Schema.natural().min(1).required(),
+  reason: text().required(),
+  title: Schema.string(),
+  rootNodeIds: Schema.array(Schema.string()).required(),
+})
+
+/** Validate `body` with `schema`; a failure is `BAD_REQUEST` naming the field (`details.field`, `details.path`). */
+function validate<T>(schema: Schema<any, T>, body: unknown): T {
+  try {
+    return schema(body as any)
+  } catch (error) {
+    const path: (string | number)[] = (error as { options?: { path?: (string | number)[] } }).options?.path ?? []
+    const field = typeof path[0] === 'string' ? path[0] : undefined
+    const why = (error as Error).message
+    throw new TaskwardError('BAD_REQUEST', field ? `${HINTS[field] ?? `"${field}" is not valid.`} (${why})` : `The body is not valid: ${why}.`,
+      field ? { field, path } : undefined)
+  }
 }
 
-function revision(body: Body): number {
-  const value = body.revision
-  if (!Number.isSafeInteger(value) || (value as number) < 1) throw bad('"revision" must be the positive task revision the page shows.')
-  return value as number
-}
-
-function binding(body: Body): RepairBinding {
-  return { proposalId: text(body, 'proposalId'), taskId: text(body, 'taskId'), revision: revision(body) }
-}
-
-async function readBody(request: Request): Promise<Body> {
+async function readBody(request: Request): Promise<Record<string, unknown>> {
   let body: unknown
   try {
     body = await request.json()
   } catch {
-    throw bad('Send a JSON object with an "action" (confirm, decline or propose).')
+    throw new TaskwardError('BAD_REQUEST', 'Send a JSON object with an "action" (confirm, decline or propose).')
   }
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw bad('The body must be a JSON object.')
-  return body as Body
-}
-
-/**
- * Coded refusals as `{error, code, details?}`: the host's error body plus the details the console
- * shows (e.g. `activeTaskId` of `ACTIVE_TASK_CONFLICT`). Anything else goes to the host's handler.
- */
-function refusals(handler: (request: Request, params: Record<string, string>) => Promise<Response>) {
-  return async (request: Request, { params }: { params: Record<string, string> }) => {
-    try {
-      return await handler(request, params)
-    } catch (error) {
-      if (!TaskwardError.is(error)) throw error
-      return Response.json(errorBody(error), { status: httpStatusOf(error.code) })
-    }
-  }
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new TaskwardError('BAD_REQUEST', 'The body must be a JSON object.')
+  return body as Record<string, unknown>
 }
 
 /**
  * `GET /api/sessions/:sessionId/repairs` and `POST /api/sessions/:sessionId/repair` (actions confirm,
  * decline, propose), as specified in docs/repair.md. Session access: the operator token or that
- * session's token; errors are `{error, code}` with the code's status.
+ * session's token. Bodies are checked by schemastery schemas (`BAD_REQUEST` naming the field); refusals
+ * are the host's `{error, code, details?}` with the code's status.
  */
 export function registerRepairRoutes(ctx: Context, service: RepairService) {
   ctx.connection.register({
     path: '/api/sessions/:sessionId/repairs',
     methods: ['GET'],
-    handler: refusals(async (_request, params) => Response.json(await service.view(params.sessionId))),
+    handler: async (_request, { params }) => Response.json(await service.view(params.sessionId)),
   })
 
   ctx.connection.register({
     path: '/api/sessions/:sessionId/repair',
     methods: ['POST'],
-    handler: refusals(async (request, params) => {
+    handler: async (request, { params }) => {
       const body = await readBody(request)
       const sessionId = params.sessionId
-      switch (body.action) {
+      const { action } = validate(ActionBody, body)
+      switch (action) {
         case 'confirm':
-          return Response.json({ ok: true, ...await service.confirm(sessionId, binding(body)) })
+          return Response.json({ ok: true, ...await service.confirm(sessionId, validate(BindingBody, body)) })
         case 'decline':
-          return Response.json({ ok: true, ...await service.decline(sessionId, binding(body)) })
+          return Response.json({ ok: true, ...await service.decline(sessionId, validate(BindingBody, body)) })
         case 'propose': {
-          const roots = body.rootNodeIds
-          if (!Array.isArray(roots) || roots.some((id) => typeof id !== 'string')) throw bad('"rootNodeIds" must be an array of node ids.')
-          const reason = text(body, 'reason')
-          if (body.title !== undefined && typeof body.title !== 'string') throw bad('"title" must be a string when given.')
-          const title = typeof body.title === 'string' && body.title.trim() ? body.title : defaultTitle(reason)
+          const { taskId, revision, reason, title, rootNodeIds } = validate(ProposeBody, body)
           const { outcome, proposal } = await service.propose(sessionId, {
-            taskId: text(body, 'taskId'), revision: revision(body), title, reason, rootNodeIds: roots as string[],
-            evidenceSeqs: [], source: 'user',
+            taskId, revision, title: title?.trim() ? title : defaultTitle(reason), reason, rootNodeIds, evidenceSeqs: [], source: 'user',
           })
           return Response.json({ ok: true, outcome, proposalId: proposal.id })
         }
-        default:
-          throw bad('"action" must be "confirm", "decline" or "propose".')
       }
-    }),
+    },
   })
 }

@@ -2,6 +2,7 @@ import Schema from 'schemastery'
 import type { RecordEnvelope } from '../envelope'
 import { defineReader } from '../records/reader'
 import { NODE_ID_PATTERN } from '../task/schemas'
+import { canonicalizer } from '../task/canonical'
 import {
   REPAIR_SOURCES, WEB_CONFIRMATION, type RepairConfirm, type RepairDecline, type RepairProposal,
 } from './types'
@@ -66,32 +67,14 @@ export const repairReader = defineReader({
   },
 })
 
-export function canonicalProposal(p: RepairProposal): RepairProposal {
-  const out: RepairProposal = {
-    id: p.id,
-    taskId: p.taskId,
-    taskRevision: p.taskRevision,
-    title: p.title,
-    reason: p.reason,
-    rootNodeIds: [...p.rootNodeIds],
-    affectedNodeIds: [...p.affectedNodeIds],
-    evidenceSeqs: [...p.evidenceSeqs],
-    artifact: { workspaceKey: p.artifact.workspaceKey, digest: p.artifact.digest, files: p.artifact.files, bytes: p.artifact.bytes },
-    proposedAt: p.proposedAt,
-    proposedSeq: p.proposedSeq,
-  }
-  if (p.source !== undefined) out.source = p.source
-  if (p.proposerSessionId !== undefined) out.proposerSessionId = p.proposerSessionId
-  return out
-}
+/** Canonical payloads, derived from the schemas (see task/canonical.ts). */
+const copyProposal = canonicalizer(proposalSchema)
+const copyConfirm = canonicalizer(confirmSchema)
+const copyDecline = canonicalizer(declineSchema)
 
-export function canonicalConfirm(c: RepairConfirm): RepairConfirm {
-  return { proposalId: c.proposalId, taskId: c.taskId, taskRevision: c.taskRevision, source: WEB_CONFIRMATION, confirmedAt: c.confirmedAt }
-}
-
-export function canonicalDecline(d: RepairDecline): RepairDecline {
-  return { proposalId: d.proposalId, taskId: d.taskId, taskRevision: d.taskRevision, source: WEB_CONFIRMATION, declinedAt: d.declinedAt }
-}
+export const canonicalProposal = (p: RepairProposal): RepairProposal => copyProposal(p)
+export const canonicalConfirm = (c: RepairConfirm): RepairConfirm => copyConfirm(c)
+export const canonicalDecline = (d: RepairDecline): RepairDecline => copyDecline(d)
 
 /** The `proposal` record (recordId = proposal id). */
 export function proposalEnvelope(p: RepairProposal): RecordEnvelope<RepairProposal> {

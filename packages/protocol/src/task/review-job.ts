@@ -2,6 +2,7 @@ import Schema from 'schemastery'
 import type { RecordEnvelope } from '../envelope'
 import { defineReader, optional } from '../records/reader'
 import { absentOr, isArrayOf, isNatural, isNonEmpty, isObject, isPositive, isString, oneOf } from '../records/shape'
+import { canonicalizer } from './canonical'
 import { REVIEW_KINDS, REVIEW_VERDICTS, type ReviewKind, type ReviewVerdict } from './types'
 
 /*
@@ -70,24 +71,10 @@ export const reviewJobReader = defineReader({
   kinds: { [REVIEW_JOB_KIND]: { schemas: { 1: reviewJobSchema }, today: isReviewJobV1 } },
 })
 
-/** A fresh copy with known fields only (optional ones only when defined). */
-export function canonicalReviewJob(job: ReviewJob): ReviewJob {
-  const out: ReviewJob = {
-    jobId: job.jobId,
-    taskId: job.taskId,
-    taskRevision: job.taskRevision,
-    kind: job.kind,
-    model: job.model,
-    reviewerSessionId: job.reviewerSessionId,
-    evidenceSeqs: [...job.evidenceSeqs],
-    cutoffSeq: job.cutoffSeq,
-    status: job.status,
-  }
-  if (job.nodeId !== undefined) out.nodeId = job.nodeId
-  if (job.verdict !== undefined) out.verdict = job.verdict
-  if (job.findings !== undefined) out.findings = [...job.findings]
-  return out
-}
+const copyReviewJob = canonicalizer(reviewJobSchema)
+
+/** A fresh copy with known fields only (optional ones only when defined), derived from the schema. */
+export const canonicalReviewJob = (job: ReviewJob): ReviewJob => copyReviewJob(job)
 
 export function reviewJobEnvelope(job: ReviewJob, recordId: string): RecordEnvelope<ReviewJob> {
   return {

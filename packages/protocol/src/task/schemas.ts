@@ -130,14 +130,15 @@ export function taskStateSchema(v: number): Schema<any, any> {
     objective: Schema.string().required(),
     phase: phases(v).required(),
     enabled: Schema.boolean().required(),
-    plan: optional(plan(v)),
     nodeRuns: nodeRuns(v).required(),
-    ...(v >= 2 ? { pendingReview: optional(pendingReview(v)), completionReview: optional(completionReview(v)) } : {}),
-    ...(v >= 3 ? { planFeedback: optional(strings()) } : {}),
+    // Optional fields in the order the canonical form writes them (canonical.ts derives it from here).
     ...(v >= 7 ? {
       pauseReason: Schema.union(pauseReasons),
       resumePhase: Schema.union(['planning', 'awaiting-approval', 'active', 'reviewing']),
     } : {}),
+    plan: optional(plan(v)),
+    ...(v >= 3 ? { planFeedback: optional(strings()) } : {}),
+    ...(v >= 2 ? { pendingReview: optional(pendingReview(v)), completionReview: optional(completionReview(v)) } : {}),
     ...(v >= 10 ? {
       acceptanceCycle: positive(),
       completedAt: seq(),
@@ -145,4 +146,13 @@ export function taskStateSchema(v: number): Schema<any, any> {
       repairHistory: optional(Schema.array(repairHistoryEntry())),
     } : {}),
   })
+}
+
+/** Today's shapes of a task's parts, for the canonical form (canonical.ts). */
+export const TODAY_SCHEMAS = {
+  task: taskStateSchema(TASK_SCHEMA_VERSION),
+  plan: plan(TASK_SCHEMA_VERSION),
+  run: Schema.object(runFields(TASK_SCHEMA_VERSION)),
+  review: reviewOutcome(),
+  completionReview: completionReview(TASK_SCHEMA_VERSION),
 }
