@@ -72,6 +72,45 @@ async function verify(model: string, defines: string[], optimize = false): Promi
   }
 }
 
+/** Two verifications at a time (the machine has two cores); every run starts in `before`, tests await theirs. */
+const queue: (() => void)[] = []
+let active = 0
+function limited<T>(work: () => Promise<T>): Promise<T> {
+  return new Promise<T>((resolvePromise, reject) => {
+    const start = () => {
+      active++
+      work().then(resolvePromise, reject).finally(() => {
+        active--
+        queue.shift()?.()
+      })
+    }
+    if (active < 2) start()
+    else queue.push(start)
+  })
+}
+
+const RUNS = {
+  confirmUser: ['confirm.pml', ['-DCLICKS=1', '-DCRASHES=1'], true],
+  confirmClicks: ['confirm.pml', ['-DCLICKS=2', '-DWITHOUT_USER', '-DCRASHES=1'], true],
+  confirmNoSeq: ['confirm.pml', ['-DCLICKS=2', '-DWITHOUT_USER', '-DNO_SEQ_CHECK'], false],
+  confirmNoRecheck: ['confirm.pml', ['-DCLICKS=1', '-DNO_RECHECK'], false],
+  confirmNeverFinishes: ['confirm.pml', ['-DCLICKS=1', '-DCONFIRMED_IS_APPLIED'], false],
+  journal: ['journal.pml', ['-DROUNDS=5', '-DCRASHES=4'], false],
+  journalNoReconcile: ['journal.pml', ['-DNO_RECONCILE'], false],
+  journalNoLegality: ['journal.pml', ['-DNO_LEGALITY'], false],
+} satisfies Record<string, [string, string[], boolean]>
+
+const results = new Map<keyof typeof RUNS, Promise<Verification>>()
+function verification(name: keyof typeof RUNS): Promise<Verification> {
+  if (!results.has(name)) {
+    const [model, defines, optimize] = RUNS[name]
+    const started = limited(() => verify(model, defines, optimize))
+    started.catch(() => undefined) // awaited by its test; never an unhandled rejection meanwhile
+    results.set(name, started)
+  }
+  return results.get(name)!
+}
+
 function expectNoCounterexample(result: Verification, what: string) {
   if (result.errors > 0) {
     throw new Error(`${what}: spin found a counterexample.\n${/pan:1: .*/.exec(result.output)?.[0] ?? ''}\nTrail (spin -t -p -g, last lines):\n${result.trail}`)
@@ -100,51 +139,52 @@ describe('models: the confirm protocol and the candidate journal, checked with s
   before(async () => {
     await requireTool('spin', 'install Debian\'s "spin" package (apt-get install -y spin; scripts/test.sh does). The model checks cannot be skipped.')
     await requireTool('gcc', 'install gcc to compile spin\'s verifier.')
+    for (const name of Object.keys(RUNS) as (keyof typeof RUNS)[]) verification(name)
   })
 
   describe('confirm (models/confirm.pml)', () => {
     it('two hosts, one click each, a decline and a superseding proposal meanwhile, one SIGKILL anywhere: no counterexample', async () => {
-      const result = await verify('confirm.pml', ['-DCLICKS=1', '-DCRASHES=1'], true)
+      const result = await verification('confirmUser')
       expectNoCounterexample(result, 'confirm, 1 click per host with the user')
       // Not vacuous: the last click after the crashes does complete an interrupted confirm (its reopen is reached).
       expect(unreached(result.output, 'Finisher')).to.not.include('status[p] = 3')
     })
 
     it('two hosts, two concurrent clicks each, one SIGKILL anywhere: no counterexample', async () => {
-      const result = await verify('confirm.pml', ['-DCLICKS=2', '-DWITHOUT_USER', '-DCRASHES=1'], true)
+      const result = await verification('confirmClicks')
       expectNoCounterexample(result, 'confirm, 2 clicks per host')
       expect(unreached(result.output, 'Finisher')).to.not.include('status[p] = 3')
     })
 
     it('broken: a transact that appends without the seq check double-applies a proposal', async () => {
-      const result = await verify('confirm.pml', ['-DCLICKS=2', '-DWITHOUT_USER', '-DNO_SEQ_CHECK'])
+      const result = await verification('confirmNoSeq')
       expectCounterexample(result, /assertion violated \((receipts|reopens)\[p\]<=1\)/, 'NO_SEQ_CHECK')
     })
 
     it('broken: a window that does not re-decide before the reopen reopens a declined or superseded proposal', async () => {
-      const result = await verify('confirm.pml', ['-DCLICKS=1', '-DNO_RECHECK'])
+      const result = await verification('confirmNoRecheck')
       expectCounterexample(result, /assertion violated\s+!\(everFinal\[p\]\)/, 'NO_RECHECK')
     })
 
     it('broken: a click that takes a receipt for "applied" leaves an interrupted confirm behind for ever', async () => {
-      const result = await verify('confirm.pml', ['-DCLICKS=1', '-DCONFIRMED_IS_APPLIED'])
+      const result = await verification('confirmNeverFinishes')
       expectCounterexample(result, /assertion violated \(status\[p\]!=2\)/, 'CONFIRMED_IS_APPLIED')
     })
   })
 
   describe('candidate journal (models/journal.pml)', () => {
     it('five decisions, four SIGKILLs between any two appends, reconcile on resume: no counterexample', async () => {
-      const result = await verify('journal.pml', ['-DROUNDS=5', '-DCRASHES=4'])
+      const result = await verification('journal')
       expectNoCounterexample(result, 'journal')
     })
 
     it('broken: without reconcileJournal an interrupted promotion stays open (no receipt, or never rolled back)', async () => {
-      const result = await verify('journal.pml', ['-DNO_RECONCILE'])
+      const result = await verification('journalNoReconcile')
       expectCounterexample(result, /assertion violated\s+!\(\(\(\(stage\[j\]==1\)/, 'NO_RECONCILE')
     })
 
     it('broken: a planPromotion without the legality check promotes an illegal candidate', async () => {
-      const result = await verify('journal.pml', ['-DNO_LEGALITY'])
+      const result = await verification('journalNoLegality')
       expectCounterexample(result, /assertion violated legal\[digest\[j\]\]/, 'NO_LEGALITY')
     })
   })
