@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `npm test`: everything the suites need, then the type check and every suite.
-#  - Debian packages: chromium (browser tests), bubblewrap (the recovery sandbox), mariadb-server (the
+#  - Debian packages: chromium (browser tests), bubblewrap (the recovery sandbox), spin and gcc (the
+#    model checks of models/, tests/models.spec.ts), mariadb-server (the
 #    MySQL driver). Installed with apt-get when missing and this runs as root (CI, a fresh machine);
 #    otherwise the script says what is missing and the tests that need it fail or skip with that reason.
 #  - A throwaway MariaDB on loopback for the MySQL tests, unless TASKWARD_TEST_MYSQL is already set.
@@ -10,6 +11,8 @@ cd "$(dirname "$0")/.."
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+command -v spin >/dev/null 2>&1 || missing+=(spin)
+command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 command -v mysqld >/dev/null 2>&1 || missing+=(mariadb-server)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

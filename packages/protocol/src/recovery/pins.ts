@@ -124,11 +124,17 @@ export interface PinHit {
  * Matches workspace-relative paths against the pins of a set of checks. Globs follow minimatch with
  * `dot: true` (dotfiles match `*`); a literal pattern matches exactly that path.
  */
-export class PinMatcher {
-  private readonly entries: { checkId: string, pattern: string, glob: Minimatch }[]
+interface PinEntry {
+  checkId: string
+  pattern: string
+  glob: Minimatch
+}
 
-  constructor(specs: readonly CheckSpec[]) {
-    this.entries = specs.flatMap((spec) => effectivePins(spec).map((pattern) => ({
+export class PinMatcher {
+  private readonly entries: readonly PinEntry[]
+
+  constructor(specs: readonly CheckSpec[], entries?: readonly PinEntry[]) {
+    this.entries = entries ?? specs.flatMap((spec) => effectivePins(spec).map((pattern) => ({
       checkId: spec.id, pattern, glob: new Minimatch(pattern, { dot: true, nocomment: true, nonegate: true }),
     })))
   }
@@ -154,9 +160,7 @@ export class PinMatcher {
 
   /** The matcher of one check's pins. */
   only(checkId: string): PinMatcher {
-    const narrowed = Object.create(PinMatcher.prototype) as PinMatcher
-    ;(narrowed as unknown as { entries: PinMatcher['entries'] }).entries = this.entries.filter((entry) => entry.checkId === checkId)
-    return narrowed
+    return new PinMatcher([], this.entries.filter((entry) => entry.checkId === checkId))
   }
 }
 
