@@ -8,8 +8,11 @@ import { hostProcess, integrityCheck, npmStart } from './store-processes'
 
 async function snapshot(dir: string) {
   const files: Record<string, string> = {}
-  for (const name of (await readdir(dir)).sort()) {
-    files[name] = createHash('sha256').update(await readFile(join(dir, name))).digest('hex')
+  for (const entry of (await readdir(dir, { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name))) {
+    // Subdirectories (the host's default workspace root) are compared as a whole listing.
+    files[entry.name] = entry.isDirectory()
+      ? `dir:${JSON.stringify(await snapshot(join(dir, entry.name)))}`
+      : createHash('sha256').update(await readFile(join(dir, entry.name))).digest('hex')
   }
   return files
 }

@@ -124,7 +124,14 @@ export function defineReader(spec: ReaderSpec): RecordReader {
           const upgrade = kind.upgrades?.[v]
           if (upgrade) payload = upgrade(payload)
         }
-        if (kind.canonical) payload = kind.canonical(payload)
+        if (kind.canonical) {
+          try {
+            payload = kind.canonical(payload)
+          } catch (error) {
+            // A payload the schema let through but no reader can give today's shape: refused, never a crash.
+            throw unsupported(envelope, seq, `invalid payload: ${(error as Error).message}`)
+          }
+        }
       }
       return {
         namespace: envelope.namespace,

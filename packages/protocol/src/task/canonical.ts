@@ -28,7 +28,8 @@ export function canonicalizer(schema: Schema<any, any>): Copier {
       // fields form the object literal; optional ones are added only when defined. The names come from
       // our schemas and are embedded as JSON string literals.
       const read = (i: number) => `v[${JSON.stringify(ordered[i][0])}]`
-      const copy = (i: number, what: string) => copiers[i] === identity ? what : `c[${i}](${what})`
+      // null passes schemastery where a field is optional: keep it as it is rather than copy into it.
+      const copy = (i: number, what: string) => copiers[i] === identity ? what : `(${what} === null ? null : c[${i}](${what}))`
       const required = ordered.map((entry, i) => [entry, i] as const).filter(([[, inner]]) => inner.meta?.required)
       const optional = ordered.map((entry, i) => [entry, i] as const).filter(([[, inner]]) => !inner.meta?.required)
       const literal = required.map(([[key], i]) => {
