@@ -259,7 +259,8 @@ describe('host: agents', () => {
     const agent = await host.ctx.agents.create({ cwd, model: 'scripted' })
     agent.followup('1')
     agent.followup('2')
-    await until(() => agent.state === 'running', 'the first turn')
+    // The first turn's model step has started (its user message is durable, which takes an fsync).
+    await until(() => host.scripted.served.length === 1, 'the first turn')
     agent.cancel()
     held.open()
     await agent.whenIdle()
