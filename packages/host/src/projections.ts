@@ -135,6 +135,8 @@ export class Projections extends Service {
     }
     if (cached.asOfSeq >= session.seq - 1) {
       this.memory.set(id, cached)
+      // Followed appends not saved yet: a `get` saves what it returns, as a fold would.
+      if (this.unsaved.delete(id)) await this.home.database.upsert('taskward_projection', [{ sessionId: session.id, key, ...cached }])
       return cached.state
     }
     let { state, asOfSeq } = cached
