@@ -32,7 +32,7 @@ export function buildSupervisorLog(EVENTS: number, TASKS: number): SessionEvent[
     for (let i = 0; i < n; i++) {
       const kind = i % 3
       if (kind === 0) push('tool/call', { callId: `c${events.length}`, name: 'read', args: { path: 'src/parser.ts' } })
-      else if (kind === 1) push('tool/result', { callId: `c${events.length - 1}`, name: 'read', result: { path: 'src/parser.ts', content: 'const parse = (s: string) => s.split(",")\n'.repeat(4) } })
+      else if (kind === 1) push('tool/result', { callId: `c${events.length - 1}`, name: 'read', result: { path: 'src/parser.ts', content: 'export const parse = (s: string) => s.split(",")\n'.repeat(4) } })
       else push('assistant/message', { text: 'Reading the parser to see how lists are tokenized before changing anything.' })
     }
   }

@@ -5,8 +5,11 @@
  *    SUPERVISOR_BENCH_TASKS tasks (default 1,000) that each run new → plan review → approve → 3 nodes with
  *    stage reviews → completion, padded with tool calls, results and messages. Timed:
  *      - baseline: JSON.parse of the same log as JSONL (what any reader must at least do);
- *      - fold:     the pure fold (`foldSupervisorEvents`) over the parsed events;
- *      - host:     `supervisor.state()` after invalidating the cache: pages from SQLite + fold + cache write.
+ *      - fold:     the pure fold (`foldSupervisorEvents`) over the parsed events (no numeric goal: as low
+ *                  as it goes, since the host figure holds reads and fold together);
+ *      - host:     `supervisor.state()` after invalidating the cache: pages from SQLite + fold + cache write;
+ *                  goal ≤ 1.5x the baseline (issue 12).
+ *    Each figure is the median of 3 rounds.
  * 2. Guard overhead: `tools.execute` of a trivial tool in a main session with an active task, on a host
  *    without the supervisor (baseline) and with it (the guard reads the in-memory projection).
  */
@@ -52,7 +55,8 @@ async function rebuild() {
   }
   if (state!.poisoned || state!.history.length !== TASKS - 1) throw new Error(`unexpected fold result: ${JSON.stringify(state!.poisoned)}`)
   console.log(`baseline JSON.parse of the log:      ${ms(median(parses))}`)
-  console.log(`pure fold of the parsed events:      ${ms(median(folds))} (${(median(folds) / median(parses)).toFixed(2)}x the parse)`)
+  console.log(`pure fold of the parsed events:      ${ms(median(folds))} (${(median(folds) / median(parses)).toFixed(2)}x the parse; `
+    + 'goal: as low as it goes — the host rebuild\'s 1.5x has to hold the reads and the fold together)')
 
   const host = await TestHost.boot({ plugins: [[SupervisorPlugin, { automaticContinuation: false }]], waitFor: ['supervisor'] })
   const cwd = await tempWorkspace({})
@@ -74,7 +78,7 @@ async function rebuild() {
       rounds.push(took)
     }
     const [, cached] = await timeAsync(() => host.ctx.supervisor.state(loaded))
-    console.log(`host rebuild (SQLite pages + fold + cache write): ${ms(median(rounds))} (${(median(rounds) / median(parses)).toFixed(2)}x the parse); `
+    console.log(`host rebuild (SQLite pages + fold + cache write): ${ms(median(rounds))} (${(median(rounds) / median(parses)).toFixed(2)}x the parse; goal ≤ 1.5x); `
       + `cached read afterwards: ${ms(cached)}`)
   } finally {
     await host.dispose()

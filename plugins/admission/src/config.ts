@@ -11,6 +11,6 @@ export interface Config {
 }
 
 export const Config: Schema<Partial<Config>, Config> = strictConfig('admission', Schema.object({
-  persistEvery: Schema.natural().default(250)
+  persistEvery: Schema.natural().default(100)
     .description('Events the reader-admission index may run ahead of its database cache before it is written again (bounds the work after a restart).'),
 }))

@@ -1,6 +1,6 @@
 import type { Context } from 'cordis'
-import type { Session } from '@taskward/host'
-import { RecordIndex, SessionEvent, emptyRecordIndex, indexRecordEvent } from '@taskward/protocol'
+import type { ProjectionDef, Session } from '@taskward/host'
+import { RECORD_EVENT_TYPE, RecordIndex, SessionEvent, emptyRecordIndex, indexRecordEvent } from '@taskward/protocol'
 
 /** The host projection that caches each session's `(namespace, version)` pairs in the database. */
 export const RECORD_PAIRS_PROJECTION = 'admission/record-pairs'
@@ -26,12 +26,16 @@ export class RecordIndexCache {
   private disposed = false
 
   constructor(private readonly ctx: Context, private readonly persistEvery: number) {
-    ctx.projections.register<RecordIndex>({
+    const projection: ProjectionDef<RecordIndex> & { types: string[] } = {
       key: RECORD_PAIRS_PROJECTION,
       version: RECORD_PAIRS_VERSION,
       init: emptyRecordIndex,
       apply: indexRecordEvent,
-    })
+      // Only record events change the index. A host whose projections read by type folds just these;
+      // others pass every event, which the fold skips past (catchUp copes with either).
+      types: [RECORD_EVENT_TYPE],
+    }
+    ctx.projections.register<RecordIndex>(projection)
     ctx.on('dispose', () => { this.disposed = true })
   }
 
