@@ -1,6 +1,6 @@
 import { Context, Schema } from 'cordis'
 import { Database } from 'minato'
-import SQLiteDriver from '@minatojs/driver-sqlite'
+import { SQLiteDriver } from '@minatojs/driver-sqlite'
 import { TaskwardMySQLDriver } from './mysql'
 import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
