@@ -1,4 +1,5 @@
-import MySQLDriver from '@minatojs/driver-mysql'
+// Named, not default: the default import breaks in the CommonJS build (esbuild interop); the named export is the same class.
+import { MySQLDriver } from '@minatojs/driver-mysql'
 import type { Driver } from 'minato'
 
 interface IndexColumn {

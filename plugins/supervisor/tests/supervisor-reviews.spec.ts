@@ -140,7 +140,7 @@ describe('supervisor: reviews', () => {
   })
 
   it('hands a plugin gate\'s coded refusal with its details to the tool caller and to the vetoed reviewer', async () => {
-    const code = defineErrorCode('acme.review_gate_refused', 409)
+    const code = defineErrorCode('gate-test.changelog_missing', 409)
     await approvedTask(host, session)
     await passNode('a')
     await passNode('b')
