@@ -19,6 +19,14 @@ export interface ProjectionDef<S = any> {
   apply(state: S, event: SessionEvent): S
 }
 
+/**
+ * What `register` takes: a `ProjectionDef`, or the same with DSH's name `stateVersion` instead of
+ * `version` (a documented alias; giving both with different values is refused).
+ */
+export type ProjectionRegistration<S = any> =
+  | ProjectionDef<S>
+  | (Omit<ProjectionDef<S>, 'version'> & { stateVersion: number, version?: number })
+
 /** Persist advanced caches this long after the first unsaved event, so a restart folds only the tail. */
 const PERSIST_DELAY_MS = 1000
 
@@ -95,7 +103,8 @@ export class Projections extends Service {
   }
 
   /** Register a projection; disposing the registering plugin removes it. */
-  register<S>(def: ProjectionDef<S>) {
+  register<S>(registration: ProjectionRegistration<S>) {
+    const def = projectionDef(registration)
     if (this.defs.has(def.key)) {
       throw new TaskwardError('CONFIG_INVALID', `Projection "${def.key}" is already registered; each key has one owner.`)
     }
@@ -166,4 +175,16 @@ export class Projections extends Service {
     if (key) query.key = key
     await this.home.database.remove('taskward_projection', query)
   }
+}
+
+/** Normalize DSH's `stateVersion` to `version`. */
+function projectionDef<S>(registration: ProjectionRegistration<S>): ProjectionDef<S> {
+  const { stateVersion } = registration as { stateVersion?: number }
+  const version = registration.version ?? stateVersion
+  if (!Number.isSafeInteger(version) || (stateVersion !== undefined && registration.version !== undefined && stateVersion !== registration.version)) {
+    throw new TaskwardError('CONFIG_INVALID',
+      `Projection "${registration.key}" needs one integer version: give \`version\` (or DSH's alias \`stateVersion\`), not two different ones.`)
+  }
+  if (registration.version === version) return registration as ProjectionDef<S>
+  return { ...registration, version: version! } as ProjectionDef<S>
 }

@@ -23,6 +23,8 @@ declare module 'cordis' {
      * `ctx.agents.stepGuard(fn)`, which a turn calls directly (a dispatch costs microseconds per step).
      */
     'agent/before-step'(agent: Agent): any
+    /** DSH's name for `agent/before-step` (same contract), kept so a DSH plugin author is at home. */
+    'agent/pre-step'(agent: Agent): any
     /** Return (or throw) a TaskwardError to refuse the resume. */
     'agent/before-resume'(session: Session): any
     'agent/turn-end'(agent: Agent, summary: TurnSummary): void

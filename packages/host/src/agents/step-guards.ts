@@ -12,6 +12,8 @@ export type StepGuard = (agent: Agent) => TaskwardError | undefined | void | Pro
 type Answer = TaskwardError | undefined
 
 const BEFORE_STEP = 'agent/before-step'
+/** DSH's published name of the same waterfall; a documented alias, asked after `agent/before-step`. */
+const PRE_STEP = 'agent/pre-step'
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | undefined)?.then === 'function'
@@ -68,13 +70,17 @@ export class StepGuards {
 
   private hasListeners(): boolean {
     this.hooks ??= this.home.lifecycle._hooks
-    return !!this.hooks[BEFORE_STEP]?.length
+    return !!this.hooks[BEFORE_STEP]?.length || !!this.hooks[PRE_STEP]?.length
   }
 
   private async askListeners(agent: Agent): Promise<Answer> {
     try {
-      const answer = await this.home.serial(BEFORE_STEP, agent)
-      return answer ? asTaskwardError(answer) : undefined
+      for (const name of [BEFORE_STEP, PRE_STEP] as const) {
+        if (!this.hooks![name]?.length) continue
+        const answer = await this.home.serial(name, agent)
+        if (answer) return asTaskwardError(answer)
+      }
+      return undefined
     } catch (error) {
       return asTaskwardError(error)
     }

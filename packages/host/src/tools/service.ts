@@ -2,7 +2,8 @@ import { Context, Service } from 'cordis'
 import { randomUUID } from 'node:crypto'
 import { EventTypes, TaskwardError, asTaskwardError, errorResult } from '@taskward/protocol'
 import type { Session } from '../sessions/session'
-import type { ToolDef, ToolGuard, ToolResult } from './types'
+import type { Awaitable } from 'cosmokit'
+import type { GuardDecision, ToolCall, ToolDef, ToolGuard, ToolResult } from './types'
 
 export interface ExecuteOptions {
   agentId?: string
@@ -16,6 +17,13 @@ export interface ExecuteOptions {
 declare module 'cordis' {
   interface Context {
     tools: Tools
+  }
+  interface Events {
+    /**
+     * DSH's tool admission waterfall, an alias of `tools.guard`: asked after the guards, with the same call;
+     * return a `GuardDecision` (`{deny: {code, message}}` refuses, anything else lets the call go on).
+     */
+    'tools/pre-execute'(call: ToolCall): Awaitable<GuardDecision>
   }
 }
 
@@ -86,9 +94,17 @@ export class Tools extends Service {
     const tool = this.defs.get(name)
     let outcome: ToolResult
     try {
+      const call: ToolCall = { session, agentId: options.agentId, name, args, tool }
       for (const guard of [...this.guards]) {
-        const decision = await guard({ session, agentId: options.agentId, name, args, tool })
+        const decision = await guard(call)
         if (decision && 'deny' in decision) {
+          throw new TaskwardError(decision.deny.code as any, decision.deny.message, decision.deny.details)
+        }
+      }
+      // DSH's `tools/pre-execute` waterfall, dispatched only when someone listens (a dispatch costs more than a guard).
+      if ((this.ctx.lifecycle as any)._hooks['tools/pre-execute']?.length) {
+        const decision = await this.ctx.serial('tools/pre-execute', call)
+        if (decision && typeof decision === 'object' && 'deny' in decision) {
           throw new TaskwardError(decision.deny.code as any, decision.deny.message, decision.deny.details)
         }
       }
