@@ -41,6 +41,9 @@ SQL
 fi
 
 npm run typecheck
+# The packed packages as a user installs them from the registry: pack, install into a scratch project,
+# boot with the plain cordis CLI, import as ESM and CJS, type-check a consumer under nodenext.
+export TASKWARD_TEST_PACKAGING="${TASKWARD_TEST_PACKAGING:-1}"
 # --exit: every suite disposes its hosts, but a handle a future test forgets must fail loudly in review,
 # not hang CI until its time limit.
 exec npx mocha --exit 'packages/*/tests/**/*.spec.ts' 'plugins/*/tests/**/*.spec.ts' 'examples/*/tests/**/*.spec.ts' 'tests/**/*.spec.ts' "$@"

@@ -10,7 +10,7 @@ import { freePort } from '@taskward/testkit'
  * The packages as a user gets them from a registry: build, `npm pack` each published package, install the
  * tarballs with cordis@3.18.1 into a scratch project, boot it with plain `npx cordis start`, import every
  * package as ESM and CJS, and type-check a consumer under `moduleResolution: nodenext`.
- * It needs the npm registry (the scratch install), so it runs only with TASKWARD_TEST_PACKAGING=1
+ * It needs the npm registry (the scratch install), so it runs only with TASKWARD_TEST_PACKAGING=1 (npm test sets it; TASKWARD_TEST_PACKAGING=0 npm test skips it offline)
  * (`npm run test:packaging`); every step has a time bound.
  */
 const run = promisify(execFile)

@@ -1,4 +1,4 @@
-import SQLiteDriver from '@minatojs/driver-sqlite'
+import { SQLiteDriver } from '@minatojs/driver-sqlite'
 import Schema from 'schemastery'
 import init from '@minatojs/sql.js'
 import { TaskwardError } from '@taskward/protocol'
@@ -29,7 +29,8 @@ export interface StoreHealth {
 const CHECKPOINT_EVERY = 256
 const CHECKPOINT_BYTES = 64 << 20
 
-const require = createRequire(import.meta.url)
+// `__filename` in the CommonJS build (where import.meta is empty), import.meta.url in ESM and the sources.
+const require = createRequire(typeof __filename === 'string' ? __filename : import.meta.url)
 
 /**
  * The embedded store: minato's SQLite driver (sql.js, wasm) made safe for one host per data directory.

@@ -64,7 +64,8 @@ export class LineMatcher {
 
   constructor(pattern: string, private options: MatcherOptions = {}) {
     checkPattern(pattern)
-    re2Path ??= createRequire(import.meta.url).resolve('re2js')
+    // `__filename` in the CommonJS build (where import.meta is empty), import.meta.url in ESM and the sources.
+    re2Path ??= createRequire(typeof __filename === 'string' ? __filename : import.meta.url).resolve('re2js')
     this.worker = new Worker(WORKER_SOURCE, {
       eval: true, execArgv: [], workerData: { pattern, re2js: re2Path },
       // One file (≤1 MiB) and its lines at a time: a bounded heap ends a runaway search as an error.
