@@ -84,6 +84,9 @@ describe('recovery: SIGKILL of the host between a STOP decision and its pause', 
     const restored = await host.ctx.sessions.get(session.id)
     const outcome = await call(host, restored, 'write', { path: 'answer.txt', content: 'edited after the stop' })
     expect(outcome.error?.code).to.equal('VALIDATION_MISSING')
+    // The refusal's details reach the tool result like any coded refusal's (docs/host.md, "Details survive").
+    const [decision] = await recoveryRecords(restored, 'decision')
+    expect(outcome.error?.details).to.deep.include({ decisionId: decision.payload.decisionId, stopReason: 'unverified' })
     expect(await readFile(join(cwd, 'answer.txt'), 'utf8')).to.equal('kept candidate')
     expect(await phase(host, restored)).to.include({ phase: 'paused', pauseReason: 'recovery' })
   })

@@ -61,6 +61,15 @@ describe('example plugin: audit', () => {
     expect(note!.error!.code).to.equal('audit.usage')
   })
 
+  it('answers the same refusal over HTTP with its status, code and details at the top of the body', async () => {
+    await runCommand(host, session, '/task new greet')
+    const response = await host.http.post(`/api/sessions/${session.id}/input`, { text: '/task audit frobnicate' })
+    expect(response.status).to.equal(400)
+    const body = await response.json() as any
+    expect(body).to.deep.include({ kind: 'command', code: 'audit.usage', details: { verb: 'frobnicate' } })
+    expect(body.reply.error).to.deep.include({ code: 'audit.usage', details: { verb: 'frobnicate' } })
+  })
+
   it('with requireNote off, completion needs no note; ignored kinds are not recorded', async () => {
     audit.dispose()
     host.ctx.plugin(Audit, { requireNote: false, ignore: ['node-started', 'review-requested'] })

@@ -11,6 +11,13 @@ function json(value) {
   return text.length > SHOWN_MAX ? `${text.slice(0, SHOWN_MAX)}\n… (${text.length - SHOWN_MAX} more characters in the log)` : text
 }
 
+/** A coded refusal's `details` (plugins put what the user needs to act on there), as JSON; nothing without. */
+function refusalDetails(error) {
+  const details = error?.details
+  if (!details || typeof details !== 'object' || !Object.keys(details).length) return []
+  return [h('pre', { class: 'refusal-details', 'aria-label': `Details of ${error.code}` }, json(details))]
+}
+
 const ORIGIN_LABELS = { user: 'You', controller: 'Controller' }
 
 export class Transcript {
@@ -83,7 +90,7 @@ export class Transcript {
       case 'tool/result': {
         const call = this.calls.get(data.callId)
         const body = data.error
-          ? [h('p', { class: 'refusal-inline' }, h('strong', {}, data.error.code), ': ', String(data.error.message ?? ''))]
+          ? [h('p', { class: 'refusal-inline' }, h('strong', {}, data.error.code), ': ', String(data.error.message ?? '')), ...refusalDetails(data.error)]
           : [h('p', { class: 'muted' }, 'Result'), h('pre', {}, json(data.result))]
         if (call) {
           call.status.textContent = data.error ? `error ${data.error.code}` : 'ok'
@@ -99,7 +106,8 @@ export class Transcript {
       case 'command/reply': {
         if (data.error) {
           return h('div', { ...at, class: 'msg refusal', 'data-code': data.error.code },
-            h('p', { class: 'who' }, `/${data.command} refused: `, h('strong', {}, data.error.code)), h('p', { class: 'text' }, data.error.message))
+            h('p', { class: 'who' }, `/${data.command} refused: `, h('strong', {}, data.error.code)), h('p', { class: 'text' }, data.error.message),
+            ...refusalDetails(data.error))
         }
         const reply = data.reply
         const text = typeof reply?.message === 'string' ? reply.message : json(reply)

@@ -172,7 +172,7 @@ export function wireRecovery(ctx: Context, recovery: Recovery) {
   ctx.on('agent/before-step', (agent) => replay(agent.session))
   ctx.tools.guard(async ({ session }) => {
     const refusal = await replay(session)
-    return refusal ? { deny: { code: refusal.code, message: refusal.message } } : undefined
+    return refusal ? { deny: { code: refusal.code, message: refusal.message, ...refusal.details !== undefined ? { details: refusal.details } : {} } } : undefined
   })
   return gate
 }

@@ -104,7 +104,10 @@ export function registerOperatorRoutes(ctx: Context, operator: Operator) {
       if (outcome.kind === 'queued') return Response.json(outcome, { status: 202 })
       const error = outcome.reply.error
       // A command's refusal is still its recorded reply: the body carries both, the status the code's.
-      if (error) return Response.json({ ...outcome, error: error.message, code: error.code }, { status: httpStatusOf(error.code as any) })
+      if (error) {
+        const body = { ...outcome, error: error.message, code: error.code, ...(error.details !== undefined ? { details: error.details } : {}) }
+        return Response.json(body, { status: httpStatusOf(error.code as any) })
+      }
       return Response.json(outcome)
     },
   })
