@@ -95,6 +95,19 @@ describe('operator routes over HTTP', function () {
       expect(await op.host.ctx.sessions.list()).to.have.length(0)
     })
 
+    it('accepts a directory whose name merely starts with two dots (`..cache`, `...`): it lies inside the root', async () => {
+      for (const name of ['..cache', '...']) {
+        await mkdir(join(op.root, name))
+        const response = await http().post('/api/sessions', { cwd: name })
+        const json = await response.json() as any
+        expect(response.status, `${name} → ${JSON.stringify(json)}`).to.equal(201)
+        expect(json.session.cwd).to.equal(join(op.root, name))
+      }
+      const created = await http().post('/api/sessions', { cwd: '..new/sub', create: true })
+      expect(created.status).to.equal(201)
+      expect((await stat(join(op.root, '..new', 'sub'))).isDirectory()).to.equal(true)
+    })
+
     it('answers link loops, dangling links and files in the way with coded 400s, creating nothing', async () => {
       await symlink(join(op.root, 'loop-b'), join(op.root, 'loop-a'))
       await symlink(join(op.root, 'loop-a'), join(op.root, 'loop-b'))

@@ -11,7 +11,8 @@ import { TaskwardError } from '@taskward/protocol'
 
 function inside(root: string, path: string) {
   const rel = relative(root, path)
-  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel))
+  // `..` as the first component, not as a prefix: `..cache` is a directory inside the root.
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel))
 }
 
 function outside(requested: string, roots: readonly string[]) {
