@@ -293,3 +293,25 @@ describe('operator routes over HTTP', function () {
     })
   })
 })
+
+describe('operator routes: a workspace root that cannot be created', function () {
+  this.timeout(30_000)
+
+  it('answers POST /api/sessions with a coded refusal naming the root, not a 500', async () => {
+    const { TestHost, tempWorkspace, removeTree } = await import('@taskward/testkit')
+    const base = await tempWorkspace({ 'not-a-directory': 'x' }, 'taskward-operator-root-')
+    const root = join(base, 'not-a-directory', 'workspaces')
+    const host = await TestHost.boot({ host: { operator: { workspaceRoots: [root] } }, waitFor: ['operator'] })
+    try {
+      const response = await host.http.post('/api/sessions', { cwd: 'project', create: true })
+      const json = await response.json() as any
+      expect(response.status, JSON.stringify(json)).to.not.equal(500)
+      expect(json.code).to.equal('CONFIG_INVALID')
+      expect(json.error).to.include(root)
+      expect(await host.ctx.sessions.list()).to.have.length(0)
+    } finally {
+      await host.dispose()
+      await removeTree(base)
+    }
+  })
+})

@@ -25,8 +25,15 @@ function outside(requested: string, roots: readonly string[]) {
 export async function prepareRoots(roots: readonly string[]): Promise<string[]> {
   const real: string[] = []
   for (const root of roots) {
-    await mkdir(root, { recursive: true })
-    real.push(await realpath(root))
+    try {
+      await mkdir(root, { recursive: true })
+      real.push(await realpath(root))
+    } catch (error: any) {
+      // Every session creation answers with this until the config is fixed: coded, naming the root.
+      throw new TaskwardError('CONFIG_INVALID',
+        `Workspace root ${root} cannot be created or read (${error?.code ?? error?.message ?? error}); fix operator.workspaceRoots and restart.`,
+        { key: 'operator.workspaceRoots', root })
+    }
   }
   return real
 }
