@@ -245,7 +245,10 @@ export class Agent {
         summary.steps++
         if (answer.text) await this.session.append(EventTypes.assistantMessage, { text: answer.text })
         if (answer.usage) {
-          await this.session.append('model/usage', { route: this.model, step, promptTokens: answer.usage.promptTokens, completionTokens: answer.usage.completionTokens })
+          await this.session.append('model/usage', {
+            route: this.model, step, promptTokens: answer.usage.promptTokens, completionTokens: answer.usage.completionTokens,
+            ...(answer.usage.estimated ? { estimated: true } : {}),
+          })
         }
         if (!answer.toolCalls?.length) break
         // A stop wins over what the model asked for: no call of this step starts after a cancel.
