@@ -108,6 +108,22 @@ describe('operator routes over HTTP', function () {
       expect((await stat(join(op.root, '..new', 'sub'))).isDirectory()).to.equal(true)
     })
 
+    it('refuses a working directory inside a .git directory (PATH_FORBIDDEN): the file tools would write hooks git runs', async () => {
+      await mkdir(join(op.root, 'proj', '.git', 'hooks'), { recursive: true })
+      await symlink(join(op.root, 'proj', '.git'), join(op.root, 'innocent'))
+      for (const body of [{ cwd: 'proj/.git' }, { cwd: 'proj/.git/hooks' }, { cwd: 'proj/.GIT' }, { cwd: 'innocent' }, { cwd: 'innocent/made', create: true }, { cwd: 'other/.git', create: true }]) {
+        const response = await http().post('/api/sessions', body)
+        const json = await response.json() as any
+        expect(response.status, `${JSON.stringify(body)} → ${JSON.stringify(json)}`).to.equal(403)
+        expect(json.code).to.equal('PATH_FORBIDDEN')
+      }
+      await stat(join(op.root, 'other', '.git')).then(() => expect.fail('nothing may be created'), () => {})
+      await stat(join(op.root, 'proj', '.git', 'made')).then(() => expect.fail('nothing may be created in .git'), () => {})
+      expect(await op.host.ctx.sessions.list()).to.have.length(0)
+      // The repository itself is fine.
+      expect((await http().post('/api/sessions', { cwd: 'proj' })).status).to.equal(201)
+    })
+
     it('answers link loops, dangling links and files in the way with coded 400s, creating nothing', async () => {
       await symlink(join(op.root, 'loop-b'), join(op.root, 'loop-a'))
       await symlink(join(op.root, 'loop-a'), join(op.root, 'loop-b'))

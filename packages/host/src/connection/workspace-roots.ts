@@ -1,6 +1,7 @@
 import { lstat, mkdir, realpath, stat } from 'node:fs/promises'
 import { isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { TaskwardError } from '@taskward/protocol'
+import { isGitName } from '../tools/paths'
 
 /*
  * Where an operator may start a session. A requested directory must lie inside one of the configured
@@ -36,6 +37,12 @@ export async function prepareRoots(roots: readonly string[]): Promise<string[]> 
     }
   }
   return real
+}
+
+function insideGit(requested: string) {
+  return new TaskwardError('PATH_FORBIDDEN',
+    `cwd: ${requested} is inside a .git directory; a session there could write hooks and config that git runs. Pick the repository's working tree instead.`,
+    { field: 'cwd' })
 }
 
 async function exists(path: string) {
@@ -75,6 +82,7 @@ async function resolveInside(roots: readonly string[], requested: string, create
   if (requested.includes('\0')) throw new TaskwardError('BAD_REQUEST', 'cwd: must not contain NUL characters.', { field: 'cwd' })
   // `..` never has a good reason here and only serves to confuse checks: refuse it outright.
   if (requested.split(/[\\/]+/).includes('..')) throw outside(requested, roots)
+  if (requested.split(/[\\/]+/).some(isGitName)) throw insideGit(requested)
   // Only real paths decide (below): a configured root may itself be reached through a link.
   const lexical = resolve(roots[0], requested)
 
@@ -91,7 +99,9 @@ async function resolveInside(roots: readonly string[], requested: string, create
     base = parent
   }
   let current = await realpath(base)
-  if (!roots.some((root) => inside(root, current))) throw outside(requested, roots)
+  const root = roots.find((candidate) => inside(candidate, current))
+  if (root === undefined) throw outside(requested, roots)
+  if (relative(root, current).split(sep).some(isGitName)) throw insideGit(requested)
   for (const name of missing) {
     const next = join(current, name)
     await mkdir(next).catch((error) => {
@@ -106,7 +116,10 @@ async function resolveInside(roots: readonly string[], requested: string, create
 
 async function checkedDirectory(roots: readonly string[], requested: string, path: string) {
   const real = await realpath(path)
-  if (!roots.some((root) => inside(root, real))) throw outside(requested, roots)
+  const root = roots.find((candidate) => inside(candidate, real))
+  if (root === undefined) throw outside(requested, roots)
+  // Also through a link: only the real path's components below the root count.
+  if (relative(root, real).split(sep).some(isGitName)) throw insideGit(requested)
   if (!(await stat(real)).isDirectory()) throw new TaskwardError('BAD_REQUEST', `cwd: ${requested} is not a directory.`, { field: 'cwd' })
   return real
 }
