@@ -167,4 +167,26 @@ describe('console over HTTP', function () {
     expect(hooks('session/event')).to.equal(baseline)
     expect((await host.http.fetch(`/api/console/sessions/${session.id}/view`)).status).to.equal(404)
   })
+
+  it('ends the stream of a client that stopped reading instead of queueing events without bound', async () => {
+    const { request } = await import('node:http')
+    const url = new URL(`/api/console/sessions/${session.id}/events`, host.ctx.connection.baseUrl)
+    const live = host.ctx.webConsole.live
+    // A client that reads the headers, then nothing more (a stalled network, a frozen tab).
+    const response = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
+      const req = request(url, { headers: { authorization: `Bearer ${host.ctx.connection.tokens.operatorToken}` } }, resolve)
+      req.on('error', reject)
+      req.end()
+    })
+    response.pause()
+    try {
+      expect(live.size).to.equal(1)
+      const big = 'x'.repeat(50_000)
+      // ~40 MB of events: far more than the sockets buffer.
+      for (let i = 0; i < 800 && live.size; i++) await session.append('test/bulk', { i, big })
+      expect(live.size, 'the stalled stream is still open').to.equal(0)
+    } finally {
+      response.destroy()
+    }
+  })
 })
