@@ -153,6 +153,27 @@ describe('console over HTTP', function () {
     await changed.body?.cancel()
   })
 
+  it('gives a session token the live stream of its own session only: its events and deltas, never another session\'s', async () => {
+    const other = await host.ctx.sessions.create({ cwd })
+    const token = host.ctx.connection.issueSessionToken(session.id)
+    expect((await host.http.fetch(`/api/sessions/${other.id}/stream`, { token })).status).to.equal(403)
+    const abort = new AbortController()
+    const response = await host.http.fetch(`/api/sessions/${session.id}/stream`, { token, signal: abort.signal })
+    expect(response.status).to.equal(200)
+    expect(response.headers.get('content-type')).to.match(/^text\/event-stream/)
+    const reader = response.body!.getReader()
+    const seen = { text: '' }
+    await readUntil(reader, /event: ready/, seen)
+    host.ctx.emit('agent/text-delta', { id: other.id } as any, 'delta-of-the-other-session')
+    await other.append('user/message', { text: 'event-of-the-other-session' })
+    host.ctx.emit('agent/text-delta', { id: session.id } as any, 'my-own-delta')
+    await session.append('user/message', { text: 'my-own-event' })
+    await readUntil(reader, /my-own-event/, seen)
+    expect(seen.text).to.include('my-own-delta')
+    expect(seen.text).to.not.include('of-the-other-session')
+    abort.abort()
+  })
+
   it('closes open streams when the console plugin is disposed', async () => {
     const baseline = hooks('session/event')
     const response = await host.http.fetch(`/api/console/sessions/${session.id}/events`)

@@ -129,14 +129,13 @@ export class LiveUpdates {
 }
 
 export function registerLiveUpdates(ctx: Context, live: LiveUpdates) {
-  ctx.connection.register({
-    path: '/api/console/sessions/:sessionId/events',
-    methods: ['GET'],
-    access: 'operator',
-    handler: async (_request, { params }) => {
-      // Refuse unknown sessions before opening a stream (SESSION_NOT_FOUND → 404).
-      const session = await ctx.sessions.get(params.sessionId)
-      return live.open(session.id, session.seq - 1)
-    },
-  })
+  const handler = async (_request: Request, { params }: { params: Record<string, string> }) => {
+    // Refuse unknown sessions before opening a stream (SESSION_NOT_FOUND → 404).
+    const session = await ctx.sessions.get(params.sessionId)
+    return live.open(session.id, session.seq - 1)
+  }
+  ctx.connection.register({ path: '/api/console/sessions/:sessionId/events', methods: ['GET'], access: 'operator', handler })
+  // The same stream for clients holding that session's token (docs/host.md, "Operator routes"): the
+  // connection checks the grant, and every message of a stream is filtered to its one session.
+  ctx.connection.register({ path: '/api/sessions/:sessionId/stream', methods: ['GET'], access: 'session', handler })
 }
