@@ -189,7 +189,8 @@ export function buildMessages(input: ContextInput, limits: ContextLimits): ChatM
   const cost = (group: Group) => group.reduce((sum, message) => sum + messageTokens(message), 0)
   let budget = limits.contextTokens - messageTokens(system) - 32
   // The newest user message is the turn's input: it always stays (cut to half the budget at most).
-  const inputIndex = groups.findLastIndex((group) => group[0].role === 'user' && !(group[0].content ?? '').startsWith('[host:'))
+  // Host notes and slash commands (run at once, often while a turn runs) are not a turn's input.
+  const inputIndex = groups.findLastIndex((group) => group[0].role === 'user' && !/^(\[host:|\/)/.test(group[0].content ?? ''))
   let inputGroup: Group | undefined
   if (inputIndex >= 0) {
     const text = (groups[inputIndex][0] as { content: string }).content

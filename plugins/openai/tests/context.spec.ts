@@ -105,6 +105,18 @@ describe('model context (pure)', () => {
     expect(messages.slice(index + 1).map((m) => (m as any).tool_call_id)).to.deep.equal(['k0', 'k1', 'k2'])
   })
 
+  it('a slash command typed during the turn is not taken for the turn\'s input: the real input still always stays', () => {
+    const events: SessionEvent[] = [user('THE INPUT')]
+    // A long turn: many calls and results, more than the budget holds, with a command typed midway.
+    for (let i = 0; i < 60; i++) {
+      events.push(said(`step ${i} ${'s'.repeat(300)}`), call(`k${i}`, 'read'), result(`k${i}`, 'read', 'r'.repeat(90)))
+      if (i === 30) events.push(user('/task status'), ev('command/reply', { command: 'task', reply: { phase: 'active' } }))
+    }
+    const messages = buildMessages({ instructions: 'sys', events }, LIMITS)
+    const contents = messages.map((m) => (m as any).content)
+    expect(contents).to.include('THE INPUT')
+  })
+
   it('cuts an input too long for the budget and drops everything older', () => {
     const messages = buildMessages({ instructions: 'sys', events: [user('old'), user('x'.repeat(100_000))] }, LIMITS)
     expect(total(messages)).to.be.at.most(LIMITS.contextTokens)
