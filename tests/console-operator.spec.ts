@@ -201,6 +201,38 @@ describe('console: the operator drives a session in the browser', function () {
     expect(op.holding.started).to.deep.equal(['long job'])
   })
 
+  it('a stopped step\'s streamed text does not stay "writing…" nor run into the next turn\'s text', async () => {
+    let turns = 0
+    op.host.ctx.models.register('test-half', {
+      step(request: ModelRequest) {
+        turns++
+        if (turns === 1) {
+          request.onText?.('Half a thought')
+          // Then nothing until the operator stops the turn.
+          return new Promise<ModelStep>((_, reject) => request.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }))
+        }
+        request.onText?.('Fresh')
+        return { text: 'Fresh answer' }
+      },
+    })
+    const sessionId = await createSession(op.host, { cwd: 'half', create: true, model: 'test-half' })
+    await login(`/sessions/${sessionId}`)
+    await page.waitForSelector('#conversation')
+    await until(async () => (await page.textContent('#live')) === 'live', 'the event stream to connect')
+    await page.fill('#input-text', 'first')
+    await page.click('#send')
+    await page.waitForSelector('#transcript [data-streaming] .text')
+    await until(async () => (await page.textContent('#transcript [data-streaming] .text')) === 'Half a thought', 'the streamed text')
+    await page.click('#stop')
+    await page.waitForSelector('#transcript .msg.note')
+    await until(async () => await page.locator('#transcript [data-streaming]').count() === 0, 'the stopped stream to end')
+    await page.fill('#input-text', 'second')
+    await page.click('#send')
+    await page.waitForSelector('#transcript .msg.assistant:not(.streaming)')
+    expect(await page.locator('#transcript .msg.assistant .text').allTextContents()).to.deep.equal(['Fresh answer'])
+    expect(await page.textContent('#transcript')).to.not.include('Half a thoughtFresh')
+  })
+
   it('refuses a directory outside the workspace roots in the form, saying why', async () => {
     await login()
     await page.waitForSelector('#new-session')

@@ -95,6 +95,35 @@ describe('operator routes over HTTP', function () {
       expect(await op.host.ctx.sessions.list()).to.have.length(0)
     })
 
+    it('accepts a directory whose name merely starts with two dots (`..cache`, `...`): it lies inside the root', async () => {
+      for (const name of ['..cache', '...']) {
+        await mkdir(join(op.root, name))
+        const response = await http().post('/api/sessions', { cwd: name })
+        const json = await response.json() as any
+        expect(response.status, `${name} → ${JSON.stringify(json)}`).to.equal(201)
+        expect(json.session.cwd).to.equal(join(op.root, name))
+      }
+      const created = await http().post('/api/sessions', { cwd: '..new/sub', create: true })
+      expect(created.status).to.equal(201)
+      expect((await stat(join(op.root, '..new', 'sub'))).isDirectory()).to.equal(true)
+    })
+
+    it('refuses a working directory inside a .git directory (PATH_FORBIDDEN): the file tools would write hooks git runs', async () => {
+      await mkdir(join(op.root, 'proj', '.git', 'hooks'), { recursive: true })
+      await symlink(join(op.root, 'proj', '.git'), join(op.root, 'innocent'))
+      for (const body of [{ cwd: 'proj/.git' }, { cwd: 'proj/.git/hooks' }, { cwd: 'proj/.GIT' }, { cwd: 'innocent' }, { cwd: 'innocent/made', create: true }, { cwd: 'other/.git', create: true }]) {
+        const response = await http().post('/api/sessions', body)
+        const json = await response.json() as any
+        expect(response.status, `${JSON.stringify(body)} → ${JSON.stringify(json)}`).to.equal(403)
+        expect(json.code).to.equal('PATH_FORBIDDEN')
+      }
+      await stat(join(op.root, 'other', '.git')).then(() => expect.fail('nothing may be created'), () => {})
+      await stat(join(op.root, 'proj', '.git', 'made')).then(() => expect.fail('nothing may be created in .git'), () => {})
+      expect(await op.host.ctx.sessions.list()).to.have.length(0)
+      // The repository itself is fine.
+      expect((await http().post('/api/sessions', { cwd: 'proj' })).status).to.equal(201)
+    })
+
     it('answers link loops, dangling links and files in the way with coded 400s, creating nothing', async () => {
       await symlink(join(op.root, 'loop-b'), join(op.root, 'loop-a'))
       await symlink(join(op.root, 'loop-a'), join(op.root, 'loop-b'))
@@ -278,5 +307,27 @@ describe('operator routes over HTTP', function () {
       expect(op.host.ctx.agents.get(id)).to.equal(undefined)
       expect((await events(id)).filter((e) => e.type === 'user/message')).to.have.length(1)
     })
+  })
+})
+
+describe('operator routes: a workspace root that cannot be created', function () {
+  this.timeout(30_000)
+
+  it('answers POST /api/sessions with a coded refusal naming the root, not a 500', async () => {
+    const { TestHost, tempWorkspace, removeTree } = await import('@taskward/testkit')
+    const base = await tempWorkspace({ 'not-a-directory': 'x' }, 'taskward-operator-root-')
+    const root = join(base, 'not-a-directory', 'workspaces')
+    const host = await TestHost.boot({ host: { operator: { workspaceRoots: [root] } }, waitFor: ['operator'] })
+    try {
+      const response = await host.http.post('/api/sessions', { cwd: 'project', create: true })
+      const json = await response.json() as any
+      expect(response.status, JSON.stringify(json)).to.not.equal(500)
+      expect(json.code).to.equal('CONFIG_INVALID')
+      expect(json.error).to.include(root)
+      expect(await host.ctx.sessions.list()).to.have.length(0)
+    } finally {
+      await host.dispose()
+      await removeTree(base)
+    }
   })
 })

@@ -78,6 +78,61 @@ describe('host: agents', () => {
     expect(await types(agent)).to.not.include('agent/error')
   })
 
+  it('a cancel during a tool call runs none of the step\'s remaining calls and asks the model nothing more', async () => {
+    const agent = await host.ctx.agents.create({ cwd, model: 'scripted', role: 'main' })
+    let summary: TurnSummary | undefined
+    host.ctx.on('agent/turn-end', (_, s) => { summary = s })
+    const entered = gate()
+    const release = gate()
+    host.ctx.tools.register({
+      name: 'slow_step',
+      description: 'Waits until the test releases it.',
+      async execute() {
+        entered.open()
+        await release.opened
+        return { done: true }
+      },
+    })
+    host.scripted.script('main', [
+      { toolCalls: [{ name: 'slow_step', args: {} }, { name: 'write', args: { path: 'after-stop.txt', content: 'should not exist' } }] },
+      { text: 'a step after the stop' },
+    ])
+    agent.followup('go')
+    await entered.opened
+    agent.cancel()
+    release.open()
+    await until(() => !!summary, 'the turn to end')
+    expect(summary!.cancelled).to.equal(true)
+    expect(summary!.toolCalls).to.deep.equal(['slow_step'])
+    const calls = (await agent.session.read({ from: 0, limit: 1000 })).filter((e) => e.type === 'tool/call').map((e) => e.data.name)
+    expect(calls).to.deep.equal(['slow_step'])
+    expect(await import('node:fs/promises').then((fs) => fs.stat(`${cwd}/after-stop.txt`).then(() => true, () => false))).to.equal(false)
+    expect(host.scripted.pending('main')).to.equal(1)
+    host.scripted.reset('main')
+  })
+
+  it('a model answer that arrives after a cancel is recorded, but its tool calls never run', async () => {
+    const agent = await host.ctx.agents.create({ cwd, model: 'scripted', role: 'main' })
+    let summary: TurnSummary | undefined
+    host.ctx.on('agent/turn-end', (_, s) => { summary = s })
+    const started = gate()
+    const release = gate()
+    // A model that ignores the abort signal and answers anyway once released.
+    host.scripted.script('main', [async () => {
+      started.open()
+      await release.opened
+      return { text: 'writing now', toolCalls: [{ name: 'write', args: { path: 'late.txt', content: 'late' } }] }
+    }])
+    agent.followup('go')
+    await started.opened
+    agent.cancel()
+    release.open()
+    await until(() => !!summary, 'the turn to end')
+    expect(summary!.cancelled).to.equal(true)
+    expect(await types(agent)).to.not.include('tool/call')
+    expect(await import('node:fs/promises').then((fs) => fs.stat(`${cwd}/late.txt`).then(() => true, () => false))).to.equal(false)
+  })
+
   it('runs a scripted turn: text becomes assistant/message, tool calls become tool/call + tool/result', async () => {
     host.scripted.script('main', [
       { text: 'Let me look.', toolCalls: [{ name: 'read', args: { path: 'notes.md' } }] },

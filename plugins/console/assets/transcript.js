@@ -20,6 +20,12 @@ function refusalDetails(error) {
 
 const ORIGIN_LABELS = { user: 'You', controller: 'Controller' }
 
+/**
+ * Events after which no streamed text of the step is coming: its recorded message, or a step that
+ * ended without one (stopped, refused, failed) — its partial text must not stay or run into the next.
+ */
+const ENDS_STREAM = new Set(['assistant/message', 'agent/cancelled', 'agent/error', 'agent/refused'])
+
 export class Transcript {
   constructor() {
     this.list = h('div', { id: 'transcript', class: 'transcript', role: 'log', 'aria-label': 'Transcript', tabindex: '0' })
@@ -38,7 +44,7 @@ export class Transcript {
     const item = this.render(event)
     if (!item) return true
     this.empty.remove()
-    if (event.type === 'assistant/message') this.endStream()
+    if (ENDS_STREAM.has(event.type)) this.endStream()
     const stick = this.atBottom()
     this.list.append(item)
     if (this.streaming) this.list.append(this.streaming)

@@ -153,6 +153,27 @@ describe('console over HTTP', function () {
     await changed.body?.cancel()
   })
 
+  it('gives a session token the live stream of its own session only: its events and deltas, never another session\'s', async () => {
+    const other = await host.ctx.sessions.create({ cwd })
+    const token = host.ctx.connection.issueSessionToken(session.id)
+    expect((await host.http.fetch(`/api/sessions/${other.id}/stream`, { token })).status).to.equal(403)
+    const abort = new AbortController()
+    const response = await host.http.fetch(`/api/sessions/${session.id}/stream`, { token, signal: abort.signal })
+    expect(response.status).to.equal(200)
+    expect(response.headers.get('content-type')).to.match(/^text\/event-stream/)
+    const reader = response.body!.getReader()
+    const seen = { text: '' }
+    await readUntil(reader, /event: ready/, seen)
+    host.ctx.emit('agent/text-delta', { id: other.id } as any, 'delta-of-the-other-session')
+    await other.append('user/message', { text: 'event-of-the-other-session' })
+    host.ctx.emit('agent/text-delta', { id: session.id } as any, 'my-own-delta')
+    await session.append('user/message', { text: 'my-own-event' })
+    await readUntil(reader, /my-own-event/, seen)
+    expect(seen.text).to.include('my-own-delta')
+    expect(seen.text).to.not.include('of-the-other-session')
+    abort.abort()
+  })
+
   it('closes open streams when the console plugin is disposed', async () => {
     const baseline = hooks('session/event')
     const response = await host.http.fetch(`/api/console/sessions/${session.id}/events`)
@@ -166,5 +187,27 @@ describe('console over HTTP', function () {
     expect(live.size).to.equal(0)
     expect(hooks('session/event')).to.equal(baseline)
     expect((await host.http.fetch(`/api/console/sessions/${session.id}/view`)).status).to.equal(404)
+  })
+
+  it('ends the stream of a client that stopped reading instead of queueing events without bound', async () => {
+    const { request } = await import('node:http')
+    const url = new URL(`/api/console/sessions/${session.id}/events`, host.ctx.connection.baseUrl)
+    const live = host.ctx.webConsole.live
+    // A client that reads the headers, then nothing more (a stalled network, a frozen tab).
+    const response = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
+      const req = request(url, { headers: { authorization: `Bearer ${host.ctx.connection.tokens.operatorToken}` } }, resolve)
+      req.on('error', reject)
+      req.end()
+    })
+    response.pause()
+    try {
+      expect(live.size).to.equal(1)
+      const big = 'x'.repeat(50_000)
+      // ~40 MB of events: far more than the sockets buffer.
+      for (let i = 0; i < 800 && live.size; i++) await session.append('test/bulk', { i, big })
+      expect(live.size, 'the stalled stream is still open').to.equal(0)
+    } finally {
+      response.destroy()
+    }
   })
 })

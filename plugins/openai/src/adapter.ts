@@ -3,7 +3,7 @@ import type { Context } from 'cordis'
 import type { ModelAdapter, ModelRequest, Session } from '@taskward/host'
 import { TaskwardError } from '@taskward/protocol'
 import type { ContextConfig, RouteConfig } from './config'
-import { buildMessages, type ChatMessage } from './context'
+import { buildMessages, estimateTokens, type ChatMessage } from './context'
 import { toolParameters, type JsonSchema } from './json-schema'
 import { instructionsFor } from './prompts'
 import { redact } from './redact'
@@ -117,6 +117,16 @@ export class OpenAIRoute implements ModelAdapter {
         assembler.push(next.value as StreamChunk)
       }
       const step = assembler.finish()
+      // An endpoint that ignores `include_usage` (some vLLM and Ollama builds) must not make the token
+      // budget silently void: the step is charged an estimate (≈ 4 characters a token), marked as such.
+      if (!step.usage) {
+        const output = (step.text ?? '') + JSON.stringify(step.toolCalls ?? [])
+        step.usage = {
+          promptTokens: estimateTokens(JSON.stringify(body.messages) + JSON.stringify(body.tools ?? [])),
+          completionTokens: estimateTokens(step.toolCalls?.length ? output : step.text ?? ''),
+          estimated: true,
+        }
+      }
       if (step.reasoningExcerpt) this.ctx.logger('openai').debug('reasoning excerpt (%s): %s', this.config.route, step.reasoningExcerpt)
       return step
     } catch (error) {

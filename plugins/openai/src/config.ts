@@ -1,4 +1,5 @@
 import Schema from 'schemastery'
+import { strictConfig } from '@taskward/protocol'
 
 export interface RouteConfig {
   route: string
@@ -60,7 +61,9 @@ export const ContextConfig: Schema<Partial<ContextConfig>, ContextConfig> = Sche
     .description('Characters of text and tool arguments one step may stream; past it the request is stopped (MODEL_UNAVAILABLE).'),
 }) as any
 
-export const Config: Schema<Partial<Config>, Config> = Schema.object({
+// Strict like every plugin's config: an unknown key or an invalid value is CONFIG_INVALID, and the
+// refusal never shows an `apiKey` (its schema is `.role('secret')`).
+export const Config: Schema<Partial<Config>, Config> = strictConfig('openai', Schema.object({
   routes: Schema.array(RouteConfig).default([])
     .description('Model routes, each one endpoint + model. Sessions name a route (or `name`, which picks by role).'),
   requireKey: Schema.boolean().default(true)
@@ -75,4 +78,4 @@ export const Config: Schema<Partial<Config>, Config> = Schema.object({
   context: ContextConfig.description('What one step sends to the model (see docs/models.md, Context).'),
   maxTokensPerTask: Schema.natural().min(1)
     .description('Prompt + completion tokens a supervised task may use (main and reviewers); past it steps are refused with TOKEN_BUDGET_EXHAUSTED and the task pauses. Unset: no budget.'),
-}) as any
+}) as any)

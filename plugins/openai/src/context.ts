@@ -99,19 +99,31 @@ export function eventsToGroups(events: readonly SessionEvent[], limits: Pick<Con
   const groups: Group[] = []
   // The assistant message tool calls attach to, while only its own calls and results follow it.
   let open: { group: Group, message: Extract<ChatMessage, { role: 'assistant' }>, pending: Set<string> } | undefined
+  // Slash commands (and their replies) the operator ran while a call was still running: shown after
+  // the call's results, since the API wants every result right after its call.
+  let deferred: Group[] = []
   const close = () => {
-    if (!open) return
-    // A call without a recorded result (a crash mid-call): the API needs an answer for every call.
-    for (const id of open.pending) open.group.push({ role: 'tool', tool_call_id: id, content: '(no result was recorded)' })
-    open = undefined
+    if (open) {
+      // A call without a recorded result (a crash mid-call): the API needs an answer for every call.
+      for (const id of open.pending) open.group.push({ role: 'tool', tool_call_id: id, content: '(no result was recorded)' })
+      open = undefined
+    }
+    groups.push(...deferred)
+    deferred = []
   }
+  const waiting = () => !!open?.pending.size
   for (const event of events) {
     const data = event.data ?? {}
     switch (event.type) {
       case 'user/message': {
-        close()
         const origin = data.origin && data.origin !== 'user' ? `[${data.origin}] ` : ''
-        groups.push([{ role: 'user', content: origin + String(data.text ?? '') }])
+        const group: Group = [{ role: 'user', content: origin + String(data.text ?? '') }]
+        if (waiting() && String(data.text ?? '').startsWith('/')) {
+          deferred.push(group)
+          break
+        }
+        close()
+        groups.push(group)
         break
       }
       case 'assistant/message': {
@@ -144,14 +156,21 @@ export function eventsToGroups(events: readonly SessionEvent[], limits: Pick<Con
         // The seq lets the model cite this result as evidence (task_report_stage, repairs, verdicts).
         const body = data.error ? { seq: event.seq, error: data.error } : { seq: event.seq, result: data.result ?? null }
         open.group.push({ role: 'tool', tool_call_id: id, content: cut(json(body), limits.toolResultChars) })
+        // Every call answered: what waited behind them follows now.
+        if (!open.pending.size && deferred.length) close()
         break
       }
       case 'command/reply':
       case 'agent/refused':
       case 'agent/error': {
-        close()
         const what = event.type === 'command/reply' ? 'command reply' : event.type === 'agent/refused' ? 'step refused' : 'model error'
-        groups.push([{ role: 'user', content: `[host: ${what}] ${cut(json(data), limits.toolResultChars)}` }])
+        const group: Group = [{ role: 'user', content: `[host: ${what}] ${cut(json(data), limits.toolResultChars)}` }]
+        if (waiting() && event.type === 'command/reply') {
+          deferred.push(group)
+          break
+        }
+        close()
+        groups.push(group)
         break
       }
       // Records, usage and other plugin events are not conversation: the task state covers them.
@@ -170,7 +189,8 @@ export function buildMessages(input: ContextInput, limits: ContextLimits): ChatM
   const cost = (group: Group) => group.reduce((sum, message) => sum + messageTokens(message), 0)
   let budget = limits.contextTokens - messageTokens(system) - 32
   // The newest user message is the turn's input: it always stays (cut to half the budget at most).
-  const inputIndex = groups.findLastIndex((group) => group[0].role === 'user' && !(group[0].content ?? '').startsWith('[host:'))
+  // Host notes and slash commands (run at once, often while a turn runs) are not a turn's input.
+  const inputIndex = groups.findLastIndex((group) => group[0].role === 'user' && !/^(\[host:|\/)/.test(group[0].content ?? ''))
   let inputGroup: Group | undefined
   if (inputIndex >= 0) {
     const text = (groups[inputIndex][0] as { content: string }).content

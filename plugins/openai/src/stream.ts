@@ -31,7 +31,10 @@ export class StepAssembler {
   private text = ''
   private reasoning = ''
   private reasoningSeen = 0
-  private calls = new Map<number, { id?: string, name: string, args: string }>()
+  /** The calls in order of appearance; `index` is the endpoint's number for the call. */
+  private calls: { index: number, id?: string, name: string, args: string }[] = []
+  /** The call each endpoint index currently continues. */
+  private byIndex = new Map<number, { index: number, id?: string, name: string, args: string }>()
   private usage?: ModelStep['usage']
   private finishReason?: string
 
@@ -70,18 +73,26 @@ export class StepAssembler {
     }
     for (const part of delta.tool_calls ?? []) {
       const index = Number.isInteger(part.index) ? part.index : 0
-      const call = this.calls.get(index) ?? { name: '', args: '' }
+      const id = part.id ? part.id.slice(0, 200) : undefined
+      let call = this.byIndex.get(index)
+      // A different call id at an index in use starts a new call: Ollama numbers every call 0 (and
+      // older builds and some proxies send no index), which would otherwise run calls together.
+      if (!call || (id && call.id && id !== call.id)) {
+        call = { index, name: '', args: '' }
+        this.calls.push(call)
+        this.byIndex.set(index, call)
+      }
       this.grow((part.function?.name?.length ?? 0) + (part.function?.arguments?.length ?? 0))
-      if (part.id) call.id = part.id.slice(0, 200)
+      if (id) call.id = id
       if (part.function?.name) call.name += part.function.name
       if (part.function?.arguments) call.args += part.function.arguments
-      this.calls.set(index, call)
     }
     if (choice.finish_reason) this.finishReason = choice.finish_reason
   }
 
   finish(): AssembledStep {
-    const toolCalls = [...this.calls.entries()].sort(([a], [b]) => a - b).map(([, call]) => parseCall(call))
+    // By the endpoint's index; calls that share one keep their order of arrival (a stable sort).
+    const toolCalls = [...this.calls].sort((a, b) => a.index - b.index).map((call) => parseCall(call))
     const step: AssembledStep = {}
     if (this.text) step.text = this.text
     if (toolCalls.length) step.toolCalls = toolCalls

@@ -1,7 +1,7 @@
 import type { Context } from 'cordis'
 import type { Session } from '@taskward/host'
 import type { SessionEvent } from '@taskward/protocol'
-import { shrink } from './context'
+import { cut, shrink } from './context'
 
 /**
  * The latest `size` events of the sessions a route serves, kept in memory from `session/event` so that
@@ -28,7 +28,23 @@ export class EventWindows {
 
   private compact(event: SessionEvent): SessionEvent {
     const conversation = event.type === 'user/message' || event.type === 'assistant/message'
-    return { seq: event.seq, type: event.type, time: event.time, data: shrink(event.data, conversation ? this.messageLimit : this.toolLimit) }
+    const data = shrink(event.data, conversation ? this.messageLimit : this.toolLimit)
+    return { seq: event.seq, type: event.type, time: event.time, data: conversation ? data : this.capFields(data) }
+  }
+
+  /**
+   * `shrink` bounds each string and each level's width, not the whole: 200 entries of 200 keys of cut
+   * strings is still megabytes. A field of a tool event larger than twice what the model is ever shown
+   * is kept as its JSON text, cut with the marker (the model sees at most `toolLimit` of it anyway).
+   */
+  private capFields(data: unknown): unknown {
+    if (!data || typeof data !== 'object' || Array.isArray(data)) return data
+    const out: Record<string, unknown> = {}
+    for (const [key, value] of Object.entries(data)) {
+      const text = value !== null && typeof value === 'object' ? JSON.stringify(value) : undefined
+      out[key] = text !== undefined && text.length > 2 * this.toolLimit ? cut(text, this.toolLimit) : value
+    }
+    return out
   }
 
   /** The latest events of `session` (at most `size`), and how many earlier ones were not read. */

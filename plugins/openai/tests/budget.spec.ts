@@ -70,4 +70,50 @@ describe('token budget per task', () => {
       expect(mock.requests).to.have.length(3)
     })
   })
+
+  describe('an endpoint that reports no usage', function () {
+    this.timeout(30_000)
+    let mock: OpenAIMock
+    let host: TestHost
+    let cwd: string
+    before(async () => {
+      mock = await OpenAIMock.start()
+      const player = taskPlayer()
+      // Like some vLLM or Ollama builds: `stream_options.include_usage` is ignored, no usage chunk comes.
+      mock.fallback = async (request) => ({ ...await player(request) as any, usage: false })
+      host = await TestHost.boot({
+        plugins: [
+          [SupervisorPlugin, { reviewerModel: 'scripted', automaticContinuation: true }],
+          [OpenAIPlugin, { routes: [{ route: 'mock', baseURL: mock.baseURL, apiKey: 'sk-budget', maxRetries: 0 }], maxTokensPerTask: 300 }],
+        ],
+        waitFor: ['supervisor'],
+      })
+      await until(() => host.ctx.models.routes().includes('openai'))
+      cwd = await tempWorkspace()
+    })
+    after(async () => {
+      await host.dispose()
+      await mock.close()
+      await removeTree(cwd)
+    })
+
+    it('still counts against maxTokensPerTask: each step records an estimate (marked), and the budget refuses the next step', async () => {
+      const { session, agent } = await host.ctx.supervisor.startSession({ cwd, model: 'openai' })
+      host.scripted.script('reviewer', [{ toolCalls: [{ name: 'review_verdict', args: { verdict: 'pass' } }] }])
+      await host.ctx.commands.input(session, '/task new write a and b')
+      const refusals = async () => (await session.read({ from: 0, limit: 1000 })).filter((e) => e.type === 'agent/refused').map((e) => e.data.code)
+      await until(async () => (await refusals()).length > 0, 'a budget refusal', 5000)
+      await agent.whenIdle()
+      expect(await refusals()).to.deep.equal(['TOKEN_BUDGET_EXHAUSTED'])
+      // One step's estimate (instructions, tools, task state) is past 300 tokens: the second is refused.
+      expect(mock.requests).to.have.length(1)
+      const events = await session.read({ from: 0, limit: 1000 })
+      const usageEvents = events.filter((e) => e.type === 'model/usage')
+      expect(usageEvents.length).to.be.greaterThan(0)
+      for (const event of usageEvents) {
+        expect(event.data.estimated).to.equal(true)
+        expect(event.data.promptTokens).to.be.greaterThan(0)
+      }
+    })
+  })
 })

@@ -44,6 +44,34 @@ describe('model context (pure)', () => {
     ])
   })
 
+  it('a command typed while a tool call runs does not cut the call off from its result (tool messages stay right after their call)', () => {
+    const messages = buildMessages({
+      instructions: '',
+      events: [
+        user('write the file'),
+        said('writing'),
+        call('c1', 'write', { path: 'a.txt' }),
+        // The operator runs a command while the tool is still working.
+        user('/task status'),
+        ev('command/reply', { command: 'task', replyTo: 3, reply: { phase: 'active' } }),
+        result('c1', 'write', { bytes: 3 }),
+        said('done'),
+      ],
+    }, LIMITS)
+    const roles = messages.map((m) => m.role)
+    const assistant = roles.indexOf('assistant')
+    expect(roles[assistant + 1]).to.equal('tool')
+    const tool = messages[assistant + 1] as Extract<ChatMessage, { role: 'tool' }>
+    expect(tool.tool_call_id).to.equal('c1')
+    expect(tool.content).to.equal('{"seq":5,"result":{"bytes":3}}')
+    expect(messages.filter((m) => m.role === 'tool')).to.have.length(1)
+    // The command and its reply are still shown, after the call's answer.
+    const contents = messages.map((m) => 'content' in m ? m.content : '')
+    expect(contents).to.include('/task status')
+    expect(contents.findIndex((c) => c === '/task status')).to.be.greaterThan(assistant + 1)
+    expect(contents.some((c) => typeof c === 'string' && c.startsWith('[host: command reply]'))).to.equal(true)
+  })
+
   it('cuts a long tool result at the limit with a marker saying how much is not shown', () => {
     const messages = buildMessages({ instructions: '', events: [user('go'), call('c', 'read'), result('c', 'read', 'x'.repeat(5000))] }, LIMITS)
     const tool = messages.find((m) => m.role === 'tool') as Extract<ChatMessage, { role: 'tool' }>
@@ -75,6 +103,18 @@ describe('model context (pure)', () => {
     const index = messages.findIndex((m) => m.role === 'assistant' && m.tool_calls)
     expect((messages[index] as any).tool_calls.map((c: any) => c.id)).to.deep.equal(['k0', 'k1', 'k2'])
     expect(messages.slice(index + 1).map((m) => (m as any).tool_call_id)).to.deep.equal(['k0', 'k1', 'k2'])
+  })
+
+  it('a slash command typed during the turn is not taken for the turn\'s input: the real input still always stays', () => {
+    const events: SessionEvent[] = [user('THE INPUT')]
+    // A long turn: many calls and results, more than the budget holds, with a command typed midway.
+    for (let i = 0; i < 60; i++) {
+      events.push(said(`step ${i} ${'s'.repeat(300)}`), call(`k${i}`, 'read'), result(`k${i}`, 'read', 'r'.repeat(90)))
+      if (i === 30) events.push(user('/task status'), ev('command/reply', { command: 'task', reply: { phase: 'active' } }))
+    }
+    const messages = buildMessages({ instructions: 'sys', events }, LIMITS)
+    const contents = messages.map((m) => (m as any).content)
+    expect(contents).to.include('THE INPUT')
   })
 
   it('cuts an input too long for the budget and drops everything older', () => {

@@ -226,9 +226,13 @@ export class Reviews {
     await this.fail(main, job, why)
   }
 
-  /** Whether the reviewer's last turn ended with an assistant message (text instead of the tool). */
+  /**
+   * Whether the reviewer's last turn ended with an assistant message (text instead of the tool). The
+   * step's `model/usage` is recorded after its text, so it is looked past.
+   */
   private async answeredInText(reviewer: Session) {
-    const [last] = await reviewer.read({ from: Math.max(0, reviewer.seq - 1), limit: 1 })
+    const tail = await reviewer.read({ from: Math.max(0, reviewer.seq - 4), limit: 4 })
+    const last = tail.findLast((event) => event.type !== 'model/usage')
     return last?.type === 'assistant/message'
   }
 

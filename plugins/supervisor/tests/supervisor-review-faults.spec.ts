@@ -29,6 +29,17 @@ describe('supervisor: review faults and deadline', () => {
     expect(await faults()).to.have.length(0)
   })
 
+  it('the repair turn is given too when the model reports token usage (model/usage follows the text)', async () => {
+    await reportA()
+    const usage = { promptTokens: 120, completionTokens: 8 }
+    host.scripted.script('reviewer', [{ text: 'The stage looks complete to me: pass.', usage }, { ...verdict('pass'), usage }])
+    await ok(host, session, 'task_report_stage', { nodeId: 'a' })
+    await reviewsSettled(host, session)
+    expect(reviewerTurns().at(-1)).to.equal(VERDICT_REPAIR_PROMPT)
+    expect(await faults()).to.have.length(0)
+    expect((await state()).current!.nodeRuns.a.status).to.equal('passed')
+  })
+
   it('text again after the repair turn: the review fails with REVIEW_FAULT and the task pauses, never a stall', async () => {
     await reportA()
     const before = reviewerTurns().length

@@ -245,16 +245,29 @@ export class Agent {
         summary.steps++
         if (answer.text) await this.session.append(EventTypes.assistantMessage, { text: answer.text })
         if (answer.usage) {
-          await this.session.append('model/usage', { route: this.model, step, promptTokens: answer.usage.promptTokens, completionTokens: answer.usage.completionTokens })
+          await this.session.append('model/usage', {
+            route: this.model, step, promptTokens: answer.usage.promptTokens, completionTokens: answer.usage.completionTokens,
+            ...(answer.usage.estimated ? { estimated: true } : {}),
+          })
         }
         if (!answer.toolCalls?.length) break
+        // A stop wins over what the model asked for: no call of this step starts after a cancel.
+        if (abort.signal.aborted) {
+          summary.cancelled = true
+          break
+        }
         results = []
         for (const call of answer.toolCalls) {
+          if (abort.signal.aborted) {
+            summary.cancelled = true
+            break
+          }
           summary.toolCalls.push(call.name)
           results.push(await this.ctx.tools.execute(this.session, call.name, call.args ?? {}, {
             agentId: this.id, signal: abort.signal, modelCallId: call.id, invalidArgs: call.invalidArgs,
           }))
         }
+        if (summary.cancelled) break
       }
     } catch (error) {
       // A cancel that interrupted the model request ends the turn as cancelled, not as a fault.

@@ -1,6 +1,7 @@
 import { lstat, mkdir, realpath, stat } from 'node:fs/promises'
 import { isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { TaskwardError } from '@taskward/protocol'
+import { isGitName } from '../tools/paths'
 
 /*
  * Where an operator may start a session. A requested directory must lie inside one of the configured
@@ -11,7 +12,8 @@ import { TaskwardError } from '@taskward/protocol'
 
 function inside(root: string, path: string) {
   const rel = relative(root, path)
-  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel))
+  // `..` as the first component, not as a prefix: `..cache` is a directory inside the root.
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel))
 }
 
 function outside(requested: string, roots: readonly string[]) {
@@ -24,10 +26,23 @@ function outside(requested: string, roots: readonly string[]) {
 export async function prepareRoots(roots: readonly string[]): Promise<string[]> {
   const real: string[] = []
   for (const root of roots) {
-    await mkdir(root, { recursive: true })
-    real.push(await realpath(root))
+    try {
+      await mkdir(root, { recursive: true })
+      real.push(await realpath(root))
+    } catch (error: any) {
+      // Every session creation answers with this until the config is fixed: coded, naming the root.
+      throw new TaskwardError('CONFIG_INVALID',
+        `Workspace root ${root} cannot be created or read (${error?.code ?? error?.message ?? error}); fix operator.workspaceRoots and restart.`,
+        { key: 'operator.workspaceRoots', root })
+    }
   }
   return real
+}
+
+function insideGit(requested: string) {
+  return new TaskwardError('PATH_FORBIDDEN',
+    `cwd: ${requested} is inside a .git directory; a session there could write hooks and config that git runs. Pick the repository's working tree instead.`,
+    { field: 'cwd' })
 }
 
 async function exists(path: string) {
@@ -67,6 +82,7 @@ async function resolveInside(roots: readonly string[], requested: string, create
   if (requested.includes('\0')) throw new TaskwardError('BAD_REQUEST', 'cwd: must not contain NUL characters.', { field: 'cwd' })
   // `..` never has a good reason here and only serves to confuse checks: refuse it outright.
   if (requested.split(/[\\/]+/).includes('..')) throw outside(requested, roots)
+  if (requested.split(/[\\/]+/).some(isGitName)) throw insideGit(requested)
   // Only real paths decide (below): a configured root may itself be reached through a link.
   const lexical = resolve(roots[0], requested)
 
@@ -83,7 +99,9 @@ async function resolveInside(roots: readonly string[], requested: string, create
     base = parent
   }
   let current = await realpath(base)
-  if (!roots.some((root) => inside(root, current))) throw outside(requested, roots)
+  const root = roots.find((candidate) => inside(candidate, current))
+  if (root === undefined) throw outside(requested, roots)
+  if (relative(root, current).split(sep).some(isGitName)) throw insideGit(requested)
   for (const name of missing) {
     const next = join(current, name)
     await mkdir(next).catch((error) => {
@@ -98,7 +116,10 @@ async function resolveInside(roots: readonly string[], requested: string, create
 
 async function checkedDirectory(roots: readonly string[], requested: string, path: string) {
   const real = await realpath(path)
-  if (!roots.some((root) => inside(root, real))) throw outside(requested, roots)
+  const root = roots.find((candidate) => inside(candidate, real))
+  if (root === undefined) throw outside(requested, roots)
+  // Also through a link: only the real path's components below the root count.
+  if (relative(root, real).split(sep).some(isGitName)) throw insideGit(requested)
   if (!(await stat(real)).isDirectory()) throw new TaskwardError('BAD_REQUEST', `cwd: ${requested} is not a directory.`, { field: 'cwd' })
   return real
 }

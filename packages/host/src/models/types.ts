@@ -37,6 +37,8 @@ export interface ModelToolCall {
 export interface ModelUsage {
   promptTokens: number
   completionTokens: number
+  /** The endpoint reported no usage: the adapter's own estimate (recorded with `estimated: true`). */
+  estimated?: boolean
 }
 
 /** One model step: optional text, optional tool calls. A step without tool calls ends the turn. */

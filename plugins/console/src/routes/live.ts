@@ -17,6 +17,12 @@ const COALESCE_MS = 50
 /** Events larger than this go out as `{seq, type, truncated: true}`: the page reads them from the log. */
 export const LIVE_EVENT_MAX_CHARS = 64 * 1024
 
+/**
+ * Bytes a stream may hold for a client that does not read (a stalled network, a frozen tab) before it
+ * is ended: the page's EventSource reconnects and reads what it missed from the log.
+ */
+export const LIVE_QUEUE_MAX_BYTES = 4 * 1024 * 1024
+
 interface Stream {
   sessionId: string
   close(): void
@@ -52,7 +58,9 @@ export class LiveUpdates {
             controller.enqueue(encoder.encode(text))
           } catch {
             cleanup()
+            return
           }
+          if ((controller.desiredSize ?? 0) < -LIVE_QUEUE_MAX_BYTES) stream.close()
         }
         const changed = (seq: number) => {
           lastSeq = Math.max(lastSeq, seq)
@@ -109,7 +117,7 @@ export class LiveUpdates {
         send(`retry: 2000\nevent: ready\ndata: ${JSON.stringify({ sessionId, seq: initialSeq })}\n\n`)
       },
       cancel: () => cleanup(),
-    })
+    }, new ByteLengthQueuingStrategy({ highWaterMark: 64 * 1024 }))
     return new Response(body, {
       headers: {
         'content-type': 'text/event-stream; charset=utf-8',
@@ -121,14 +129,13 @@ export class LiveUpdates {
 }
 
 export function registerLiveUpdates(ctx: Context, live: LiveUpdates) {
-  ctx.connection.register({
-    path: '/api/console/sessions/:sessionId/events',
-    methods: ['GET'],
-    access: 'operator',
-    handler: async (_request, { params }) => {
-      // Refuse unknown sessions before opening a stream (SESSION_NOT_FOUND → 404).
-      const session = await ctx.sessions.get(params.sessionId)
-      return live.open(session.id, session.seq - 1)
-    },
-  })
+  const handler = async (_request: Request, { params }: { params: Record<string, string> }) => {
+    // Refuse unknown sessions before opening a stream (SESSION_NOT_FOUND → 404).
+    const session = await ctx.sessions.get(params.sessionId)
+    return live.open(session.id, session.seq - 1)
+  }
+  ctx.connection.register({ path: '/api/console/sessions/:sessionId/events', methods: ['GET'], access: 'operator', handler })
+  // The same stream for clients holding that session's token (docs/host.md, "Operator routes"): the
+  // connection checks the grant, and every message of a stream is filtered to its one session.
+  ctx.connection.register({ path: '/api/sessions/:sessionId/stream', methods: ['GET'], access: 'session', handler })
 }
