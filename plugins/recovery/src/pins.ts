@@ -140,14 +140,27 @@ export class PinWarden {
     return changes.length ? pinChangedResult(spec, changes) : undefined
   }
 
+  /**
+   * The session whose task's pins bind `session`: itself when main, else the main session it works for
+   * (a consultation shares the main session's workspace, so it is held to the same pins).
+   */
+  private async taskSession(session: Session): Promise<Session | undefined> {
+    if (session.role === 'main') return session
+    if (!session.parentId) return
+    const main = await this.recovery.home.sessions.get(session.parentId).catch(() => undefined)
+    return main?.role === 'main' ? main : undefined
+  }
+
   /** The write guard: a mutating tool may not name a pinned path while the session's task is live. */
   async guard(call: ToolCall) {
     if (call.tool?.readOnly) return
     const paths = pathArguments(call.args)
     if (!paths.length) return
-    const task = (await this.recovery.home.supervisor.state(call.session)).current
+    const owner = await this.taskSession(call.session)
+    if (!owner) return
+    const task = (await this.recovery.home.supervisor.state(owner)).current
     if (!task || !task.enabled || !LIVE.includes(task.phase)) return
-    const state = await this.recovery.state(call.session)
+    const state = await this.recovery.state(owner)
     const matcher = this.matcher(state, task.id)
     if (matcher.empty) return
     for (const path of paths) {

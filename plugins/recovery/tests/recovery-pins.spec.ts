@@ -186,4 +186,15 @@ describe('recovery: pinned checks', function () {
     // test/helper.js is no longer pinned: writing it is allowed.
     expect((await call(host, session, 'write', { path: 'test/helper.js', content: 'module.exports = 2\n' })).error).to.equal(undefined)
   })
+
+  it('a consultation working for the main session (same workspace) is refused pinned paths too', async () => {
+    const { session } = await readyTask(host, cwd)
+    const consultation = await host.ctx.sessions.create({ cwd, role: 'consultation', parentId: session.id })
+    const outcome = await call(host, consultation, 'write', { path: 'test/answer.test.js', content: 'process.exit(0)\n' })
+    expect(outcome.error?.code).to.equal('CHECK_PINNED')
+    expect(outcome.error?.message).to.include(`of task ${(await phase(host, session)).id}`)
+    expect(await readFile(join(cwd, 'test', 'answer.test.js'), 'utf8')).to.match(/wrong answer/)
+    // Its unpinned writes still work.
+    expect((await call(host, consultation, 'write', { path: 'notes.txt', content: 'fine' })).error).to.equal(undefined)
+  })
 })
