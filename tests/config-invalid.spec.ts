@@ -41,6 +41,10 @@ const cases: Case[] = [
   { plugin: RecoveryPlugin, service: 'recovery', name: 'recovery', config: { checks: [{ id: 'unit', argv: [''] }] }, key: 'checks[0].argv', value: [''] },
   { plugin: RecoveryPlugin, service: 'recovery', name: 'recovery', config: { checks: [{ id: 'unit', argv: ['npm'], shell: true }] }, key: 'checks[0].shell', value: true },
   { plugin: RecoveryPlugin, service: 'recovery', name: 'recovery', config: { sandbox: 'none' }, key: 'sandbox', value: 'none' },
+  // Pins the schema alone let through: a negation, a path leaving the workspace, an empty glob (each would pin nothing).
+  { plugin: RecoveryPlugin, service: 'recovery', name: 'recovery', config: { checks: [{ id: 'unit', argv: ['npm', 'test'], pin: ['!test/**'] }] }, key: 'checks[0].pin', value: ['!test/**'] },
+  { plugin: RecoveryPlugin, service: 'recovery', name: 'recovery', config: { checks: [{ id: 'unit', argv: ['npm', 'test'], pin: ['../shared/**'] }] }, key: 'checks[0].pin', value: ['../shared/**'] },
+  { plugin: RecoveryPlugin, service: 'recovery', name: 'recovery', config: { checks: [{ id: 'unit', argv: ['npm', 'test'], pin: [' '] }] }, key: 'checks[0].pin', value: [' '] },
   { plugin: SupervisorPlugin, service: 'supervisor', name: 'supervisor', config: { progressReviewAfterTurns: 0 }, key: 'progressReviewAfterTurns', value: 0 },
   { plugin: SupervisorPlugin, service: 'supervisor', name: 'supervisor', config: { maxContinuation: 5 }, key: 'maxContinuation', value: 5 },
   { plugin: WorkspacePlugin, service: 'workspace', name: 'workspace', config: { repairMaxFiles: 0 }, key: 'repairMaxFiles', value: 0 },
@@ -82,7 +86,7 @@ describe('fail-loud plugin config', function () {
       plugins: [
         [SupervisorPlugin, { automaticContinuation: false, progressReviewAfterTurns: 2 }], [WorkspacePlugin, { repairMaxFiles: 500 }],
         [AdmissionService, { persistEvery: 10 }], [RepairPlugin, {}], [WebConsole, { demo: false, heartbeatSeconds: 5 }],
-        [RecoveryPlugin, { checks: [{ id: 'unit', argv: ['npm', 'test'] }, { id: 'lint', argv: ['npm', 'run', 'lint'] }], budgets: { maxAttempts: 4 } }],
+        [RecoveryPlugin, { checks: [{ id: 'unit', argv: ['npm', 'test'], pin: ['./test/**', 'src/fixtures/'] }, { id: 'lint', argv: ['npm', 'run', 'lint'] }], budgets: { maxAttempts: 4 } }],
       ],
       host: { connection: { allowedOrigins: ['http://localhost:3000'] } },
       waitFor: ['supervisor', 'workspace', 'admission', 'repair', 'webConsole', 'recovery'],
@@ -90,6 +94,8 @@ describe('fail-loud plugin config', function () {
     expect(host.errors).to.deep.equal([])
     expect(host.ctx.recovery.config.budgets.maxAttempts).to.equal(4)
     expect(host.ctx.recovery.config.checks.map((c) => c.id)).to.deep.equal(['unit', 'lint'])
+    // Pins in config are normalized as /task checks normalizes them (minimatch would match nothing for `./test/**`).
+    expect(host.ctx.recovery.config.checks[0].pin).to.deep.equal(['test/**', 'src/fixtures'])
   })
 
   it('host and database: an unknown or invalid key is refused when cordis loads them; a secret is never echoed', () => {

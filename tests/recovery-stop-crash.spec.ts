@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { RECORD_EVENT_TYPE, TASK_NAMESPACE } from '@taskward/protocol'
 import { removeTree, type TestHost } from '@taskward/testkit'
 import {
-  allEvents, answerWorkspace, bootRecovery, call, phase, readyTask, recoveryRecords,
+  allEvents, ANSWER_CHECK, answerWorkspace, bootRecovery, call, phase, readyTask, recoveryRecords,
 } from '../plugins/recovery/tests/fixtures'
 
 const CHILD = join(import.meta.dirname, '../plugins/recovery/tests/crash-child.ts')
@@ -87,6 +87,42 @@ describe('recovery: SIGKILL of the host between a STOP decision and its pause', 
     // The refusal's details reach the tool result like any coded refusal's (docs/host.md, "Details survive").
     const [decision] = await recoveryRecords(restored, 'decision')
     expect(outcome.error?.details).to.deep.include({ decisionId: decision.payload.decisionId, stopReason: 'unverified' })
+    expect(await readFile(join(cwd, 'answer.txt'), 'utf8')).to.equal('kept candidate')
+    expect(await phase(host, restored)).to.include({ phase: 'paused', pauseReason: 'recovery' })
+  })
+
+  it('a STOP from the completion gate at a reviewer\'s pass is re-applied though the verdict wrote a task record before the kill', async () => {
+    host = await bootRecovery()
+    cwd = await answerWorkspace('right')
+    // The check pins README.md; the reviewer's turn rewrites it, so the gate's second ask STOPs (pin_changed).
+    const { session, task } = await readyTask(host, cwd, [{ ...ANSWER_CHECK, pin: ['README.md'] }])
+    await host.stop()
+    expect((await runChild(host.dataDir, session.id, 'review-stop')).signal).to.equal('SIGKILL')
+    await host.start()
+
+    const restored = await host.ctx.sessions.get(session.id)
+    const decisions = await recoveryRecords(restored, 'decision')
+    expect(decisions.at(-1)!.payload).to.include({ action: 'STOP', stopReason: 'pin_changed' })
+    // The verdict's task record (the vetoed pass: back to work) follows the STOP; its pause never came.
+    expect((await phase(host, restored)).phase).to.equal('active')
+
+    const outcome = await call(host, restored, 'write', { path: 'answer.txt', content: 'edited after the stop' })
+    expect(outcome.error?.code).to.equal('CHECK_PINNED')
+    expect(await readFile(join(cwd, 'answer.txt'), 'utf8')).to.equal('right')
+    expect(await phase(host, restored)).to.include({ phase: 'paused', pauseReason: 'recovery', id: task.id })
+  })
+
+  it('a consultation of the main session is refused too while a recorded STOP has not been acted on', async () => {
+    host = await bootRecovery()
+    cwd = await answerWorkspace('kept candidate')
+    const { session } = await readyTask(host, cwd)
+    await host.stop()
+    expect((await runChild(host.dataDir, session.id, 'stop')).signal).to.equal('SIGKILL')
+    await host.start()
+    const restored = await host.ctx.sessions.get(session.id)
+    const consultation = await host.ctx.sessions.create({ cwd, role: 'consultation', parentId: restored.id })
+    const outcome = await call(host, consultation, 'write', { path: 'answer.txt', content: 'edited by the consultation' })
+    expect(outcome.error?.code).to.equal('VALIDATION_MISSING')
     expect(await readFile(join(cwd, 'answer.txt'), 'utf8')).to.equal('kept candidate')
     expect(await phase(host, restored)).to.include({ phase: 'paused', pauseReason: 'recovery' })
   })

@@ -1,5 +1,5 @@
 import Schema from 'schemastery'
-import { BudgetsSchema, CheckSpecSchema, configInvalid, strictConfig, type Budgets, type CheckSpec } from '@taskward/protocol'
+import { BudgetsSchema, CheckSpecSchema, configInvalid, strictConfig, validatePins, type Budgets, type CheckSpec } from '@taskward/protocol'
 
 export interface Config {
   /** Controller-owned checks (argv, never a shell string). `[]` means validation is MISSING. */
@@ -29,10 +29,21 @@ export const Config: Schema<Partial<Config>, Config> = strictConfig('recovery', 
     .description('Bytes of check output kept while it runs (the head and the tail).'),
 }) as Schema<Partial<Config>, Config>, { check: checkChecks })
 
-/** What the schema cannot say about `checks`: a runnable argv[0] and ids used once. */
+/**
+ * What the schema cannot say about `checks`: a runnable argv[0], ids used once, and pins that pin
+ * something — validated and normalized as `/task checks` does (`./test/**` → `test/**`; a negation or a
+ * path leaving the workspace is refused), since a glob minimatch never matches would pin nothing, silently.
+ */
 function checkChecks(config: Config) {
   const seen = new Map<string, number>()
   config.checks.forEach((check, index) => {
+    if (check.pin !== undefined) {
+      try {
+        check.pin = validatePins(check.pin, check.id)
+      } catch (error) {
+        throw configInvalid('recovery', ['checks', index, 'pin'], check.pin, (error as Error).message)
+      }
+    }
     if (!check.argv.length || !check.argv[0]) {
       throw configInvalid('recovery', ['checks', index, 'argv'], check.argv,
         'argv must be a non-empty array whose first element names the program, e.g. ["npm", "test"] (checks never run through a shell)')

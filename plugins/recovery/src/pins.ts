@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { createReadStream } from 'node:fs'
-import { lstat, readdir, readlink, realpath } from 'node:fs/promises'
+import { lstat, readdir, readlink, realpath, stat } from 'node:fs/promises'
 import { basename, join, relative, resolve, sep } from 'node:path'
 import type { Context } from 'cordis'
 import type { Session, ToolCall } from '@taskward/host'
@@ -26,8 +26,8 @@ function sha256File(path: string): Promise<string> {
 }
 
 /**
- * Stamp the files under `root` that `matcher` pins: each file's sha256, a symlink's target (never
- * followed), `special` for anything else. Walks only directories that may hold pinned files and skips
+ * Stamp the files under `root` that `matcher` pins: each file's sha256, a symlink's target text plus
+ * the sha256 of the regular file it leads to (never walked into as a directory), `special` for anything else. Walks only directories that may hold pinned files and skips
  * the root `.git`. Refuses (`ARTIFACT_LIMIT`) rather than stamping part of the set.
  */
 export async function stampPinned(root: string, matcher: PinMatcher): Promise<PinnedFile[]> {
@@ -56,8 +56,21 @@ export async function stampPinned(root: string, matcher: PinMatcher): Promise<Pi
       }
       const full = join(root, path)
       const info = await lstat(full)
-      if (info.isSymbolicLink()) files.push({ path, hash: `link:${(await readlink(full)).slice(0, 4096)}` })
-      else if (info.isFile()) {
+      if (info.isSymbolicLink()) {
+        // The link's target text, and the content it leads to when that is a regular file: the check
+        // reads the content, so an edit of the (unpinned) target is a change of the pinned file.
+        let hash = `link:${(await readlink(full)).slice(0, 4096)}`
+        const target = await stat(full).catch(() => undefined)
+        if (target?.isFile()) {
+          bytes += target.size
+          if (bytes > MAX_PINNED_BYTES) {
+            throw new TaskwardError('ARTIFACT_LIMIT', `The files the checks pin hold more than ${MAX_PINNED_BYTES} bytes. Pin the files the checks trust, not whole build trees.`)
+          }
+          const content = await sha256File(full).catch(() => undefined)
+          if (content) hash += `\0sha256:${content}`
+        }
+        files.push({ path, hash })
+      } else if (info.isFile()) {
         bytes += info.size
         if (bytes > MAX_PINNED_BYTES) {
           throw new TaskwardError('ARTIFACT_LIMIT', `The files the checks pin hold more than ${MAX_PINNED_BYTES} bytes. Pin the files the checks trust, not whole build trees.`)
@@ -106,6 +119,24 @@ async function writtenPaths(cwd: string, path: string): Promise<string[]> {
 }
 
 /**
+ * The workspace files that pinned symlinks (as stamped in the baseline) lead to, each mapped to the
+ * pinned link: the check reads the target, so the target is as pinned as the link.
+ */
+async function linkedTargets(cwd: string, baseline: readonly PinnedFile[], matcher: PinMatcher): Promise<Map<string, string>> {
+  const targets = new Map<string, string>()
+  const links = baseline.filter((file) => file.hash.startsWith('link:') && matcher.hits(file.path).length)
+  if (!links.length) return targets
+  const root = await realpath(cwd).catch(() => undefined)
+  if (!root) return targets
+  for (const link of links) {
+    const real = await realpath(join(root, link.path)).catch(() => undefined)
+    const inside = real && workspaceRelative(relative(root, real).split(sep).join('/'))
+    if (inside) targets.set(inside, link.path)
+  }
+  return targets
+}
+
+/**
  * Pinned checks in the recovery plugin: the write guard, the baseline stamps and the per-check
  * comparison that turns a changed pin into an INCONCLUSIVE `pin_changed` result.
  */
@@ -140,24 +171,41 @@ export class PinWarden {
     return changes.length ? pinChangedResult(spec, changes) : undefined
   }
 
+  /**
+   * The session whose task's pins bind `session`: itself when main, else the main session it works for
+   * (a consultation shares the main session's workspace, so it is held to the same pins).
+   */
+  private async taskSession(session: Session): Promise<Session | undefined> {
+    if (session.role === 'main') return session
+    if (!session.parentId) return
+    const main = await this.recovery.home.sessions.get(session.parentId).catch(() => undefined)
+    return main?.role === 'main' ? main : undefined
+  }
+
   /** The write guard: a mutating tool may not name a pinned path while the session's task is live. */
   async guard(call: ToolCall) {
     if (call.tool?.readOnly) return
     const paths = pathArguments(call.args)
     if (!paths.length) return
-    const task = (await this.recovery.home.supervisor.state(call.session)).current
+    const owner = await this.taskSession(call.session)
+    if (!owner) return
+    const task = (await this.recovery.home.supervisor.state(owner)).current
     if (!task || !task.enabled || !LIVE.includes(task.phase)) return
-    const state = await this.recovery.state(call.session)
+    const state = await this.recovery.state(owner)
     const matcher = this.matcher(state, task.id)
     if (matcher.empty) return
+    const linked = await linkedTargets(call.session.cwd, state.tasks[task.id]?.pinBaseline?.files ?? [], matcher)
     for (const path of paths) {
       for (const candidate of await writtenPaths(call.session.cwd, path)) {
-        const [hit] = matcher.hits(candidate)
+        // A pinned symlink's target is what the check reads: writing it is writing the pinned file.
+        const pinned = matcher.hits(candidate).length ? candidate : linked.get(candidate)
+        const [hit] = pinned === undefined ? [] : matcher.hits(pinned)
         if (!hit) continue
+        const through = pinned === candidate ? '' : ` (the target of the pinned symlink "${pinned}")`
         return {
           deny: {
             code: 'CHECK_PINNED',
-            message: `"${candidate}" is pinned by check "${hit.checkId}" (pin "${hit.pattern}") of task ${task.id}: the agent cannot change what verifies its own work. `
+            message: `"${candidate}"${through} is pinned by check "${hit.checkId}" (pin "${hit.pattern}") of task ${task.id}: the agent cannot change what verifies its own work. `
               + 'Change the code under test instead; only a person can change the pins (/task checks).',
           },
         }

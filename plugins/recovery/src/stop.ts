@@ -66,8 +66,9 @@ export async function stopExecution(recovery: Recovery, session: Session, taskId
  * A STOP decision and the pause that acts on it are two appends (the pause is a supervisor transition,
  * which cannot run inside the completion gate). A host killed between them restarts with the STOP in
  * the log and the task still running. `StopReplay` finds such a STOP — the current task's latest
- * decision is a STOP, the task is still in a pausable phase, and no state record of the task follows
- * the decision — and re-applies it before anything runs: on resume, before an agent step and before a
+ * decision is a STOP, the task is still in a pausable phase, and no state record of the task after
+ * the decision shows it paused or ended (a reviewer's pass writes a task record between the gate's
+ * STOP and the pause, still running) — and re-applies it before anything runs: on resume, before an agent step and before a
  * tool of the main session.
  */
 export class StopReplay {
@@ -88,8 +89,11 @@ export class StopReplay {
     const key = `${session.id}\0${decision.decisionId}`
     if (this.acted.has(key)) return
     for await (const event of session.events(decision.seq + 1)) {
-      if (event.type === RECORD_EVENT_TYPE && event.data?.namespace === TASK_NAMESPACE && event.data.payload?.id === task.id) {
-        // The task moved after the STOP (its pause, or a person's later resume): it was acted on.
+      if (event.type === RECORD_EVENT_TYPE && event.data?.namespace === TASK_NAMESPACE && event.data.payload?.id === task.id
+        && !PAUSABLE.includes(event.data.payload.phase)) {
+        // The task was halted after the STOP (its pause; a person's later resume comes after that pause)
+        // or ended. Any other task record — e.g. the vetoed completion review a reviewer's pass writes
+        // right after the gate's STOP — leaves the task running and proves nothing.
         this.acted.add(key)
         return
       }

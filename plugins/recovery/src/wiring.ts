@@ -171,7 +171,11 @@ export function wireRecovery(ctx: Context, recovery: Recovery) {
     : new TaskwardError('INTERNAL', `Recovery could not check for a STOP to re-apply: ${(error as Error).message}`))
   ctx.on('agent/before-step', (agent) => replay(agent.session))
   ctx.tools.guard(async ({ session }) => {
-    const refusal = await replay(session)
+    // A consultation shares the main session's workspace: the main session's unapplied STOP binds it too.
+    const main = session.role === 'main' || !session.parentId ? session
+      : await recovery.home.sessions.get(session.parentId).catch(() => undefined)
+    if (!main || main.role !== 'main') return
+    const refusal = await replay(main)
     return refusal ? { deny: { code: refusal.code, message: refusal.message, ...refusal.details !== undefined ? { details: refusal.details } : {} } } : undefined
   })
   return gate

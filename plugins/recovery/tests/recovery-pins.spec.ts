@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { execFile } from 'node:child_process'
-import { readFile, rm, writeFile } from 'node:fs/promises'
+import { readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import Schema from 'schemastery'
 import type { Session } from '@taskward/host'
@@ -29,7 +29,11 @@ describe('recovery: pinned checks', function () {
   beforeEach(async () => {
     host = await bootRecovery({ checks: [PINNED_TEST], sandbox: 'copy' })
     cwd = await workspace()
-    // A test-only tool that is not a file tool: what a shell or another process could do.
+    registerShell(host)
+  })
+
+  /** A test-only tool that is not a file tool: what a shell or another process could do. */
+  function registerShell(host: TestHost) {
     host.ctx.tools.register({
       name: 'shell',
       description: 'Run a shell command in the session directory (test only).',
@@ -38,7 +42,7 @@ describe('recovery: pinned checks', function () {
         execFile('sh', ['-c', command], { cwd: session.cwd }, (error, stdout, stderr) => resolve({ exit: error ? 1 : 0, stdout, stderr }))
       }),
     })
-  })
+  }
   afterEach(async () => {
     await host?.ctx.recovery.settled()
     await host?.dispose()
@@ -185,5 +189,42 @@ describe('recovery: pinned checks', function () {
     expect(pins.files.map((file: { path: string }) => file.path)).to.deep.equal(['package.json', 'test/answer.test.js'])
     // test/helper.js is no longer pinned: writing it is allowed.
     expect((await call(host, session, 'write', { path: 'test/helper.js', content: 'module.exports = 2\n' })).error).to.equal(undefined)
+  })
+
+  it('a consultation working for the main session (same workspace) is refused pinned paths too', async () => {
+    const { session } = await readyTask(host, cwd)
+    const consultation = await host.ctx.sessions.create({ cwd, role: 'consultation', parentId: session.id })
+    const outcome = await call(host, consultation, 'write', { path: 'test/answer.test.js', content: 'process.exit(0)\n' })
+    expect(outcome.error?.code).to.equal('CHECK_PINNED')
+    expect(outcome.error?.message).to.include(`of task ${(await phase(host, session)).id}`)
+    expect(await readFile(join(cwd, 'test', 'answer.test.js'), 'utf8')).to.match(/wrong answer/)
+    // Its unpinned writes still work.
+    expect((await call(host, consultation, 'write', { path: 'notes.txt', content: 'fine' })).error).to.equal(undefined)
+  })
+
+  it('a pinned file that is a symlink: its target is guarded and stamped by content, so editing the target never passes', async () => {
+    // Git mode (a workspace stamp refuses symlinks outright): test/answer.test.js is a committed link to an
+    // unpinned file, and the check runs the target's content.
+    await host.dispose()
+    host = await bootRecovery({ checks: [PINNED_TEST], sandbox: 'copy', candidateSource: 'git' })
+    registerShell(host)
+    const body = await readFile(join(cwd, 'test', 'answer.test.js'), 'utf8')
+    await rm(join(cwd, 'test', 'answer.test.js'))
+    await writeFile(join(cwd, 'answer-check.js'), body)
+    await symlink('../answer-check.js', join(cwd, 'test', 'answer.test.js'))
+    const git = "git -c user.name=T -c user.email=t@t.invalid -c commit.gpgsign=false -c core.hooksPath=/dev/null"
+    await new Promise((resolve, reject) => execFile('sh', ['-c', `git init -q -b main && ${git} add -A && ${git} commit -q -m base`], { cwd }, (error) => error ? reject(error) : resolve(undefined)))
+    const { session } = await readyTask(host, cwd)
+    const refused = await call(host, session, 'write', { path: 'answer-check.js', content: 'process.exit(0)\n' })
+    expect(refused.error?.code).to.equal('CHECK_PINNED')
+    expect(refused.error?.message).to.include('test/answer.test.js')
+    // Through a shell, committed so the candidate is a clean HEAD.
+    await runAgent(session, [
+      { toolCalls: [{ name: 'shell', args: { command: `printf 'process.exit(0)\\n' > answer-check.js && ${git} commit -qam cheat` } }] },
+      { toolCalls: [{ name: 'task_request_completion', args: { summary: 'all tests pass' } }] },
+      { text: 'done' },
+    ])
+    expect(await readFile(join(cwd, 'answer-check.js'), 'utf8')).to.equal('process.exit(0)\n')
+    await expectStoppedOnPin(session, 'test/answer.test.js', 'modified')
   })
 })

@@ -2,22 +2,13 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { FileHandle } from 'node:fs/promises'
 import { relative, resolve } from 'node:path'
-import { glob } from 'tinyglobby'
 import { TaskwardError } from '@taskward/protocol'
+import { listFiles } from './glob'
 import { LineMatcher } from './grep'
 import { openInside } from './open'
 
 const MAX_READ_BYTES = 1 << 20
 const MAX_MATCHES = 200
-
-async function listFiles(cwd: string, pattern: string) {
-  if (pattern.startsWith('/') || pattern.split('/').includes('..')) {
-    throw new TaskwardError('PATH_OUTSIDE_WORKSPACE', `Pattern "${pattern}" must stay inside the working directory.`)
-  }
-  // Symlinks are not followed, so a glob never walks out of the cwd.
-  const files = await glob(pattern, { cwd, dot: true, followSymbolicLinks: false, onlyFiles: true, ignore: ['.git/**'] })
-  return files.sort()
-}
 
 /** The whole text behind `handle`, refused past `MAX_READ_BYTES` (also when the file grew since its fstat). */
 async function readBounded(handle: FileHandle, size: number, path: string): Promise<string> {
@@ -71,8 +62,8 @@ export function registerFileTools(ctx: Context) {
     description: 'List files matching a glob pattern inside the working directory.',
     readOnly: true,
     parameters: Schema.object({ pattern: Schema.string().default('**/*') }),
-    async execute({ pattern }, { session }) {
-      return { files: await listFiles(session.cwd, pattern) }
+    async execute({ pattern }, { session, signal }) {
+      return { files: await listFiles(session.cwd, pattern, { signal }) }
     },
   })
 
@@ -82,7 +73,7 @@ export function registerFileTools(ctx: Context) {
     readOnly: true,
     parameters: Schema.object({ pattern: Schema.string().required(), include: Schema.string().default('**/*') }),
     async execute({ pattern, include }, { session, signal }) {
-      const files = await listFiles(session.cwd, include)
+      const files = await listFiles(session.cwd, include, { signal })
       const matcher = new LineMatcher(pattern, { signal })
       const matches: { path: string, line: number, text: string }[] = []
       // Files `read` would refuse (special, hard-linked, too large, gone) are skipped and named.

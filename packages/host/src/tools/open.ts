@@ -35,6 +35,24 @@ function code(error: unknown): string | undefined {
   return (error as NodeJS.ErrnoException)?.code
 }
 
+/** What makes git take a directory for a repository's git directory (`is_git_directory`). */
+const GIT_DIRECTORY_ENTRIES = ['HEAD', 'objects', 'refs'] as const
+
+/**
+ * Whether the directory open as `dir` is — or, once `adding` exists in it, would be — shaped like a git
+ * directory: a `HEAD` file and `objects` and `refs` directories. Git runs what such a directory's config
+ * and hooks name whenever it is used as a repository (an embedded bare repository, or the directory a
+ * `.git` file's `gitdir:` points to), whatever its name.
+ */
+async function gitDirectoryShaped(dir: FileHandle, adding?: string): Promise<boolean> {
+  for (const name of GIT_DIRECTORY_ENTRIES) {
+    if (name === adding) continue
+    const seen = await lstat(at(dir, name)).catch(() => undefined)
+    if (!seen || (name === 'HEAD' ? !seen.isFile() : !seen.isDirectory())) return false
+  }
+  return true
+}
+
 /** The kinds of file the tools refuse: anything but regular files and directories. */
 function special(stats: Stats): string | undefined {
   if (stats.isFIFO()) return 'a FIFO (named pipe)'
@@ -116,6 +134,7 @@ export async function openInside(cwd: string, path: string, mode: OpenMode): Pro
           if (link) {
             pending = [...await follow(entry), ...rest]
           } else if (code(error) === 'ENOENT' && mode === 'write') {
+            if (await gitDirectoryShaped(dir, name)) throw gitRefusal(path)
             // Made here, then opened like any other directory (something else may take the name first).
             await mkdir(entry).catch((e) => {
               if (code(e) !== 'EEXIST' || ++races > MAX_RACES) throw e
@@ -140,6 +159,13 @@ export async function openInside(cwd: string, path: string, mode: OpenMode): Pro
       if (seen && special(seen)) throw unsupported(path, special(seen)!)
       if (seen?.isDirectory()) throw new TaskwardError('BAD_REQUEST', `"${path}" is a directory, not a file.`, { path })
       if (!seen && mode !== 'write') throw new TaskwardError('NOT_FOUND', `No file "${path}" in the working directory.`, { path })
+      if (writing) {
+        // A git directory by shape, not by name: the one the file goes into, any directory above it,
+        // or the one this new file would complete.
+        for (const [index, ancestor] of dirs.entries()) {
+          if (await gitDirectoryShaped(ancestor, index === dirs.length - 1 && !seen ? name : undefined)) throw gitRefusal(path)
+        }
+      }
       const flags = (mode === 'read' ? O_RDONLY : mode === 'edit' ? O_RDWR : O_WRONLY) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
       try {
         opened = seen ? await open(entry, flags) : await open(entry, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o666)
