@@ -153,9 +153,9 @@ describe('console: the operator drives a session in the browser', function () {
     // A draft in the input box survives the button's command.
     await page.fill('#input-text', 'a draft I am still writing')
     await page.click('#approve-plan')
-    // The status of the earlier /task new may still be shown: wait for this command's own answer.
-    await until(async () => ((await page.textContent('#input-status')) ?? '').includes('Plan approved'), 'the approval to be answered')
-    expect(await page.locator('#input-status .success').count()).to.equal(1)
+    // "Sending…" shows first; wait for the command's own answer (no race with a slow reply).
+    await until(async () => /Plan approved|refused/i.test(await page.textContent('#input-status') ?? ''), 'the approval reply')
+    expect(await page.textContent('#input-status')).to.include('Plan approved')
     expect(await page.inputValue('#input-text')).to.equal('a draft I am still writing')
     await until(async () => await phase() === 'complete', 'the task to complete', 30_000)
     expect(await page.locator('#approve-plan').count()).to.equal(0)

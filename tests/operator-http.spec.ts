@@ -284,6 +284,28 @@ describe('operator routes over HTTP', function () {
       expect(last.next).to.equal(undefined)
       expect((await http().json(`/api/sessions/${id}/events?from=99`)).body.events).to.deep.equal([])
     })
+
+    it('ends a page early at about 8 MiB of events (always at least one), with `next` to go on', async () => {
+      const id = await createSession(op.host, { cwd: 'big', create: true })
+      const session = await op.host.ctx.sessions.get(id)
+      const big = 'x'.repeat(1024 * 1024)
+      for (let i = 0; i < 20; i++) await session.append('test/big', { i, big })
+      const seen: number[] = []
+      let from: number | undefined = 0
+      let pages = 0
+      while (from !== undefined) {
+        const response = await http().fetch(`/api/sessions/${id}/events?from=${from}&limit=1000`)
+        const text = await response.text()
+        expect(text.length).to.be.lessThan(10 * 1024 * 1024)
+        const body = JSON.parse(text)
+        expect(body.events.length).to.be.greaterThan(0)
+        seen.push(...body.events.map((e: any) => e.data.i))
+        from = body.next
+        pages++
+      }
+      expect(seen).to.deep.equal(Array.from({ length: 20 }, (_, i) => i))
+      expect(pages).to.be.greaterThan(2)
+    })
   })
 
   describe('after a restart', () => {

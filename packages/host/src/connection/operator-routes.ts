@@ -11,6 +11,10 @@ import type { Operator } from './operator'
 export const MAX_INPUT_CHARS = 100_000
 export const EVENTS_PAGE_DEFAULT = 200
 export const EVENTS_PAGE_MAX = 1000
+/** A page ends early (with `next`) once its events pass this many characters of JSON; never empty. */
+export const EVENTS_PAGE_MAX_CHARS = 8 * 1024 * 1024
+/** Events read from the store at a time while a page is filled. */
+const EVENTS_READ_CHUNK = 50
 
 export const CreateSessionBody = Schema.object({
   cwd: Schema.string().required().description('Working directory, absolute or relative to the first workspace root.'),
@@ -147,7 +151,25 @@ export function registerOperatorRoutes(ctx: Context, operator: Operator) {
       const from = natural(url, 'from', 0)
       const limit = natural(url, 'limit', EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX)
       const session = await ctx.sessions.get(params.sessionId)
-      const events = limit ? await session.read({ from, limit }) : []
+      // Read in small chunks and stop at the size budget: a page of 1000 large events (file reads,
+      // long answers) would otherwise be held whole in memory and sent as one huge answer.
+      const events: Awaited<ReturnType<typeof session.read>>[number][] = []
+      let chars = 0
+      let next = from
+      while (events.length < limit && chars < EVENTS_PAGE_MAX_CHARS) {
+        const chunk = await session.read({ from: next, limit: Math.min(EVENTS_READ_CHUNK, limit - events.length) })
+        if (!chunk.length) break
+        for (const event of chunk) {
+          const size = JSON.stringify(event).length
+          if (events.length && chars + size > EVENTS_PAGE_MAX_CHARS) {
+            chars = EVENTS_PAGE_MAX_CHARS
+            break
+          }
+          events.push(event)
+          chars += size
+        }
+        next = events.at(-1)!.seq + 1
+      }
       const last = events.at(-1)
       return Response.json({
         events,
