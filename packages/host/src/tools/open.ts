@@ -1,6 +1,6 @@
 import { constants, type Stats } from 'node:fs'
 import { lstat, mkdir, open, readlink, realpath, type FileHandle } from 'node:fs/promises'
-import { isAbsolute, relative, resolve, sep } from 'node:path'
+import { isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { TaskwardError } from '@taskward/protocol'
 import { gitRefusal, isGitName } from './paths'
 
@@ -33,6 +33,31 @@ function at(dir: FileHandle, name: string) {
 
 function code(error: unknown): string | undefined {
   return (error as NodeJS.ErrnoException)?.code
+}
+
+/**
+ * The Taskward data directory (`TASKWARD_DATA`, else ./data — plugin-database's rule) as real paths,
+ * and the workspaces kept under it, which are ordinary session directories.
+ */
+async function dataDirectory(): Promise<{ data: string[], workspaces: string[] }> {
+  const wanted = resolve(process.env.TASKWARD_DATA || 'data')
+  const real = await realpath(wanted).catch(() => wanted)
+  const data = [...new Set([wanted, real])]
+  return { data, workspaces: data.map((dir) => join(dir, 'workspaces')) }
+}
+
+function within(path: string, dirs: readonly string[]) {
+  return dirs.some((dir) => path === dir || path.startsWith(dir + sep))
+}
+
+/**
+ * The session database and the operator token live in the data directory, which may lie inside a cwd
+ * (a workspace root that contains it, a session in the directory the host runs from).
+ */
+function dataRefusal(path: string) {
+  return new TaskwardError('PATH_FORBIDDEN',
+    `Path "${path}" is inside Taskward's data directory (the session database and the operator token), which the file tools never read or write. `
+    + 'Work on the project\'s own files.', { path })
 }
 
 /** What makes git take a directory for a repository's git directory (`is_git_directory`). */
@@ -85,6 +110,7 @@ export async function openInside(cwd: string, path: string, mode: OpenMode): Pro
   if (writing && lexical.split(sep).some(isGitName)) throw gitRefusal(path)
 
   const root = await realpath(cwd)
+  const data = await dataDirectory()
   const roots = [...new Set([root, resolve(cwd)])]
   const dirs: FileHandle[] = [await open(root, DIRECTORY)]
   const names: string[] = []
@@ -159,6 +185,9 @@ export async function openInside(cwd: string, path: string, mode: OpenMode): Pro
       if (seen && special(seen)) throw unsupported(path, special(seen)!)
       if (seen?.isDirectory()) throw new TaskwardError('BAD_REQUEST', `"${path}" is a directory, not a file.`, { path })
       if (!seen && mode !== 'write') throw new TaskwardError('NOT_FOUND', `No file "${path}" in the working directory.`, { path })
+      // The directory the file is in, where it really is now: never inside the data directory.
+      const parent = await readlink(`/proc/self/fd/${dir.fd}`)
+      if (within(parent, data.data) && !within(parent, data.workspaces)) throw dataRefusal(path)
       if (writing) {
         // A git directory by shape, not by name: the one the file goes into, any directory above it,
         // or the one this new file would complete.
@@ -192,6 +221,7 @@ export async function openInside(cwd: string, path: string, mode: OpenMode): Pro
     const real = await readlink(`/proc/self/fd/${opened.fd}`)
     const base = roots.find((r) => real.startsWith(r + sep))
     if (!base) throw outside()
+    if (within(real, data.data) && !within(real, data.workspaces)) throw dataRefusal(path)
     if (writing && relative(base, real).split(sep).some(isGitName)) throw gitRefusal(path)
     const result = { handle: opened, stats, real: names.join('/') }
     opened = undefined
