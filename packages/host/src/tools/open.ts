@@ -9,6 +9,11 @@ const O_CLOEXEC = (constants as Record<string, number>).O_CLOEXEC ?? 0o2000000
 const DIRECTORY = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
 /** Symlinks followed for one path before it counts as a loop (the kernel's limit too). */
 const MAX_LINKS = 40
+/** Directories a path may go through (each is held open until the file is). */
+const MAX_DEPTH = 128
+/** Longest path accepted (Linux's PATH_MAX). */
+const MAX_PATH_BYTES = 4096
+
 /** Times a create is retried when something else creates or removes the name meanwhile. */
 const MAX_RACES = 8
 
@@ -105,6 +110,12 @@ export async function openInside(cwd: string, path: string, mode: OpenMode): Pro
     `Path "${path}" is outside the session's working directory; use a relative path inside it.`, { path })
   const writing = mode !== 'read'
   if (isAbsolute(path) || path.includes('\0')) throw outside()
+  const tooDeep = () => new TaskwardError('TOOL_INVALID_ARGS',
+    `Path "${path.slice(0, 80)}${path.length > 80 ? '…' : ''}" goes deeper than ${MAX_DEPTH} directories; the file tools do not go that deep.`, { path: path.slice(0, 200) })
+  if (Buffer.byteLength(path) > MAX_PATH_BYTES) {
+    throw new TaskwardError('TOOL_INVALID_ARGS', `The path is ${Buffer.byteLength(path)} bytes long; use at most ${MAX_PATH_BYTES}.`)
+  }
+  if (path.split('/').filter((part) => part && part !== '.').length > MAX_DEPTH + 1) throw tooDeep()
   const lexical = relative(cwd, resolve(cwd, path))
   if (lexical === '..' || lexical.startsWith('..' + sep) || isAbsolute(lexical)) throw outside()
   if (writing && lexical.split(sep).some(isGitName)) throw gitRefusal(path)
@@ -150,6 +161,7 @@ export async function openInside(cwd: string, path: string, mode: OpenMode): Pro
       const entry = at(dir, name)
       if (rest.length) {
         // A directory on the way.
+        if (dirs.length > MAX_DEPTH) throw tooDeep()
         try {
           dirs.push(await open(entry, DIRECTORY))
           names.push(name)
@@ -226,6 +238,11 @@ export async function openInside(cwd: string, path: string, mode: OpenMode): Pro
     const result = { handle: opened, stats, real: names.join('/') }
     opened = undefined
     return result
+  } catch (error) {
+    if (code(error) === 'ENAMETOOLONG') {
+      throw new TaskwardError('TOOL_INVALID_ARGS', `Path "${path.slice(0, 80)}…" has a name longer than the file system allows (255 bytes a name).`, { path: path.slice(0, 200) })
+    }
+    throw error
   } finally {
     await opened?.close()
     for (const dir of dirs) await dir.close()
