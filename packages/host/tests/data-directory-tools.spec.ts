@@ -34,7 +34,7 @@ describe('host: file tools keep out of the data directory', function () {
     await removeTree(cwd)
   })
 
-  it('refuses read, write and edit inside the data directory (also through a symlink), and grep skips it', async () => {
+  it('refuses read, write and edit inside a data directory within the cwd (also through a symlink), and grep skips it', async () => {
     await symlink('var/taskward', join(cwd, 'state'))
     for (const path of ['var/taskward/operator-token', './var/taskward/operator-token', 'state/operator-token']) {
       const read = await run('read', { path })
@@ -47,8 +47,15 @@ describe('host: file tools keep out of the data directory', function () {
     expect(await readFile(join(cwd, 'var', 'taskward', 'operator-token'), 'utf8')).to.equal('the operator token\n')
     const grep = await run('grep', { pattern: 'token', include: '**/*' })
     expect(grep.result.matches).to.deep.equal([])
-    // The workspaces kept in the data directory are ordinary files.
-    expect((await run('read', { path: 'var/taskward/workspaces/p/x.txt' })).error).to.equal(undefined)
     expect((await run('write', { path: 'src/b.ts', content: 'ok\n' })).error).to.equal(undefined)
+  })
+
+  it('a session whose cwd lies inside the data directory (the workspaces and the demo kept there) works as usual', async () => {
+    const inner = await host.ctx.sessions.create({ cwd: join(cwd, 'var', 'taskward', 'workspaces', 'p') })
+    expect((await host.ctx.tools.execute(inner, 'read', { path: 'x.txt' })).result?.content).to.equal('workspace file\n')
+    expect((await host.ctx.tools.execute(inner, 'write', { path: 'y.txt', content: 'ok' })).error).to.equal(undefined)
+    // A session in the data directory itself is refused its files.
+    const top = await host.ctx.sessions.create({ cwd: join(cwd, 'var', 'taskward') })
+    expect((await host.ctx.tools.execute(top, 'read', { path: 'operator-token' })).error?.code).to.equal('PATH_FORBIDDEN')
   })
 })

@@ -1,6 +1,6 @@
 import { constants, type Stats } from 'node:fs'
 import { lstat, mkdir, open, readlink, realpath, type FileHandle } from 'node:fs/promises'
-import { isAbsolute, join, relative, resolve, sep } from 'node:path'
+import { isAbsolute, relative, resolve, sep } from 'node:path'
 import { TaskwardError } from '@taskward/protocol'
 import { gitRefusal, isGitName } from './paths'
 
@@ -42,13 +42,14 @@ function code(error: unknown): string | undefined {
 
 /**
  * The Taskward data directory (`TASKWARD_DATA`, else ./data — plugin-database's rule) as real paths,
- * and the workspaces kept under it, which are ordinary session directories.
+ * when it lies inside the session's cwd (or is it). A cwd inside the data directory (the session
+ * workspaces and the demo workspace kept there) holds none of its own files: nothing to refuse.
  */
-async function dataDirectory(): Promise<{ data: string[], workspaces: string[] }> {
+async function exposedDataDirectory(root: string): Promise<string[]> {
   const wanted = resolve(process.env.TASKWARD_DATA || 'data')
   const real = await realpath(wanted).catch(() => wanted)
   const data = [...new Set([wanted, real])]
-  return { data, workspaces: data.map((dir) => join(dir, 'workspaces')) }
+  return data.some((dir) => root.startsWith(dir + sep)) ? [] : data
 }
 
 function within(path: string, dirs: readonly string[]) {
@@ -121,7 +122,7 @@ export async function openInside(cwd: string, path: string, mode: OpenMode): Pro
   if (writing && lexical.split(sep).some(isGitName)) throw gitRefusal(path)
 
   const root = await realpath(cwd)
-  const data = await dataDirectory()
+  const data = await exposedDataDirectory(root)
   const roots = [...new Set([root, resolve(cwd)])]
   const dirs: FileHandle[] = [await open(root, DIRECTORY)]
   const names: string[] = []
@@ -199,7 +200,7 @@ export async function openInside(cwd: string, path: string, mode: OpenMode): Pro
       if (!seen && mode !== 'write') throw new TaskwardError('NOT_FOUND', `No file "${path}" in the working directory.`, { path })
       // The directory the file is in, where it really is now: never inside the data directory.
       const parent = await readlink(`/proc/self/fd/${dir.fd}`)
-      if (within(parent, data.data) && !within(parent, data.workspaces)) throw dataRefusal(path)
+      if (within(parent, data)) throw dataRefusal(path)
       if (writing) {
         // A git directory by shape, not by name: the one the file goes into, any directory above it,
         // or the one this new file would complete.
@@ -233,7 +234,7 @@ export async function openInside(cwd: string, path: string, mode: OpenMode): Pro
     const real = await readlink(`/proc/self/fd/${opened.fd}`)
     const base = roots.find((r) => real.startsWith(r + sep))
     if (!base) throw outside()
-    if (within(real, data.data) && !within(real, data.workspaces)) throw dataRefusal(path)
+    if (within(real, data)) throw dataRefusal(path)
     if (writing && relative(base, real).split(sep).some(isGitName)) throw gitRefusal(path)
     const result = { handle: opened, stats, real: names.join('/') }
     opened = undefined
