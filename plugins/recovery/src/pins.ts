@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { createReadStream } from 'node:fs'
 import { lstat, readdir, readlink, realpath, stat } from 'node:fs/promises'
-import { basename, join, relative, resolve, sep } from 'node:path'
+import { join, posix, relative, sep } from 'node:path'
 import type { Context } from 'cordis'
 import type { Session, ToolCall } from '@taskward/host'
 import {
@@ -96,6 +96,19 @@ function pathArguments(args: unknown): string[] {
 }
 
 /**
+ * The real path of `full` (absolute): its longest existing prefix resolved through symlinks, then the
+ * components that do not exist yet (a new file, new directories: plain names, nothing to follow).
+ */
+async function existingRealPath(full: string): Promise<string> {
+  const parts = full.split('/')
+  for (let end = parts.length; end > 1; end--) {
+    const real = await realpath(parts.slice(0, end).join('/')).catch(() => undefined)
+    if (real !== undefined) return posix.normalize([real, ...parts.slice(end)].join('/'))
+  }
+  return full
+}
+
+/**
  * Where a tool would write, as workspace-relative paths: the path as written (normalized) and, when it
  * resolves through a symlink inside the workspace, the path it really names. Absolute and escaping
  * paths give nothing here (the file tools refuse them on their own).
@@ -106,9 +119,10 @@ async function writtenPaths(cwd: string, path: string): Promise<string[]> {
   const paths = [lexical]
   try {
     const root = await realpath(cwd)
-    const full = resolve(cwd, lexical)
-    // A new file's real path is its (real) parent's plus its name.
-    const real = await realpath(full).catch(async () => join(await realpath(resolve(full, '..')), basename(full)))
+    // The path as given, not lexically normalized: the file tools (and the kernel) follow a symlink
+    // before the `..` after it, so `link/../x` is next to the link's target, not next to the link.
+    const full = `${root}/${path.replace(/^\.\/+/, '')}`
+    const real = await existingRealPath(full)
     const inside = relative(root, real).split(sep).join('/')
     const normal = workspaceRelative(inside)
     if (normal && normal !== lexical) paths.push(normal)

@@ -1,5 +1,6 @@
 import { expect } from 'chai'
 import { execFile } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import Schema from 'schemastery'
@@ -226,5 +227,18 @@ describe('recovery: pinned checks', function () {
     ])
     expect(await readFile(join(cwd, 'answer-check.js'), 'utf8')).to.equal('process.exit(0)\n')
     await expectStoppedOnPin(session, 'test/answer.test.js', 'modified')
+  })
+
+  it('a path that goes up through a symlink is judged where the file tools would write it, not lexically', async () => {
+    // fx leads into test/sub, so fx/../answer.test.js is test/answer.test.js (the kernel follows the link first).
+    await new Promise((resolve) => execFile('sh', ['-c', 'mkdir -p test/sub && ln -s test/sub fx'], { cwd }, resolve))
+    const { session } = await readyTask(host, cwd)
+    for (const path of ['fx/../answer.test.js', 'fx/../new.test.js', 'fx/../newdir/x.test.js', './fx/../answer.test.js']) {
+      const outcome = await call(host, session, 'write', { path, content: 'process.exit(0)\n' })
+      expect(outcome.error?.code, path).to.equal('CHECK_PINNED')
+    }
+    expect(await readFile(join(cwd, 'test', 'answer.test.js'), 'utf8')).to.match(/wrong answer/)
+    expect(existsSync(join(cwd, 'test', 'new.test.js'))).to.equal(false)
+    expect(existsSync(join(cwd, 'test', 'newdir'))).to.equal(false)
   })
 })

@@ -9,6 +9,11 @@ const O_CLOEXEC = (constants as Record<string, number>).O_CLOEXEC ?? 0o2000000
 const DIRECTORY = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
 /** Symlinks followed for one path before it counts as a loop (the kernel's limit too). */
 const MAX_LINKS = 40
+/** Directories a path may go through (each is held open until the file is). */
+const MAX_DEPTH = 128
+/** Longest path accepted (Linux's PATH_MAX). */
+const MAX_PATH_BYTES = 4096
+
 /** Times a create is retried when something else creates or removes the name meanwhile. */
 const MAX_RACES = 8
 
@@ -33,6 +38,32 @@ function at(dir: FileHandle, name: string) {
 
 function code(error: unknown): string | undefined {
   return (error as NodeJS.ErrnoException)?.code
+}
+
+/**
+ * The Taskward data directory (`TASKWARD_DATA`, else ./data — plugin-database's rule) as real paths,
+ * when it lies inside the session's cwd (or is it). A cwd inside the data directory (the session
+ * workspaces and the demo workspace kept there) holds none of its own files: nothing to refuse.
+ */
+async function exposedDataDirectory(root: string): Promise<string[]> {
+  const wanted = resolve(process.env.TASKWARD_DATA || 'data')
+  const real = await realpath(wanted).catch(() => wanted)
+  const data = [...new Set([wanted, real])]
+  return data.some((dir) => root.startsWith(dir + sep)) ? [] : data
+}
+
+function within(path: string, dirs: readonly string[]) {
+  return dirs.some((dir) => path === dir || path.startsWith(dir + sep))
+}
+
+/**
+ * The session database and the operator token live in the data directory, which may lie inside a cwd
+ * (a workspace root that contains it, a session in the directory the host runs from).
+ */
+function dataRefusal(path: string) {
+  return new TaskwardError('PATH_FORBIDDEN',
+    `Path "${path}" is inside Taskward's data directory (the session database and the operator token), which the file tools never read or write. `
+    + 'Work on the project\'s own files.', { path })
 }
 
 /** What makes git take a directory for a repository's git directory (`is_git_directory`). */
@@ -80,11 +111,18 @@ export async function openInside(cwd: string, path: string, mode: OpenMode): Pro
     `Path "${path}" is outside the session's working directory; use a relative path inside it.`, { path })
   const writing = mode !== 'read'
   if (isAbsolute(path) || path.includes('\0')) throw outside()
+  const tooDeep = () => new TaskwardError('TOOL_INVALID_ARGS',
+    `Path "${path.slice(0, 80)}${path.length > 80 ? '…' : ''}" goes deeper than ${MAX_DEPTH} directories; the file tools do not go that deep.`, { path: path.slice(0, 200) })
+  if (Buffer.byteLength(path) > MAX_PATH_BYTES) {
+    throw new TaskwardError('TOOL_INVALID_ARGS', `The path is ${Buffer.byteLength(path)} bytes long; use at most ${MAX_PATH_BYTES}.`)
+  }
+  if (path.split('/').filter((part) => part && part !== '.').length > MAX_DEPTH + 1) throw tooDeep()
   const lexical = relative(cwd, resolve(cwd, path))
   if (lexical === '..' || lexical.startsWith('..' + sep) || isAbsolute(lexical)) throw outside()
   if (writing && lexical.split(sep).some(isGitName)) throw gitRefusal(path)
 
   const root = await realpath(cwd)
+  const data = await exposedDataDirectory(root)
   const roots = [...new Set([root, resolve(cwd)])]
   const dirs: FileHandle[] = [await open(root, DIRECTORY)]
   const names: string[] = []
@@ -124,6 +162,7 @@ export async function openInside(cwd: string, path: string, mode: OpenMode): Pro
       const entry = at(dir, name)
       if (rest.length) {
         // A directory on the way.
+        if (dirs.length > MAX_DEPTH) throw tooDeep()
         try {
           dirs.push(await open(entry, DIRECTORY))
           names.push(name)
@@ -159,6 +198,9 @@ export async function openInside(cwd: string, path: string, mode: OpenMode): Pro
       if (seen && special(seen)) throw unsupported(path, special(seen)!)
       if (seen?.isDirectory()) throw new TaskwardError('BAD_REQUEST', `"${path}" is a directory, not a file.`, { path })
       if (!seen && mode !== 'write') throw new TaskwardError('NOT_FOUND', `No file "${path}" in the working directory.`, { path })
+      // The directory the file is in, where it really is now: never inside the data directory.
+      const parent = await readlink(`/proc/self/fd/${dir.fd}`)
+      if (within(parent, data)) throw dataRefusal(path)
       if (writing) {
         // A git directory by shape, not by name: the one the file goes into, any directory above it,
         // or the one this new file would complete.
@@ -192,10 +234,16 @@ export async function openInside(cwd: string, path: string, mode: OpenMode): Pro
     const real = await readlink(`/proc/self/fd/${opened.fd}`)
     const base = roots.find((r) => real.startsWith(r + sep))
     if (!base) throw outside()
+    if (within(real, data)) throw dataRefusal(path)
     if (writing && relative(base, real).split(sep).some(isGitName)) throw gitRefusal(path)
     const result = { handle: opened, stats, real: names.join('/') }
     opened = undefined
     return result
+  } catch (error) {
+    if (code(error) === 'ENAMETOOLONG') {
+      throw new TaskwardError('TOOL_INVALID_ARGS', `Path "${path.slice(0, 80)}…" has a name longer than the file system allows (255 bytes a name).`, { path: path.slice(0, 200) })
+    }
+    throw error
   } finally {
     await opened?.close()
     for (const dir of dirs) await dir.close()
