@@ -165,6 +165,28 @@ describe('leases: two host processes on one MariaDB store', function () {
     expect(log.map((event) => event.data.tag)).to.deep.equal(['a1', 'a2', 'b1', 'b2'])
   })
 
+  it('a holder paused past its lease that no other host took renews it and drives on (same token), seqs contiguous', async () => {
+    const a = await start(3000, 500)
+    const id = `lease-${randomUUID()}`
+    expect(await a.send(`create ${id} ${tmpdir()}`)).to.include({ ok: true })
+    a.child.kill('SIGSTOP')
+    await sleep(4500)
+    a.child.kill('SIGCONT')
+    // The first append after the thaw may race the first renewal: refused (lapsed) or accepted, never both.
+    const first = await a.send(`append ${id} a1`)
+    if (!first.ok) expect(first.code).to.equal('LEASE_LOST')
+    let next: Answer
+    const deadline = Date.now() + 30_000
+    do {
+      await sleep(250)
+      next = await a.send(`append ${id} a2`)
+    } while (!next.ok && Date.now() < deadline)
+    expect(next).to.include({ ok: true })
+    const log = await events(id)
+    expect(log.map((event) => event.seq)).to.deep.equal(log.map((_, i) => i))
+    expect(log.map((event) => event.data.tag).filter((tag) => tag === 'a1')).to.have.length(first.ok ? 1 : 0)
+  })
+
   it('a lease released on dispose lets the other host resume at once, long before it would lapse', async () => {
     const [a, b] = await Promise.all([start(120_000, 5000), start(120_000, 5000)])
     const id = `lease-${randomUUID()}`

@@ -114,10 +114,15 @@ export class SessionLeases {
     this.held.set(session.id, { session, token, stop })
   }
 
-  /** Extend the lease while it is still ours and unexpired; false once another host took it or it lapsed. */
+  /**
+   * Extend the lease while it is still ours; false once another host took it (or released it here).
+   * The token changes only when a host takes the lease, so an unchanged token means nobody drove the
+   * session meanwhile: a lease that lapsed while this host was paused is safe to extend (appends made
+   * while it was lapsed were refused all the same).
+   */
   private async renew(id: string, token: number) {
     const result = await this.query(
-      `UPDATE \`taskward_lease\` SET \`expiresAt\` = ${NOW_MS} + ? WHERE \`sessionId\` = ? AND \`token\` = ? AND \`holder\` = ? AND \`expiresAt\` > ${NOW_MS}`,
+      `UPDATE \`taskward_lease\` SET \`expiresAt\` = ${NOW_MS} + ? WHERE \`sessionId\` = ? AND \`token\` = ? AND \`holder\` = ? AND \`expiresAt\` > 0`,
       [this.config.leaseDuration, id, token, this.holder])
     return result.affectedRows > 0
   }
