@@ -187,6 +187,18 @@ describe('leases: two host processes on one MariaDB store', function () {
     expect(log.map((event) => event.data.tag).filter((tag) => tag === 'a1')).to.have.length(first.ok ? 1 : 0)
   })
 
+  it('resumes racing on the holder host after a restart all succeed (they do not refuse each other)', async () => {
+    const host = await TestHost.boot({ database: mysqlConfig() })
+    reader = host
+    const session = await host.ctx.sessions.create({ id: `lease-${randomUUID()}`, cwd: tmpdir() })
+    await host.ctx.agents.create({ sessionId: session.id, model: 'scripted', role: 'main' })
+    await host.restart()
+    const agents = await Promise.all(Array.from({ length: 5 }, () => host.ctx.agents.resume(session.id)))
+    expect(new Set(agents).size).to.equal(1)
+    const event = await (await host.ctx.sessions.get(session.id)).append('test/tick', { tag: 'after-restart' })
+    expect(event.seq).to.equal(0)
+  })
+
   it('a lease released on dispose lets the other host resume at once, long before it would lapse', async () => {
     const [a, b] = await Promise.all([start(120_000, 5000), start(120_000, 5000)])
     const id = `lease-${randomUUID()}`

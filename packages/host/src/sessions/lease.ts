@@ -31,6 +31,7 @@ export class SessionLeases {
   /** This host: pid@hostname, when it started, and a nonce (two test hosts may share a process). */
   readonly holder = `${process.pid}@${hostname().slice(0, 160)} started ${new Date().toISOString()} #${randomBytes(3).toString('hex')}`
   private readonly held = new Map<string, { session: Session, token: number, stop: () => void }>()
+  private readonly acquiring = new Map<string, Promise<void>>()
 
   /** Taken at start: at dispose the logger service may already be gone. */
   private readonly logger
@@ -80,8 +81,18 @@ export class SessionLeases {
    * Take (or renew) the lease of `session` for this host, or refuse with `LEASE_HELD` naming the
    * holder and when its lease lapses. The token grows on every take, so a former holder's appends fail.
    */
-  async acquire(session: Session): Promise<void> {
-    if (!this.enabled) return
+  acquire(session: Session): Promise<void> {
+    if (!this.enabled) return Promise.resolve()
+    // One take at a time per session on this host: two resumes at once must not refuse each other.
+    const id = session.id
+    const next = (this.acquiring.get(id) ?? Promise.resolve()).catch(() => {}).then(() => this.take(session))
+    this.acquiring.set(id, next)
+    const settled = () => { if (this.acquiring.get(id) === next) this.acquiring.delete(id) }
+    next.then(settled, settled)
+    return next
+  }
+
+  private async take(session: Session): Promise<void> {
     const id = session.id
     const duration = this.config.leaseDuration
     const mine = this.held.get(id)
