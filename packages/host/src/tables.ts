@@ -31,8 +31,20 @@ export interface ProjectionRow {
   state: any
 }
 
+/** Which host drives a session's agent (MySQL/MariaDB only; see sessions/lease.ts). */
+export interface LeaseRow {
+  sessionId: string
+  /** pid@hostname, start time and nonce of the holding host. */
+  holder: string
+  /** When the lease lapses, in ms on the store's clock. */
+  expiresAt: number
+  /** Grows on every take: appends carry it, and a former holder's token no longer matches. */
+  token: number
+}
+
 declare module 'minato' {
   interface Tables {
+    taskward_lease: LeaseRow
     taskward_session: SessionRow
     taskward_event: EventRow
     taskward_projection: ProjectionRow
@@ -60,6 +72,12 @@ export function defineTables(ctx: Context) {
     // Folds that read only the event types they fold.
     indexes: [{ name: 'taskward_event_type', keys: { sessionId: 'asc', type: 'asc', seq: 'asc' } }],
   })
+  ctx.database.extend('taskward_lease', {
+    sessionId: 'string',
+    holder: 'string',
+    expiresAt: 'double',
+    token: 'unsigned',
+  }, { primary: 'sessionId' })
   ctx.database.extend('taskward_projection', {
     sessionId: 'string',
     key: 'string',

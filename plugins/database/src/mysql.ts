@@ -20,6 +20,17 @@ export class TaskwardMySQLDriver extends (MySQLDriver as any) {
   declare config: { database: string }
   declare queue: <T = any>(sql: string, values?: any) => Promise<T>
 
+  /**
+   * Writes that must reach the server before the pool closes: a host releases its session leases
+   * while it stops, and minato stops the driver in the same dispose round.
+   */
+  readonly lastWrites = new Set<Promise<unknown>>()
+
+  async stop() {
+    while (this.lastWrites.size) await Promise.allSettled([...this.lastWrites])
+    return (MySQLDriver.prototype as any).stop.call(this)
+  }
+
   /** The server answers a trivial query (for `/health`). */
   async health() {
     try {

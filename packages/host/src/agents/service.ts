@@ -3,6 +3,7 @@ import { TaskwardError, asTaskwardError } from '@taskward/protocol'
 import { Agent, TurnSummary } from './agent'
 import { StepGuards, type StepGuard } from './step-guards'
 import type { Session } from '../sessions/session'
+import { SessionLeases, type LeaseConfig } from '../sessions/lease'
 
 export interface CreateAgentOptions {
   sessionId?: string
@@ -35,7 +36,7 @@ declare module 'cordis' {
 }
 
 export namespace Agents {
-  export interface Config {
+  export interface Config extends LeaseConfig {
     maxStepsPerTurn: number
   }
 }
@@ -45,20 +46,34 @@ export class Agents extends Service {
   static inject = ['database', 'sessions', 'models', 'tools']
   static Config: Schema<Partial<Agents.Config>, Agents.Config> = Schema.object({
     maxStepsPerTurn: Schema.natural().min(1).default(25).description('Model steps one turn may take.'),
+    leaseDuration: Schema.natural().min(1000).default(15_000)
+      .description('MySQL/MariaDB only: how long (ms) a host keeps driving a main session\'s agent without renewing its lease; another host may take the session once it lapses.'),
+    leaseRenewInterval: Schema.natural().min(100).default(5_000)
+      .description('MySQL/MariaDB only: how often (ms) the host renews the leases it holds; keep it well under leaseDuration.'),
   })
 
   private live = new Map<string, Agent>()
   private readonly home: Context
   private readonly stepGuards: StepGuards
 
-  constructor(ctx: Context, public override config: Agents.Config = { maxStepsPerTurn: 25 }) {
+  private readonly leases: SessionLeases
+
+  constructor(ctx: Context, public override config: Agents.Config = { maxStepsPerTurn: 25, leaseDuration: 15_000, leaseRenewInterval: 5_000 }) {
     super(ctx, 'agents', true)
     this.home = ctx
     this.stepGuards = new StepGuards(ctx)
+    this.leases = new SessionLeases(ctx, { leaseDuration: config.leaseDuration ?? 15_000, leaseRenewInterval: config.leaseRenewInterval ?? 5_000 })
     ctx.on('dispose', () => {
       for (const agent of this.live.values()) agent.dispose()
       this.live.clear()
+      // Given up at once, so another host may resume these sessions without waiting for a lapse.
+      return this.leases.releaseAll()
     })
+  }
+
+  /** A main session's agent runs on one host at a time (MySQL leases; nothing on SQLite). */
+  private async lease(session: Session) {
+    if (session.role === 'main' && this.leases.enabled) await this.leases.acquire(session)
   }
 
   /** Create the agent of a new session (`cwd`) or of an existing one (`sessionId`). */
@@ -74,13 +89,16 @@ export class Agents extends Service {
         session.model = options.model
         session.role = options.role ?? session.role
       }
+      await this.lease(session)
       // Another create or resume may have won while the row was written: one agent per session.
       if (this.live.has(session.id)) throw new TaskwardError('AGENT_BUSY', `Session ${session.id} already has an agent; use agents.get().`)
     } else if (options.cwd) {
       session = await this.home.sessions.create({ cwd: options.cwd, preset: options.preset, role: options.role, model: options.model, parentId: options.parentId })
+      await this.lease(session)
     } else {
       throw new TaskwardError('BAD_REQUEST', 'Creating an agent needs a sessionId or a cwd.')
     }
+    if (this.live.has(session.id)) throw new TaskwardError('AGENT_BUSY', `Session ${session.id} already has an agent; use agents.get().`)
     return this.spawn(session, options.model, options.role ?? session.role)
   }
 
@@ -110,6 +128,9 @@ export class Agents extends Service {
       answer = error
     }
     if (answer) throw asTaskwardError(answer)
+    // Renews this host's lease, takes a lapsed one, or refuses with LEASE_HELD (even for an agent
+    // already live here: it may have lost the lease while this host was paused).
+    await this.lease(session)
     const existing = this.live.get(sessionId)
     if (existing) return existing
     if (!session.model) throw new TaskwardError('BAD_REQUEST', `Session ${sessionId} never had an agent; create one with a model.`)

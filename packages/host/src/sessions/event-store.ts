@@ -1,6 +1,8 @@
 import type { Context } from 'cordis'
 import type { SessionEvent } from '@taskward/protocol'
+import { TaskwardError } from '@taskward/protocol'
 import { storeDriver } from '../store/health'
+import type { Fence } from './lease'
 
 /** An event as stored: its data already serialized, once, as the JSON text the column holds. */
 export interface StoredEvent {
@@ -23,8 +25,12 @@ export interface ReadOptions {
  * with an error whose `code` is `duplicate-entry`, like minato's.
  */
 export interface EventStore {
-  /** Resolves once durable; `undefined` when the insert is already as durable as configured. */
-  insert(sessionId: string, events: StoredEvent[]): Promise<void> | undefined
+  /**
+   * Resolves once durable; `undefined` when the insert is already as durable as configured. With a
+   * `fence` (MySQL leases) nothing is written unless the session's lease still has that token and
+   * has not expired, checked in the insert itself: `LEASE_LOST` otherwise.
+   */
+  insert(sessionId: string, events: StoredEvent[], fence?: Fence): Promise<void> | undefined
   read(sessionId: string, options: ReadOptions): Promise<SessionEvent[]>
   nextSeq(sessionId: string): Promise<number>
   /** The driver behind it was stopped: look the store up again. */
@@ -150,13 +156,31 @@ class MySQLEventStore implements EventStore {
     })
   }
 
-  async insert(sessionId: string, events: StoredEvent[]) {
+  async insert(sessionId: string, events: StoredEvent[], fence?: Fence) {
     const rows = events.map((event) => [sessionId, event.seq, event.type, event.time, event.text])
+    let result: any
     try {
-      await this.query('INSERT INTO `taskward_event` (`sessionId`, `seq`, `type`, `time`, `data`) VALUES ?', [rows])
+      result = fence ? await this.fencedInsert(sessionId, rows, fence) : await this.query('INSERT INTO `taskward_event` (`sessionId`, `seq`, `type`, `time`, `data`) VALUES ?', [rows])
     } catch (error: any) {
       throw error?.code === 'ER_DUP_ENTRY' || /Duplicate/i.test(String(error?.message)) ? duplicate(error) : error
     }
+    if (fence && !(result?.affectedRows > 0)) {
+      throw new TaskwardError('LEASE_LOST',
+        `This host no longer holds the lease of session ${sessionId} (another host took it, or it lapsed while this host was paused); nothing was written. Resume the session on the host that holds it.`,
+        { sessionId, token: fence.token })
+    }
+  }
+
+  /**
+   * One INSERT ... SELECT that joins the rows with the lease row still holding `fence.token` and not
+   * expired by the store's clock: the check and the write are one statement, and InnoDB locks the
+   * lease row it read (shared) until the insert commits, so a takeover cannot come between.
+   */
+  private fencedInsert(sessionId: string, rows: unknown[][], fence: Fence) {
+    const values = rows.map((_, i) => i ? 'SELECT ?, ?, ?, ?, ?' : 'SELECT ? AS `sessionId`, ? AS `seq`, ? AS `type`, ? AS `time`, ? AS `data`').join(' UNION ALL ')
+    return this.query('INSERT INTO `taskward_event` (`sessionId`, `seq`, `type`, `time`, `data`) SELECT `v`.* FROM (' + values + ') AS `v` '
+      + 'JOIN `taskward_lease` AS `l` ON `l`.`sessionId` = ? AND `l`.`token` = ? AND `l`.`expiresAt` > ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000)',
+    [...rows.flat(), sessionId, fence.token])
   }
 
   async read(sessionId: string, { from, limit, types }: ReadOptions) {

@@ -3,6 +3,7 @@ import { SessionEvent, TaskwardError } from '@taskward/protocol'
 import type { SessionRow } from '../tables'
 import { sessionEventEmitter } from './emit'
 import { eventStoreOf, type EventStore, type StoredEvent } from './event-store'
+import type { Fence } from './lease'
 
 const MAX_APPEND_RETRIES = 5
 
@@ -28,6 +29,8 @@ export class Session {
   readonly createdAt: number
   /** The seq the next append will get. */
   seq: number
+  /** The lease this host drives the session under (MySQL only): every append carries it. */
+  fence?: Fence
   private tail: Promise<unknown> = Promise.resolve()
   /** Appends started and not yet settled. */
   private pending = 0
@@ -98,7 +101,7 @@ export class Session {
       const time = Date.now()
       const batch = entries.map(({ type }, i) => ({ seq: this.seq + i, type, time, text: texts[i] }))
       try {
-        const durable = store.insert(this.id, batch)
+        const durable = store.insert(this.id, batch, this.fence)
         if (durable) await durable
         stored = batch
       } catch (error: any) {

@@ -1,0 +1,165 @@
+import type { Context } from 'cordis'
+import { hostname } from 'node:os'
+import { randomBytes } from 'node:crypto'
+import { TaskwardError } from '@taskward/protocol'
+import { storeDriver } from '../store/health'
+import type { Session } from './session'
+
+export interface LeaseConfig {
+  /** How long a lease lasts without renewal (ms). */
+  leaseDuration: number
+  /** How often the holder renews it (ms); well under `leaseDuration`. */
+  leaseRenewInterval: number
+}
+
+/** The lease an append carries: the store refuses the insert unless the lease row still has this token and has not expired. */
+export interface Fence {
+  token: number
+}
+
+/** The store's clock in ms: every host compares expiries against the same clock, whatever its own says. */
+const NOW_MS = 'ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000)'
+
+/**
+ * On MySQL/MariaDB (several hosts on one store) a main session's agent runs on one host at a time:
+ * a `taskward_lease` row names the holder, its expiry (the store's clock) and a fencing token that only
+ * grows. The holder renews it; another host's resume refuses with `LEASE_HELD` until it lapses, and
+ * every append of the holder carries the token (see `Fence`), so a host that lost the lease cannot
+ * append. On SQLite one host owns the data directory (its lock): `enabled` is false and nothing runs.
+ */
+export class SessionLeases {
+  /** This host: pid@hostname, when it started, and a nonce (two test hosts may share a process). */
+  readonly holder = `${process.pid}@${hostname().slice(0, 160)} started ${new Date().toISOString()} #${randomBytes(3).toString('hex')}`
+  private readonly held = new Map<string, { session: Session, token: number, stop: () => void }>()
+  private readonly acquiring = new Map<string, Promise<void>>()
+
+  /** Taken at start: at dispose the logger service may already be gone. */
+  private readonly logger
+
+  constructor(private ctx: Context, private config: LeaseConfig) {
+    this.logger = ctx.logger('sessions')
+    // A renewal slower than the lease would let it lapse between renewals: renew at a third at most.
+    if (config.leaseRenewInterval * 3 > config.leaseDuration) {
+      const renew = Math.floor(config.leaseDuration / 3)
+      this.logger.warn('agents.leaseRenewInterval %d ms is too long for agents.leaseDuration %d ms; renewing every %d ms', config.leaseRenewInterval, config.leaseDuration, renew)
+      this.config = { ...config, leaseRenewInterval: renew }
+    }
+  }
+
+  private get driver() {
+    const driver = storeDriver(this.ctx)
+    return typeof driver?.pool?.query === 'function' ? driver : undefined
+  }
+
+  get enabled() {
+    return !!this.driver
+  }
+
+  private async query(sql: string, values: any[]): Promise<any> {
+    await this.ctx.database.prepared()
+    return this.send(sql, values)
+  }
+
+  /** The query goes out now, without waiting a turn: at dispose the pool closes right after. */
+  private send(sql: string, values: any[]): Promise<any> {
+    const driver = this.driver
+    if (!driver) return Promise.reject(new TaskwardError('STORE_UNAVAILABLE', 'The database is not open; start the host again.'))
+    const sent = new Promise((resolve, reject) => {
+      driver.pool.query(sql, values, (error: any, results: any) => error ? reject(error) : resolve(results))
+    })
+    // The driver closes its pool only once these settled (plugins/database's TaskwardMySQLDriver).
+    const pending: Set<Promise<unknown>> | undefined = driver.lastWrites
+    if (pending) {
+      pending.add(sent)
+      const done = () => { pending.delete(sent) }
+      sent.then(done, done)
+    }
+    return sent
+  }
+
+  /**
+   * Take (or renew) the lease of `session` for this host, or refuse with `LEASE_HELD` naming the
+   * holder and when its lease lapses. The token grows on every take, so a former holder's appends fail.
+   */
+  acquire(session: Session): Promise<void> {
+    if (!this.enabled) return Promise.resolve()
+    // One take at a time per session on this host: two resumes at once must not refuse each other.
+    const id = session.id
+    const next = (this.acquiring.get(id) ?? Promise.resolve()).catch(() => {}).then(() => this.take(session))
+    this.acquiring.set(id, next)
+    const settled = () => { if (this.acquiring.get(id) === next) this.acquiring.delete(id) }
+    next.then(settled, settled)
+    return next
+  }
+
+  private async take(session: Session): Promise<void> {
+    const id = session.id
+    const duration = this.config.leaseDuration
+    const mine = this.held.get(id)
+    if (mine && await this.renew(id, mine.token)) return
+    await this.query(`INSERT IGNORE INTO \`taskward_lease\` (\`sessionId\`, \`holder\`, \`expiresAt\`, \`token\`) VALUES (?, '', 0, 0)`, [id])
+    const taken = await this.query(
+      `UPDATE \`taskward_lease\` SET \`holder\` = ?, \`expiresAt\` = ${NOW_MS} + ?, \`token\` = \`token\` + 1 WHERE \`sessionId\` = ? AND \`expiresAt\` <= ${NOW_MS}`,
+      [this.holder, duration, id])
+    const [row]: any[] = await this.query(`SELECT \`holder\`, \`token\`, \`expiresAt\` - ${NOW_MS} AS \`remaining\` FROM \`taskward_lease\` WHERE \`sessionId\` = ?`, [id])
+    if (!taken.affectedRows || row?.holder !== this.holder) {
+      const remaining = Math.max(0, Math.ceil(Number(row?.remaining ?? 0)))
+      throw new TaskwardError('LEASE_HELD',
+        `Session ${id} is driven by host ${row?.holder ?? 'unknown'}; its lease lapses in ${(remaining / 1000).toFixed(1)} s unless that host renews it. Resume it there, or retry once the lease lapses.`,
+        { sessionId: id, holder: row?.holder, expiresInMs: remaining })
+    }
+    this.hold(session, Number(row.token))
+  }
+
+  private hold(session: Session, token: number) {
+    this.held.get(session.id)?.stop()
+    session.fence = { token }
+    const stop = this.ctx.setInterval(() => {
+      this.renew(session.id, token).then((renewed) => {
+        if (!renewed) {
+          this.logger.warn('lost the lease of session %s (token %d): its appends now fail with LEASE_LOST', session.id, token)
+          this.forget(session.id, token)
+        }
+      }, (error) => this.logger.warn('could not renew the lease of session %s: %s', session.id, error?.message ?? error))
+    }, this.config.leaseRenewInterval)
+    this.held.set(session.id, { session, token, stop })
+  }
+
+  /**
+   * Extend the lease while it is still ours; false once another host took it (or released it here).
+   * The token changes only when a host takes the lease, so an unchanged token means nobody drove the
+   * session meanwhile: a lease that lapsed while this host was paused is safe to extend (appends made
+   * while it was lapsed were refused all the same).
+   */
+  private async renew(id: string, token: number) {
+    const result = await this.query(
+      `UPDATE \`taskward_lease\` SET \`expiresAt\` = ${NOW_MS} + ? WHERE \`sessionId\` = ? AND \`token\` = ? AND \`holder\` = ? AND \`expiresAt\` > 0`,
+      [this.config.leaseDuration, id, token, this.holder])
+    return result.affectedRows > 0
+  }
+
+  /** Stop renewing; the session keeps its (now stale) fence, so appends keep failing until a new acquire. */
+  private forget(id: string, token: number) {
+    const entry = this.held.get(id)
+    if (entry?.token !== token) return
+    entry.stop()
+    this.held.delete(id)
+  }
+
+  /** Give the lease up at once (the agent stopped): another host may resume without waiting for it to lapse. */
+  async release(id: string) {
+    const entry = this.held.get(id)
+    if (!entry) return
+    this.forget(id, entry.token)
+    // Held, so the table exists: sent at once (see `send`).
+    await this.send(`UPDATE \`taskward_lease\` SET \`expiresAt\` = 0 WHERE \`sessionId\` = ? AND \`token\` = ? AND \`holder\` = ?`, [id, entry.token, this.holder])
+  }
+
+  /** Every lease this host holds, released (on dispose). */
+  async releaseAll(): Promise<void> {
+    // Every release is sent synchronously, before the first await.
+    await Promise.all([...this.held.keys()].map((id) => this.release(id).catch((error) => {
+      this.logger.warn('could not release the lease of session %s: %s', id, error?.message ?? error)
+    })))
+  }
+}

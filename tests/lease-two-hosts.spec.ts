@@ -1,0 +1,212 @@
+import { expect } from 'chai'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { randomUUID } from 'node:crypto'
+import { tmpdir } from 'node:os'
+import { TestHost } from '@taskward/testkit'
+
+/*
+ * Several hosts on one MariaDB store, one driver per session: two real host processes contend for a
+ * main session's lease — the second's resume refuses naming the holder; a holder frozen with SIGSTOP
+ * past its lease loses it, the other host takes it, and the frozen one, thawed, cannot append.
+ * Runs when TASKWARD_TEST_MYSQL is set (as the MySQL suite).
+ */
+const url = process.env.TASKWARD_TEST_MYSQL
+const CHILD = fileURLToPath(new URL('./lease-host.child.ts', import.meta.url))
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+interface Answer { ok: boolean, code?: string, message: string, seq?: number }
+
+/** A host process answering one line per command (tests/lease-host.child.ts). */
+class HostProcess {
+  readonly child: ChildProcess
+  private lines: string[] = []
+  private waiters: ((line: string) => void)[] = []
+  private output = ''
+
+  constructor(leaseDuration: number, renewInterval: number) {
+    this.child = spawn(process.execPath, ['--import', 'tsx', '--conditions', 'source', CHILD, String(leaseDuration), String(renewInterval)], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, TASKWARD_LOG_LEVEL: 'warn' },
+    })
+    let partial = ''
+    this.child.stdout!.on('data', (chunk) => {
+      this.output += chunk
+      partial += chunk
+      const lines = partial.split('\n')
+      partial = lines.pop()!
+      for (const line of lines) {
+        // Log lines (warnings) share stdout; answers start with a verb.
+        if (!/^(ready|ok|err) /.test(line)) continue
+        const waiter = this.waiters.shift()
+        if (waiter) waiter(line)
+        else this.lines.push(line)
+      }
+    })
+    this.child.stderr!.on('data', (chunk) => this.output += chunk)
+  }
+
+  get pid() {
+    return this.child.pid!
+  }
+
+  private next(timeout = 60_000): Promise<string> {
+    const line = this.lines.shift()
+    if (line !== undefined) return Promise.resolve(line)
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no answer from host ${this.pid}; output:\n${this.output}`)), timeout)
+      this.waiters.push((answer) => { clearTimeout(timer); resolve(answer) })
+    })
+  }
+
+  async ready() {
+    expect(await this.next()).to.equal(`ready ${this.pid}`)
+  }
+
+  async send(command: string): Promise<Answer> {
+    this.child.stdin!.write(command + '\n')
+    const line = await this.next()
+    const ok = /^ok (\w+)(?: (\d+))?$/.exec(line)
+    if (ok) return { ok: true, message: line, seq: ok[2] === undefined ? undefined : Number(ok[2]) }
+    const err = /^err \w+ (\w+) (.*)$/.exec(line)
+    if (!err) throw new Error(`unexpected answer from host ${this.pid}: ${line}`)
+    return { ok: false, code: err[1], message: err[2] }
+  }
+
+  kill() {
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      this.child.kill('SIGCONT')
+      this.child.kill('SIGKILL')
+    }
+  }
+}
+
+function mysqlConfig() {
+  const parsed = new URL(url!)
+  return {
+    driver: 'mysql' as const,
+    host: parsed.hostname,
+    port: Number(parsed.port || 3306),
+    user: decodeURIComponent(parsed.username),
+    password: decodeURIComponent(parsed.password),
+    database: parsed.pathname.slice(1),
+  }
+}
+
+describe('leases: two host processes on one MariaDB store', function () {
+  this.timeout(180_000)
+  const processes: HostProcess[] = []
+  let reader: TestHost | undefined
+
+  before(function () {
+    if (url) return
+    if (process.env.CI) throw new Error('CI must set TASKWARD_TEST_MYSQL (.ci/run starts MariaDB)')
+    this.skip()
+  })
+  afterEach(async () => {
+    for (const host of processes.splice(0)) host.kill()
+    await reader?.dispose()
+    reader = undefined
+  })
+
+  const start = async (leaseDuration: number, renewInterval: number) => {
+    const host = new HostProcess(leaseDuration, renewInterval)
+    processes.push(host)
+    await host.ready()
+    return host
+  }
+
+  /** Every event of the session, read through a third host (not a lease holder). */
+  const events = async (id: string) => {
+    reader ??= await TestHost.boot({ database: mysqlConfig() })
+    const session = await reader.ctx.sessions.get(id)
+    return session.read({ from: 0, limit: 10_000 })
+  }
+
+  it('refuses a second host with LEASE_HELD; a host frozen past its lease loses it and cannot append (LEASE_LOST, nothing written)', async () => {
+    const [a, b] = await Promise.all([start(3000, 500), start(3000, 500)])
+    const id = `lease-${randomUUID()}`
+    expect(await a.send(`create ${id} ${tmpdir()}`)).to.include({ ok: true })
+    expect(await a.send(`append ${id} a1`)).to.include({ ok: true, seq: 0 })
+
+    const held = await b.send(`resume ${id}`)
+    expect(held).to.include({ ok: false, code: 'LEASE_HELD' })
+    expect(held.message).to.include(`${a.pid}@`).and.match(/lapses in \d+\.\d s/)
+    // Refused without a lease, B appended nothing; A's lease is renewed while A runs.
+    await sleep(4000)
+    expect(await b.send(`resume ${id}`)).to.include({ ok: false, code: 'LEASE_HELD' })
+    expect(await a.send(`append ${id} a2`)).to.include({ ok: true, seq: 1 })
+
+    // Freeze A past its lease: B takes it (once lapsed) and appends.
+    a.child.kill('SIGSTOP')
+    let resumed: Answer
+    const deadline = Date.now() + 60_000
+    do {
+      await sleep(250)
+      resumed = await b.send(`resume ${id}`)
+      if (!resumed.ok) expect(resumed.code).to.equal('LEASE_HELD')
+    } while (!resumed.ok && Date.now() < deadline)
+    expect(resumed).to.include({ ok: true })
+    expect(await b.send(`append ${id} b1`)).to.include({ ok: true, seq: 2 })
+
+    // Thawed, A still believes it drives the session: its appends are refused by the store.
+    a.child.kill('SIGCONT')
+    const lost = await a.send(`append ${id} a3`)
+    expect(lost).to.include({ ok: false, code: 'LEASE_LOST' })
+    expect(lost.message).to.include('nothing was written')
+    expect(await a.send(`append ${id} a4`)).to.include({ ok: false, code: 'LEASE_LOST' })
+    const again = await a.send(`resume ${id}`)
+    expect(again).to.include({ ok: false, code: 'LEASE_HELD' })
+    expect(again.message).to.include(`${b.pid}@`)
+    expect(await b.send(`append ${id} b2`)).to.include({ ok: true, seq: 3 })
+
+    const log = await events(id)
+    expect(log.map((event) => event.seq)).to.deep.equal([0, 1, 2, 3])
+    expect(log.map((event) => event.data.tag)).to.deep.equal(['a1', 'a2', 'b1', 'b2'])
+  })
+
+  it('a holder paused past its lease that no other host took renews it and drives on (same token), seqs contiguous', async () => {
+    const a = await start(3000, 500)
+    const id = `lease-${randomUUID()}`
+    expect(await a.send(`create ${id} ${tmpdir()}`)).to.include({ ok: true })
+    a.child.kill('SIGSTOP')
+    await sleep(4500)
+    a.child.kill('SIGCONT')
+    // The first append after the thaw may race the first renewal: refused (lapsed) or accepted, never both.
+    const first = await a.send(`append ${id} a1`)
+    if (!first.ok) expect(first.code).to.equal('LEASE_LOST')
+    let next: Answer
+    const deadline = Date.now() + 30_000
+    do {
+      await sleep(250)
+      next = await a.send(`append ${id} a2`)
+    } while (!next.ok && Date.now() < deadline)
+    expect(next).to.include({ ok: true })
+    const log = await events(id)
+    expect(log.map((event) => event.seq)).to.deep.equal(log.map((_, i) => i))
+    expect(log.map((event) => event.data.tag).filter((tag) => tag === 'a1')).to.have.length(first.ok ? 1 : 0)
+  })
+
+  it('resumes racing on the holder host after a restart all succeed (they do not refuse each other)', async () => {
+    const host = await TestHost.boot({ database: mysqlConfig() })
+    reader = host
+    const session = await host.ctx.sessions.create({ id: `lease-${randomUUID()}`, cwd: tmpdir() })
+    await host.ctx.agents.create({ sessionId: session.id, model: 'scripted', role: 'main' })
+    await host.restart()
+    const agents = await Promise.all(Array.from({ length: 5 }, () => host.ctx.agents.resume(session.id)))
+    expect(new Set(agents).size).to.equal(1)
+    const event = await (await host.ctx.sessions.get(session.id)).append('test/tick', { tag: 'after-restart' })
+    expect(event.seq).to.equal(0)
+  })
+
+  it('a lease released on dispose lets the other host resume at once, long before it would lapse', async () => {
+    const [a, b] = await Promise.all([start(120_000, 5000), start(120_000, 5000)])
+    const id = `lease-${randomUUID()}`
+    expect(await a.send(`create ${id} ${tmpdir()}`)).to.include({ ok: true })
+    expect(await b.send(`resume ${id}`)).to.include({ ok: false, code: 'LEASE_HELD' })
+    expect(await a.send('dispose')).to.include({ ok: true })
+    expect(await b.send(`resume ${id}`)).to.include({ ok: true })
+    expect(await b.send(`append ${id} b1`)).to.include({ ok: true, seq: 0 })
+    expect((await events(id)).map((event) => event.data.tag)).to.deep.equal(['b1'])
+  })
+})
