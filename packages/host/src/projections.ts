@@ -15,6 +15,12 @@ export interface ProjectionDef<S = any> {
    * Absent: every event. Events handed to `apply` are not frozen: the fold owns them.
    */
   types?: readonly string[]
+  /**
+   * With `types`: the log moved on to `seq` through events this fold does not read. Return the state
+   * as folded through `seq` (a state that records its own position moves it here). Absent: the state
+   * is kept as it is.
+   */
+  skipTo?(state: S, seq: number): S
   init(): S
   apply(state: S, event: SessionEvent): S
 }
@@ -74,7 +80,8 @@ export class Projections extends Service {
       const def = this.defs.get(key)
       if (!def || def.version !== cached.version) continue
       try {
-        const state = !def.types || def.types.includes(event.type) ? def.apply(cached.state, event) : cached.state
+        const state = !def.types || def.types.includes(event.type) ? def.apply(cached.state, event)
+          : def.skipTo ? def.skipTo(cached.state, event.seq) : cached.state
         this.memory.set(id, { version: cached.version, asOfSeq: event.seq, state })
       } catch {
         // The fold refuses this event: the next `get` folds it again and reports the failure there.
@@ -156,7 +163,10 @@ export class Projections extends Service {
       state = def.apply(state, event)
       asOfSeq = event.seq
     }
-    if (def.types) asOfSeq = Math.max(asOfSeq, end)
+    if (def.types && asOfSeq < end) {
+      if (def.skipTo) state = def.skipTo(state, end)
+      asOfSeq = end
+    }
     const next = { version: def.version, asOfSeq, state }
     this.unsaved.delete(id)
     this.memory.set(id, next)
