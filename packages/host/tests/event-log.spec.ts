@@ -99,6 +99,23 @@ describe('host: the event log hot paths', () => {
     expect(await host.ctx.projections.describe(session, 'test-typed')).to.deep.equal({ version: 1, asOfSeq: 10 })
   })
 
+  it('writes a fold\'s cache in the background: describe waits for it, invalidate is not undone by it', async () => {
+    const folded: number[] = []
+    registerFrom(host, typedCounter(folded))
+    const session = await host.ctx.sessions.create({ cwd: tmpdir() })
+    for (let i = 0; i < 4; i++) await session.append('keep', { n: 1 })
+    expect(await host.ctx.projections.get(session, 'test-typed', { background: true })).to.equal(4)
+    expect(await host.ctx.projections.describe(session, 'test-typed')).to.deep.equal({ version: 1, asOfSeq: 3 })
+    await host.ctx.projections.invalidate(session, 'test-typed')
+    expect(await host.ctx.projections.get(session, 'test-typed', { background: true })).to.equal(4)
+    // No wait between the fold and the removal: the write in flight lands first, then goes.
+    await host.ctx.projections.invalidate(session, 'test-typed')
+    expect(await host.ctx.projections.describe(session, 'test-typed')).to.equal(undefined)
+    await sleep(50)
+    expect(await host.ctx.projections.describe(session, 'test-typed')).to.equal(undefined)
+    expect(folded).to.deep.equal([0, 1, 2, 3, 0, 1, 2, 3])
+  })
+
   it('saves caches as the log grows, so a restart folds only the events after the last save', async () => {
     const folded: number[] = []
     registerFrom(host, typedCounter(folded))

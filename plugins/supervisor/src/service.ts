@@ -126,7 +126,8 @@ export class Supervisor extends Service {
     const resolved = await this.resolve(session)
     const mirror = this.mirrors.get(resolved.id)
     if (mirror && mirror.asOfSeq >= resolved.seq - 1) return mirror
-    const state = await this.home.projections.get<SupervisorState>(resolved, SUPERVISOR_PROJECTION_KEY)
+    // The cache is written behind: every read (and the step guard's first answer) waits only for the fold.
+    const state = await this.home.projections.get<SupervisorState>(resolved, SUPERVISOR_PROJECTION_KEY, { background: true })
     const latest = this.mirrors.get(resolved.id)
     if (!latest || latest.asOfSeq < state.asOfSeq) this.mirrors.set(resolved.id, state)
     return this.mirrors.get(resolved.id)!
