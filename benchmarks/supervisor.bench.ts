@@ -7,8 +7,10 @@
  *      - baseline: JSON.parse of the same log as JSONL (what any reader must at least do);
  *      - fold:     the pure fold (`foldSupervisorEvents`) over the parsed events (no numeric goal: as low
  *                  as it goes, since the host figure holds reads and fold together);
- *      - host:     `supervisor.state()` after invalidating the cache: pages from SQLite + fold + cache write;
- *                  goal ≤ 1.5x the baseline (issue 12).
+ *      - host:     `supervisor.state()` after invalidating the cache, as every caller gets it: the
+ *                  supervisor records read from SQLite (type index, one JSON text per page) + fold; the
+ *                  cache is written behind it; goal ≤ 1.5x the baseline (issue 12). Printed beside it:
+ *                  the time until that cache write has landed too (`projections.describe` waits for it).
  *    Each figure is the median of 3 rounds.
  * 2. Guard overhead: `tools.execute` of a trivial tool in a main session with an active task, on a host
  *    without the supervisor (baseline) and with it (the guard reads the in-memory projection).
@@ -70,16 +72,22 @@ async function rebuild() {
       return host.ctx.sessions.get(session.id)
     })
     const rounds: number[] = []
+    const withWrite: number[] = []
     for (let round = 0; round < 3; round++) {
       await host.ctx.projections.invalidate(loaded, SUPERVISOR_PROJECTION_KEY)
       host.ctx.supervisor.forget(loaded.id)
-      const [rebuilt, took] = await timeAsync(() => host.ctx.supervisor.state(loaded))
-      if (rebuilt.history.length !== TASKS - 1) throw new Error('host rebuild differs')
-      rounds.push(took)
+      ;(globalThis as any).gc?.()
+      const started = performance.now()
+      const rebuilt = await host.ctx.supervisor.state(loaded)
+      rounds.push(performance.now() - started)
+      const described = await host.ctx.projections.describe(loaded, SUPERVISOR_PROJECTION_KEY)
+      withWrite.push(performance.now() - started)
+      if (rebuilt.history.length !== TASKS - 1 || rebuilt.asOfSeq !== loaded.seq - 1) throw new Error('host rebuild differs')
+      if (described?.asOfSeq !== loaded.seq - 1) throw new Error(`the cache stands at ${described?.asOfSeq}, not at the log's end`)
     }
     const [, cached] = await timeAsync(() => host.ctx.supervisor.state(loaded))
-    console.log(`host rebuild (SQLite pages + fold + cache write): ${ms(median(rounds))} (${(median(rounds) / median(parses)).toFixed(2)}x the parse; goal ≤ 1.5x); `
-      + `cached read afterwards: ${ms(cached)}`)
+    console.log(`host rebuild (records from SQLite + fold): ${ms(median(rounds))} (${(median(rounds) / median(parses)).toFixed(2)}x the parse; goal ≤ 1.5x); `
+      + `until its cache write landed too: ${ms(median(withWrite))} (${(median(withWrite) / median(parses)).toFixed(2)}x); cached read afterwards: ${ms(cached)}`)
   } finally {
     await host.dispose()
     await removeTree(cwd)

@@ -15,6 +15,12 @@ export interface ProjectionDef<S = any> {
    * Absent: every event. Events handed to `apply` are not frozen: the fold owns them.
    */
   types?: readonly string[]
+  /**
+   * With `types`: the log moved on to `seq` through events this fold does not read. Return the state
+   * as folded through `seq` (a state that records its own position moves it here). Absent: the state
+   * is kept as it is.
+   */
+  skipTo?(state: S, seq: number): S
   init(): S
   apply(state: S, event: SessionEvent): S
 }
@@ -50,6 +56,8 @@ export class Projections extends Service {
   /** Caches advanced by appends but not yet saved. */
   private unsaved = new Map<string, { sessionId: string, key: string }>()
   private persistTimer?: NodeJS.Timeout
+  /** Cache writes in flight, per projection id (each chained after the previous one). */
+  private saving = new Map<string, { written: Promise<void>, settled: Promise<void> }>()
   private readonly home: Context
 
   constructor(ctx: Context) {
@@ -74,7 +82,8 @@ export class Projections extends Service {
       const def = this.defs.get(key)
       if (!def || def.version !== cached.version) continue
       try {
-        const state = !def.types || def.types.includes(event.type) ? def.apply(cached.state, event) : cached.state
+        const state = !def.types || def.types.includes(event.type) ? def.apply(cached.state, event)
+          : def.skipTo ? def.skipTo(cached.state, event.seq) : cached.state
         this.memory.set(id, { version: cached.version, asOfSeq: event.seq, state })
       } catch {
         // The fold refuses this event: the next `get` folds it again and reports the failure there.
@@ -116,23 +125,29 @@ export class Projections extends Service {
     })
   }
 
-  /** The state folded up to the session's last event. Concurrent calls share one fold. */
-  get<S = any>(session: Session, key: string): Promise<S> {
+  /**
+   * The state folded up to the session's last event. Concurrent calls share one fold. Resolves once
+   * the database cache is written too, unless `background`: then as soon as the state is folded, with
+   * the cache written behind (a hot path that must not wait for a durable write; `describe` and
+   * `invalidate` wait for it, and a write lost to a crash only means a longer fold after a restart).
+   */
+  get<S = any>(session: Session, key: string, options: { background?: boolean } = {}): Promise<S> {
     const id = session.id + '\u0000' + key
     const running = this.pending.get(id)
-    if (running) return running.then(() => this.get(session, key))
-    const work = this.advance(session, key, id).finally(() => this.pending.delete(id))
+    if (running) return running.then(() => this.get(session, key, options))
+    const work = this.advance(session, key, id, !options.background).finally(() => this.pending.delete(id))
     this.pending.set(id, work)
     return work
   }
 
   /** Where a projection currently stands (for diagnostics and benchmarks). */
   async describe(session: Session, key: string) {
+    await this.saved(session.id)
     const [row] = await this.home.database.get('taskward_projection', { sessionId: session.id, key })
     return row ? { version: row.version, asOfSeq: row.asOfSeq } : undefined
   }
 
-  private async advance(session: Session, key: string, id: string) {
+  private async advance(session: Session, key: string, id: string, waitForSave: boolean) {
     const def = this.defs.get(key)
     if (!def) throw new TaskwardError('NOT_FOUND', `No projection "${key}" is registered; is its plugin loaded?`)
     let cached = this.memory.get(id)
@@ -145,7 +160,9 @@ export class Projections extends Service {
     if (cached.asOfSeq >= session.seq - 1) {
       this.memory.set(id, cached)
       // Followed appends not saved yet: a `get` saves what it returns, as a fold would.
-      if (this.unsaved.delete(id)) await this.home.database.upsert('taskward_projection', [{ sessionId: session.id, key, ...cached }])
+      if (this.unsaved.delete(id)) this.save(id, session.id, key, cached)
+      // A write in flight (started by a background `get`) is waited for like one's own.
+      if (waitForSave) await this.saving.get(id)?.written
       return cached.state
     }
     let { state, asOfSeq } = cached
@@ -156,16 +173,42 @@ export class Projections extends Service {
       state = def.apply(state, event)
       asOfSeq = event.seq
     }
-    if (def.types) asOfSeq = Math.max(asOfSeq, end)
+    if (def.types && asOfSeq < end) {
+      if (def.skipTo) state = def.skipTo(state, end)
+      asOfSeq = end
+    }
     const next = { version: def.version, asOfSeq, state }
     this.unsaved.delete(id)
     this.memory.set(id, next)
-    await this.home.database.upsert('taskward_projection', [{ sessionId: session.id, key, ...next }])
+    const write = this.save(id, session.id, key, next)
+    if (waitForSave) await write
     return state
+  }
+
+  /**
+   * Write a cache, chained after the writes of the same projection in flight. Returns the write (it
+   * rejects when the write fails); `saving` keeps a copy that only logs a failure.
+   */
+  private save(id: string, sessionId: string, key: string, cached: Cached): Promise<void> {
+    const previous = this.saving.get(id)?.settled ?? Promise.resolve()
+    const written = previous.then(() => this.home.database.upsert('taskward_projection', [{ sessionId, key, ...cached }])).then(() => {})
+    const settled: Promise<void> = written
+      .catch((error) => this.home.logger('projections').warn('saving the projection cache %s of %s failed: %s', key, sessionId, error))
+      .finally(() => { if (this.saving.get(id)?.settled === settled) this.saving.delete(id) })
+    this.saving.set(id, { written, settled })
+    return written
+  }
+
+  /** Wait for the cache writes in flight (of one session, or all). */
+  private async saved(sessionId?: string) {
+    const prefix = sessionId === undefined ? '' : sessionId + '\u0000'
+    await Promise.all([...this.saving].filter(([id]) => id.startsWith(prefix)).map(([, write]) => write.settled))
   }
 
   /** Forget the cache of one session (or all) so that the next `get` rebuilds from seq 0. */
   async invalidate(session?: Session, key?: string) {
+    // A write in flight would otherwise land after the removal and bring the cache back.
+    await this.saved(session?.id)
     for (const id of [...this.memory.keys()]) {
       const [sid, k] = id.split('\u0000')
       if ((!session || sid === session.id) && (!key || k === key)) this.memory.delete(id)

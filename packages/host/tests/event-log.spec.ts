@@ -3,6 +3,7 @@ import type { Context } from 'cordis'
 import type { ProjectionDef } from '@taskward/host'
 import { TestHost } from '@taskward/testkit'
 import { tmpdir } from 'node:os'
+import { storeDriver } from '../src/store/health'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -57,6 +58,31 @@ describe('host: the event log hot paths', () => {
     expect(all).to.deep.equal([0, 3, 6, 9, 12, 15, 18, 21, 24, 27])
   })
 
+  it('reads back exactly what minato stores: odd types, fractional and null-free times, any JSON data', async () => {
+    const session = await host.ctx.sessions.create({ cwd: tmpdir() })
+    const rows = [
+      { seq: 0, type: 'q"\\é✓\u2028', time: 1764527000123.5, data: { a: [1, 'x', null], s: '\u2028"}]', n: 0.1 } },
+      { seq: 1, type: 'plain', time: 0.1, data: null },
+      { seq: 2, type: 'plain', time: 1e300, data: { t: 'text' } },
+      { seq: 3, type: 'plain', time: 123456789012345680, data: [{}, []] },
+    ]
+    await host.ctx.database.upsert('taskward_event', rows.map((row) => ({ sessionId: session.id, ...row })))
+    const read = await session.read({ from: 0, limit: 10 })
+    const minato = await host.ctx.database.select('taskward_event').where({ sessionId: session.id }).orderBy('seq', 'asc').execute()
+    expect(read).to.deep.equal(minato.map(({ seq, type, time, data }) => ({ seq, type, time, data })))
+    expect(read).to.deep.equal(rows)
+    expect(await session.read({ from: 1, limit: 2, types: ['plain'] })).to.deep.equal(rows.slice(1, 3))
+  })
+
+  it('refuses a page holding a row whose data is not one JSON value, as a row-by-row read does', async () => {
+    const session = await host.ctx.sessions.create({ cwd: tmpdir() })
+    for (let i = 0; i < 3; i++) await session.append('a', { n: i })
+    // Text that would splice into the page's JSON array as an extra key if it were trusted as is.
+    storeDriver(host.ctx).db.run('UPDATE `taskward_event` SET `data` = ? WHERE `sessionId` = ? AND `seq` = 1', ['1,"seq":7', session.id])
+    await session.read({ from: 0, limit: 10 }).then(() => expect.fail('should refuse'), (error) => expect(error).to.be.instanceOf(SyntaxError))
+    expect((await session.read({ from: 2, limit: 10 })).map((e) => e.data)).to.deep.equal([{ n: 2 }])
+  })
+
   it('folds only the declared types, with unfrozen events, and stands at the end of the log', async () => {
     const folded: number[] = []
     const frozen: boolean[] = []
@@ -71,6 +97,23 @@ describe('host: the event log hot paths', () => {
     await host.ctx.projections.invalidate(session, 'test-typed')
     expect(await host.ctx.projections.get(session, 'test-typed')).to.equal(25)
     expect(await host.ctx.projections.describe(session, 'test-typed')).to.deep.equal({ version: 1, asOfSeq: 10 })
+  })
+
+  it('writes a fold\'s cache in the background: describe waits for it, invalidate is not undone by it', async () => {
+    const folded: number[] = []
+    registerFrom(host, typedCounter(folded))
+    const session = await host.ctx.sessions.create({ cwd: tmpdir() })
+    for (let i = 0; i < 4; i++) await session.append('keep', { n: 1 })
+    expect(await host.ctx.projections.get(session, 'test-typed', { background: true })).to.equal(4)
+    expect(await host.ctx.projections.describe(session, 'test-typed')).to.deep.equal({ version: 1, asOfSeq: 3 })
+    await host.ctx.projections.invalidate(session, 'test-typed')
+    expect(await host.ctx.projections.get(session, 'test-typed', { background: true })).to.equal(4)
+    // No wait between the fold and the removal: the write in flight lands first, then goes.
+    await host.ctx.projections.invalidate(session, 'test-typed')
+    expect(await host.ctx.projections.describe(session, 'test-typed')).to.equal(undefined)
+    await sleep(50)
+    expect(await host.ctx.projections.describe(session, 'test-typed')).to.equal(undefined)
+    expect(folded).to.deep.equal([0, 1, 2, 3, 0, 1, 2, 3])
   })
 
   it('saves caches as the log grows, so a restart folds only the events after the last save', async () => {

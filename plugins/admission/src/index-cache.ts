@@ -74,7 +74,8 @@ export class RecordIndexCache {
     let index: RecordIndex
     do {
       const end = session.seq - 1
-      index = await this.ctx.projections.get<RecordIndex>(session, RECORD_PAIRS_PROJECTION)
+      // The cache is written behind: a check must not wait for a durable write.
+      index = await this.ctx.projections.get<RecordIndex>(session, RECORD_PAIRS_PROJECTION, { background: true })
       // The projection has folded the log up to `end` at least (a projection that reads only some
       // event types may leave `lastSeq` at the last event it read).
       if (index.lastSeq < end) index = { ...index, lastSeq: end }

@@ -2,7 +2,7 @@ import { Context, Service } from 'cordis'
 import type { Agent, Session } from '@taskward/host'
 import {
   applySupervisorEvent, isRecordEnvelope, RECORD_EVENT_TYPE, repairReader, reviewJobReader, SUPERVISOR_PROJECTION_KEY,
-  SUPERVISOR_PROJECTION_VERSION, initSupervisorState, loadedConfig, taskReader, taskStateEnvelope, TaskwardError,
+  SUPERVISOR_PROJECTION_VERSION, SUPERVISOR_EVENT_TYPES, supervisorStateThrough, initSupervisorState, loadedConfig, taskReader, taskStateEnvelope, TaskwardError,
   taskStatusView, combineProgressSignals, findTask, TASK_NAMESPACE, TASK_STATE_KIND, transitionKind, type TransitionKind, type ProgressSignal, type RecordEnvelope, type RecordReader, type SessionEvent, type TaskStatusView, type SupervisorState, type Task, type TransitionAt,
 } from '@taskward/protocol'
 import { Config } from './config'
@@ -101,6 +101,11 @@ export class Supervisor extends Service {
       version: SUPERVISOR_PROJECTION_VERSION,
       init: initSupervisorState,
       apply: applySupervisorEvent,
+      // Only records change the state: a rebuild reads them alone (the type index), and the
+      // skipped events still move `asOfSeq`, which `state`, `currentState` and `transact` compare
+      // with the session's last seq.
+      types: SUPERVISOR_EVENT_TYPES,
+      skipTo: supervisorStateThrough,
     })
     // The reader registry is optional: without it nobody checks reader admission. The repair
     // namespace's reader is registered by its one owner, the repair plugin.
@@ -121,7 +126,8 @@ export class Supervisor extends Service {
     const resolved = await this.resolve(session)
     const mirror = this.mirrors.get(resolved.id)
     if (mirror && mirror.asOfSeq >= resolved.seq - 1) return mirror
-    const state = await this.home.projections.get<SupervisorState>(resolved, SUPERVISOR_PROJECTION_KEY)
+    // The cache is written behind: every read (and the step guard's first answer) waits only for the fold.
+    const state = await this.home.projections.get<SupervisorState>(resolved, SUPERVISOR_PROJECTION_KEY, { background: true })
     const latest = this.mirrors.get(resolved.id)
     if (!latest || latest.asOfSeq < state.asOfSeq) this.mirrors.set(resolved.id, state)
     return this.mirrors.get(resolved.id)!

@@ -108,6 +108,25 @@ describe('supervisor: a task through its lifecycle', () => {
     expect(await host.ctx.projections.describe(session, SUPERVISOR_PROJECTION_KEY)).to.deep.equal({ version: 11, asOfSeq: session.seq - 1 })
   })
 
+  it('a rebuild that reads only records still stands at the log\'s last seq when the last events are not records', async () => {
+    await command(host, session, '/task new tail of plain events')
+    for (let i = 0; i < 5; i++) await session.append('user/message', { text: `plain ${i}` })
+    const before = await state()
+    expect(before.asOfSeq).to.equal(session.seq - 1)
+
+    await host.ctx.projections.invalidate(session, SUPERVISOR_PROJECTION_KEY)
+    supervisorOf(host).forget(session.id)
+    const rebuilt = await state()
+    expect(rebuilt).to.deep.equal(before)
+    expect(rebuilt).to.deep.equal(foldSupervisorEvents(await allEvents(session)))
+    // Current for the step guard's synchronous path, and a transaction writes at once.
+    expect(supervisorOf(host).currentState(session)).to.equal(rebuilt)
+    await session.append('user/message', { text: 'one more' })
+    expect((await state()).asOfSeq).to.equal(session.seq - 1)
+    await command(host, session, '/task off')
+    expect((await state()).asOfSeq).to.equal(session.seq - 1)
+  })
+
   it('rebuilds when the cached projection has another version (a version bump)', async () => {
     await command(host, session, '/task new cached')
     scriptReviews(host, 'pass')

@@ -109,21 +109,64 @@ class SQLiteEventStore implements EventStore {
 
   async read(sessionId: string, { from, limit, types }: ReadOptions) {
     if (!this.isReady) await this.ready()
-    return this.guard(() => {
-      const filter = types ? ` AND \`type\` IN (${placeholders(types.length)})` : ''
-      const statement = this.statement(`SELECT \`seq\`, \`type\`, \`time\`, \`data\` FROM \`taskward_event\` WHERE \`sessionId\` = ? AND \`seq\` >= ?${filter} ORDER BY \`seq\` LIMIT ?`)
-      const events: SessionEvent[] = []
-      try {
-        statement.bind(types ? [sessionId, from, ...types, limit] : [sessionId, from, limit])
-        while (statement.step()) {
-          const [seq, type, time, data] = statement.get()
-          events.push({ seq, type, time, data: JSON.parse(data) })
-        }
-      } finally {
-        statement.reset()
+    return this.guard(() => this.readPage(sessionId, from, limit, types) ?? this.readRows(sessionId, from, limit, types))
+  }
+
+  private selection(types: readonly string[] | undefined) {
+    const filter = types ? ` AND \`type\` IN (${placeholders(types.length)})` : ''
+    return `SELECT \`seq\`, \`type\`, \`time\`, \`data\` FROM \`taskward_event\` WHERE \`sessionId\` = ? AND \`seq\` >= ?${filter} ORDER BY \`seq\` LIMIT ?`
+  }
+
+  /**
+   * A page as ONE JSON array text built by SQLite, parsed by one `JSON.parse`: a row at a time costs
+   * four wasm column reads and a parse per row, more than the events' own parse. `data` holds the
+   * JSON text the host wrote (`JSON.stringify`), spliced in as is; `time` is printed with 17 digits,
+   * which reads back as the same double. Undefined (so that `readRows` reads the page row by row, and
+   * a damaged row fails there as it always did) unless the array holds exactly the rows counted, in
+   * seq order from `from`.
+   */
+  private readPage(sessionId: string, from: number, limit: number, types?: readonly string[]): SessionEvent[] | undefined {
+    const statement = this.statement('SELECT count(*), \'[\' || group_concat(\'{"seq":\' || `seq` || \',"type":\' || json_quote(`type`)'
+      + ' || \',"time":\' || iif(`time` IS NULL, \'null\', printf(\'%!.17g\', `time`)) || \',"data":\' || ifnull(`data`, \'null\') || \'}\', \',\') || \']\''
+      + ` FROM (${this.selection(types)})`)
+    let count: number
+    let text: string | null
+    try {
+      statement.bind(types ? [sessionId, from, ...types, limit] : [sessionId, from, limit])
+      statement.step()
+      ;[count, text] = statement.get()
+    } finally {
+      statement.reset()
+    }
+    if (!count) return []
+    let events: SessionEvent[]
+    try {
+      events = JSON.parse(text!)
+    } catch {
+      return undefined
+    }
+    if (!Array.isArray(events) || events.length !== count) return undefined
+    let previous = from - 1
+    for (const event of events) {
+      if (typeof event?.seq !== 'number' || event.seq <= previous) return undefined
+      previous = event.seq
+    }
+    return events
+  }
+
+  private readRows(sessionId: string, from: number, limit: number, types?: readonly string[]) {
+    const statement = this.statement(this.selection(types))
+    const events: SessionEvent[] = []
+    try {
+      statement.bind(types ? [sessionId, from, ...types, limit] : [sessionId, from, limit])
+      while (statement.step()) {
+        const [seq, type, time, data] = statement.get()
+        events.push({ seq, type, time, data: JSON.parse(data) })
       }
-      return events
-    })
+    } finally {
+      statement.reset()
+    }
+    return events
   }
 
   async nextSeq(sessionId: string) {

@@ -73,6 +73,17 @@ export function applySupervisorEvent(state: SupervisorState, event: SessionEvent
   }
 }
 
+/** The only event type the supervisor fold reads: every other event just moves `asOfSeq`. */
+export const SUPERVISOR_EVENT_TYPES: readonly string[] = [RECORD_EVENT_TYPE]
+
+/**
+ * The state folded through `seq` when no event after its `asOfSeq` up to `seq` is of
+ * `SUPERVISOR_EVENT_TYPES` (what a fold reading only those types does with the events it skips).
+ */
+export function supervisorStateThrough(state: SupervisorState, seq: number): SupervisorState {
+  return seq <= state.asOfSeq ? state : { ...state, asOfSeq: seq }
+}
+
 /** Whether `event` can change anything but `asOfSeq` (a supervisor record on an unpoisoned state). */
 function concernsSupervisor(state: SupervisorState, event: SessionEvent): boolean {
   if (state.poisoned || event.type !== RECORD_EVENT_TYPE) return false
