@@ -109,7 +109,12 @@ describe('packaging: the packed packages in a scratch project', function () {
         if (Date.now() > deadline) throw new Error(`npx cordis start did not answer; output:\n${output}`)
         await new Promise((resolve) => setTimeout(resolve, 500))
       }
-      const token = /\/login\?token=([\w-]+)/.exec(output)?.[1]
+      // The link's line may still be arriving in pieces: wait for its end of line, not a token cut short.
+      while (!/\/login\?token=[\w-]+\r?\n/.test(output)) {
+        if (Date.now() > deadline) throw new Error(`npx cordis start printed no login link; output:\n${output}`)
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      const token = /\/login\?token=([\w-]+)\r?\n/.exec(output)?.[1]
       const sessions = await fetch(`http://127.0.0.1:${port}/api/console/sessions`, { headers: { authorization: `Bearer ${token}` } })
       expect(sessions.status, output).to.equal(200)
     } finally {
