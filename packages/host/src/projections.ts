@@ -59,10 +59,13 @@ export class Projections extends Service {
   /** Cache writes in flight, per projection id (each chained after the previous one). */
   private saving = new Map<string, { written: Promise<void>, settled: Promise<void> }>()
   private readonly home: Context
+  /** Taken at start: a write that fails after the host stopped still has somewhere to say so. */
+  private readonly log: ReturnType<Context['logger']>
 
   constructor(ctx: Context) {
     super(ctx, 'projections', true)
     this.home = ctx
+    this.log = ctx.logger('projections')
     // The listener runs on every append: call the service itself, not through cordis' tracing proxy
     // that `this` is here (a property read through it costs more than the insert).
     const self: Projections = (this as any)[Symbol.for('cordis.original')] ?? this
@@ -95,7 +98,7 @@ export class Projections extends Service {
     if (this.unsaved.size && !this.persistTimer) {
       this.persistTimer = setTimeout(() => {
         this.persistTimer = undefined
-        this.persist().catch((error) => this.home.logger('projections').warn('saving projection caches failed: %s', error))
+        this.persist().catch((error) => this.log.warn('saving projection caches failed: %s', error))
       }, PERSIST_DELAY_MS)
       this.persistTimer.unref?.()
     }
@@ -193,7 +196,7 @@ export class Projections extends Service {
     const previous = this.saving.get(id)?.settled ?? Promise.resolve()
     const written = previous.then(() => this.home.database.upsert('taskward_projection', [{ sessionId, key, ...cached }])).then(() => {})
     const settled: Promise<void> = written
-      .catch((error) => this.home.logger('projections').warn('saving the projection cache %s of %s failed: %s', key, sessionId, error))
+      .catch((error) => this.log.warn('saving the projection cache %s of %s failed: %s', key, sessionId, error))
       .finally(() => { if (this.saving.get(id)?.settled === settled) this.saving.delete(id) })
     this.saving.set(id, { written, settled })
     return written

@@ -116,6 +116,18 @@ describe('host: the event log hot paths', () => {
     expect(folded).to.deep.equal([0, 1, 2, 3, 0, 1, 2, 3])
   })
 
+  it('a cache write still in flight when the host stops neither crashes nor corrupts the next start', async () => {
+    registerFrom(host, typedCounter([]))
+    const session = await host.ctx.sessions.create({ cwd: tmpdir() })
+    for (let i = 0; i < 3; i++) await session.append('keep', { n: 1 })
+    expect(await host.ctx.projections.get(session, 'test-typed', { background: true })).to.equal(3)
+    await host.restart()
+    registerFrom(host, typedCounter([]))
+    const again = await host.ctx.sessions.get(session.id)
+    expect(await host.ctx.projections.get(again, 'test-typed')).to.equal(3)
+    await sleep(50)
+  })
+
   it('saves caches as the log grows, so a restart folds only the events after the last save', async () => {
     const folded: number[] = []
     registerFrom(host, typedCounter(folded))
