@@ -9,19 +9,11 @@
  * argv: leaseDuration renewInterval
  */
 import { createInterface } from 'node:readline'
-import { TestHost } from '@taskward/testkit'
+import { TestHost, mysqlTestConfig } from '@taskward/testkit'
 
 const [leaseDuration, leaseRenewInterval] = process.argv.slice(2).map(Number)
-const parsed = new URL(process.env.TASKWARD_TEST_MYSQL!)
 const host = await TestHost.boot({
-  database: {
-    driver: 'mysql',
-    host: parsed.hostname,
-    port: Number(parsed.port || 3306),
-    user: decodeURIComponent(parsed.username),
-    password: decodeURIComponent(parsed.password),
-    database: parsed.pathname.slice(1),
-  },
+  database: mysqlTestConfig(process.env.TASKWARD_TEST_MYSQL!),
   host: { agents: { leaseDuration, leaseRenewInterval } },
 })
 const { ctx } = host

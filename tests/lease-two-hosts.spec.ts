@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { randomUUID } from 'node:crypto'
 import { tmpdir } from 'node:os'
-import { TestHost } from '@taskward/testkit'
+import { TestHost, mysqlTestConfig } from '@taskward/testkit'
 
 /*
  * Several hosts on one MariaDB store, one driver per session: two real host processes contend for a
@@ -81,17 +81,7 @@ class HostProcess {
   }
 }
 
-function mysqlConfig() {
-  const parsed = new URL(url!)
-  return {
-    driver: 'mysql' as const,
-    host: parsed.hostname,
-    port: Number(parsed.port || 3306),
-    user: decodeURIComponent(parsed.username),
-    password: decodeURIComponent(parsed.password),
-    database: parsed.pathname.slice(1),
-  }
-}
+const mysqlConfig = () => mysqlTestConfig(url!)
 
 describe('leases: two host processes on one MariaDB store', function () {
   this.timeout(180_000)

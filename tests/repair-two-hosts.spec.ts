@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { TestHost, removeTree } from '@taskward/testkit'
+import { TestHost, removeTree, mysqlTestConfig } from '@taskward/testkit'
 import {
   allIdle, completeDiamond, mainSession, proposeRepair, receipts, reopens, repairPlugins, workspace,
 } from '../plugins/repair/tests/fixtures'
@@ -12,17 +12,7 @@ import {
  */
 const url = process.env.TASKWARD_TEST_MYSQL
 
-function mysqlConfig() {
-  const parsed = new URL(url!)
-  return {
-    driver: 'mysql' as const,
-    host: parsed.hostname,
-    port: Number(parsed.port || 3306),
-    user: decodeURIComponent(parsed.username),
-    password: decodeURIComponent(parsed.password),
-    database: parsed.pathname.slice(1),
-  }
-}
+const mysqlConfig = () => mysqlTestConfig(url!)
 
 describe('repair: two hosts on one MariaDB store', function () {
   this.timeout(120_000)

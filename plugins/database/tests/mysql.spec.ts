@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { tmpdir } from 'node:os'
-import { TestHost } from '@taskward/testkit'
+import { TestHost, mysqlTestConfig } from '@taskward/testkit'
 
 /*
  * MySQL/MariaDB for real: several hosts sharing one store. CI starts a MariaDB server and sets
@@ -8,17 +8,7 @@ import { TestHost } from '@taskward/testkit'
  */
 const url = process.env.TASKWARD_TEST_MYSQL
 
-function mysqlConfig() {
-  const parsed = new URL(url!)
-  return {
-    driver: 'mysql' as const,
-    host: parsed.hostname,
-    port: Number(parsed.port || 3306),
-    user: decodeURIComponent(parsed.username),
-    password: decodeURIComponent(parsed.password),
-    database: parsed.pathname.slice(1),
-  }
-}
+const mysqlConfig = () => mysqlTestConfig(url!)
 
 describe('database plugin: MySQL/MariaDB', function () {
   this.timeout(60_000)
