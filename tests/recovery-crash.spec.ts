@@ -1,24 +1,14 @@
 import { expect } from 'chai'
-import { spawn } from 'node:child_process'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { removeTree, type TestHost } from '@taskward/testkit'
 import { summarizeJournal } from '@taskward/protocol'
 import {
   ANSWER_CHECK, answerWorkspace, bootRecovery, command, ok, readyTask, recoveryRecords, reviewsSettled, scriptReview,
+  runCrashChild,
 } from '../plugins/recovery/tests/fixtures'
 
-const CHILD = join(import.meta.dirname, '../plugins/recovery/tests/crash-child.ts')
-
-function runChild(dataDir: string, sessionId: string, stage: string): Promise<{ code: number | null, signal: string | null }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', '--conditions', 'source', CHILD, dataDir, sessionId, stage], {
-      cwd: join(import.meta.dirname, '..'), stdio: ['ignore', 'ignore', 'inherit'],
-    })
-    child.on('error', reject)
-    child.on('exit', (code, signal) => resolve({ code, signal }))
-  })
-}
+const runChild = runCrashChild
 
 describe('recovery: SIGKILL of the host during a candidate promotion', function () {
   this.timeout(60_000)

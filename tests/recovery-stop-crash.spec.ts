@@ -1,24 +1,14 @@
 import { expect } from 'chai'
-import { spawn } from 'node:child_process'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { RECORD_EVENT_TYPE, TASK_NAMESPACE } from '@taskward/protocol'
 import { removeTree, type TestHost } from '@taskward/testkit'
 import {
   allEvents, ANSWER_CHECK, answerWorkspace, bootRecovery, call, phase, readyTask, recoveryRecords,
+  runCrashChild,
 } from '../plugins/recovery/tests/fixtures'
 
-const CHILD = join(import.meta.dirname, '../plugins/recovery/tests/crash-child.ts')
-
-function runChild(dataDir: string, sessionId: string, stage: string): Promise<{ code: number | null, signal: string | null }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', '--conditions', 'source', CHILD, dataDir, sessionId, stage], {
-      cwd: join(import.meta.dirname, '..'), stdio: ['ignore', 'ignore', 'inherit'],
-    })
-    child.on('error', reject)
-    child.on('exit', (code, signal) => resolve({ code, signal }))
-  })
-}
+const runChild = runCrashChild
 
 /** A STOP decision is durable before its pause: a host killed in between must not leave the task running. */
 describe('recovery: SIGKILL of the host between a STOP decision and its pause', function () {

@@ -3,6 +3,7 @@
  * and recovery plugins, a main session with its scripted agent, and a task driven to the point where
  * completion can be requested.
  */
+import { spawn } from 'node:child_process'
 import { expect } from 'chai'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -103,4 +104,19 @@ export async function recoveryRecords(session: Session, kind?: string) {
 
 export async function phase(host: TestHost, session: Session) {
   return (await host.ctx.supervisor.state(session)).current!
+}
+
+/**
+ * Run crash-child.ts (a real host on `dataDir`) up to `stage`, where it SIGKILLs itself; resolves with how
+ * it ended.
+ */
+export function runCrashChild(dataDir: string, sessionId: string, stage: string): Promise<{ code: number | null, signal: string | null }> {
+  const child = join(import.meta.dirname, 'crash-child.ts')
+  return new Promise((resolve, reject) => {
+    const host = spawn(process.execPath, ['--import', 'tsx', '--conditions', 'source', child, dataDir, sessionId, stage], {
+      cwd: join(import.meta.dirname, '../../..'), stdio: ['ignore', 'ignore', 'inherit'],
+    })
+    host.on('error', reject)
+    host.on('exit', (code, signal) => resolve({ code, signal }))
+  })
 }
