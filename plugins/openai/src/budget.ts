@@ -67,9 +67,10 @@ export function registerTokenBudget(ctx: Context, budget: number) {
     return total
   }
 
-  ctx.inject(['supervisor'], (ctx) => {
+  ctx.inject(['supervisor', 'agents'], (ctx) => {
     const supervisor = (ctx as any).supervisor
-    ctx.on('agent/before-step', async (agent: Agent) => {
+    // A step guard, called directly by every turn (an `agent/before-step` listener costs an event dispatch per step).
+    ctx.agents.stepGuard(async (agent: Agent) => {
       const session = agent.session
       const main = session.role === 'main' ? session
         : session.parentId ? await ctx.sessions.get(session.parentId).catch(() => undefined) : undefined

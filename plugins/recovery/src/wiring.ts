@@ -169,7 +169,8 @@ export function wireRecovery(ctx: Context, recovery: Recovery) {
   // A replay that fails refuses (closed): the STOP may still be unapplied.
   const replay = (session: Session) => stops.replay(session).catch((error) => TaskwardError.is(error) ? error
     : new TaskwardError('INTERNAL', `Recovery could not check for a STOP to re-apply: ${(error as Error).message}`))
-  ctx.on('agent/before-step', (agent) => replay(agent.session))
+  // A step guard, called directly by every turn (an `agent/before-step` listener costs an event dispatch per step).
+  ctx.agents.stepGuard((agent) => replay(agent.session))
   ctx.tools.guard(async ({ session }) => {
     // A consultation shares the main session's workspace: the main session's unapplied STOP binds it too.
     const main = session.role === 'main' || !session.parentId ? session
