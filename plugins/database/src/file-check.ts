@@ -11,6 +11,14 @@ export function corrupt(file: string, what: string) {
     { file })
 }
 
+function hasFrames(wal: string) {
+  try {
+    return statSync(wal).size > 32
+  } catch {
+    return false
+  }
+}
+
 /**
  * What the file on disk is, before SQLite opens it (SQLite would take a 0-byte or missing file for a
  * new, empty database and start "healthy"). The host creates a database by writing a complete, synced
@@ -37,9 +45,12 @@ export function checkFileHeader(file: string): 'missing' | 'present' {
   const rawPageSize = header.readUInt16BE(16)
   const pageSize = rawPageSize === 1 ? 65536 : rawPageSize
   if (pageSize < 512 || (pageSize & (pageSize - 1)) !== 0) throw corrupt(file, `its header names an impossible page size (${rawPageSize})`)
-  // The in-header page count is valid when the change counter matches "version-valid-for".
+  // The in-header page count is valid when the change counter matches "version-valid-for", and only
+  // without a write-ahead log: a checkpoint copies page 1 before the pages that grow the file, so a host
+  // killed inside one leaves a header counting pages that only the WAL holds yet. SQLite then reads the
+  // size from the WAL and finishes the copy; `quick_check` after opening catches real damage.
   const pages = header.readUInt32BE(28)
-  if (pages > 0 && header.readUInt32BE(24) === header.readUInt32BE(92) && stat.size < pages * pageSize) {
+  if (pages > 0 && header.readUInt32BE(24) === header.readUInt32BE(92) && stat.size < pages * pageSize && !hasFrames(file + '-wal')) {
     throw corrupt(file, `it holds ${stat.size} bytes but its header counts ${pages} pages of ${pageSize} bytes, so it was truncated`)
   }
   return 'present'

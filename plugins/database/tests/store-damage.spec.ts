@@ -107,3 +107,58 @@ describe('store: /health at run time', function () {
     }
   })
 })
+
+/**
+ * The page-1 frame of the WAL's last commit: what a checkpoint writes first. WAL layout: a 32-byte
+ * header (page size at 8, salts at 16 and 20), then frames of a 24-byte header (page number at 0,
+ * salts at 8 and 12) and one page.
+ */
+function lastPageOneFrame(wal: Buffer) {
+  const pageSize = wal.readUInt32BE(8)
+  let found: Buffer | undefined
+  for (let at = 32; at + 24 + pageSize <= wal.length; at += 24 + pageSize) {
+    if (wal.readUInt32BE(at + 8) !== wal.readUInt32BE(16) || wal.readUInt32BE(at + 12) !== wal.readUInt32BE(20)) break
+    if (wal.readUInt32BE(at) === 1) found = wal.subarray(at + 24, at + 24 + pageSize)
+  }
+  return found
+}
+
+describe('store: a host killed inside a checkpoint', function () {
+  this.timeout(120_000)
+
+  it('starts with every acknowledged event when the header already counts pages that only the WAL holds', async () => {
+    const dataDir = await tempWorkspace({}, 'taskward-checkpoint-')
+    const copy = await tempWorkspace({}, 'taskward-checkpoint-copy-')
+    const host = await TestHost.boot({ dataDir })
+    try {
+      const session = await host.ctx.sessions.create({ id: 'main', cwd: dataDir })
+      for (let i = 0; i < 500; i++) await session.append('test/x', { i, text: 'y'.repeat(300) })
+      // The state on disk of a host killed right after a checkpoint wrote page 1: the database file as
+      // before the checkpoint, its header from the WAL's last commit, and the whole WAL.
+      const wal = await readFile(host.dbPath + '-wal')
+      const database = await readFile(host.dbPath)
+      const pageOne = lastPageOneFrame(wal)
+      expect(pageOne, 'the WAL holds page 1').to.not.equal(undefined)
+      pageOne!.copy(database, 0)
+      const pageSize = database.readUInt16BE(16)
+      expect(database.readUInt32BE(28) * pageSize, 'the header counts more than the file holds').to.be.greaterThan(database.length)
+      await writeFile(join(copy, 'taskward.db'), database)
+      await writeFile(join(copy, 'taskward.db-wal'), wal)
+    } finally {
+      await host.stop()
+    }
+    try {
+      const again = await TestHost.boot({ dataDir: copy })
+      try {
+        const session = await again.ctx.sessions.get('main')
+        expect(session.seq).to.equal(500)
+        await session.append('test/x', { after: true })
+      } finally {
+        await again.stop()
+      }
+    } finally {
+      await removeTree(dataDir)
+      await removeTree(copy)
+    }
+  })
+})
