@@ -10,6 +10,9 @@ import { redact } from './redact'
 import { EventWindows } from './window'
 import { StepAssembler, type AssembledStep, type StreamChunk } from './stream'
 
+/** Why a finished step's own controller is aborted (nothing is waiting on it by then). */
+const STEP_ENDED = Object.freeze({ reason: 'step ended' })
+
 /** Resolves with the task state a session's model should see (the supervisor's `task_status`), if any. */
 export type TaskStateSource = (session: Session) => Promise<unknown>
 
@@ -22,6 +25,8 @@ export type TaskStateSource = (session: Session) => Promise<unknown>
 export class OpenAIRoute implements ModelAdapter {
   readonly client: OpenAI
   private readonly windows: EventWindows
+  /** The host's tool registry, read once: `ctx.tools` goes through cordis' tracing proxy (~0.1 ms a read). */
+  private readonly registry: Context['tools']
   private toolCache?: { defs: unknown[], tools: { type: 'function', function: { name: string, description: string, parameters: JsonSchema } }[] }
 
   constructor(
@@ -31,6 +36,8 @@ export class OpenAIRoute implements ModelAdapter {
     private taskState?: TaskStateSource,
   ) {
     // A message longer than the whole budget in characters is cut by the builder anyway.
+    const tools = ctx.tools
+    this.registry = (tools as any)[Symbol.for('cordis.original')] ?? tools
     this.windows = new EventWindows(ctx, context.maxEvents, context.toolResultChars, context.contextTokens * 4)
     const logger = ctx.logger('openai')
     const scrub = (args: unknown[]) => args.map((arg) => redact(typeof arg === 'string' ? arg : safeString(arg), config.apiKey))
@@ -65,7 +72,7 @@ export class OpenAIRoute implements ModelAdapter {
 
   /** Every host tool as a function tool; converted again only when the registry changed. */
   tools() {
-    const defs = this.ctx.tools.list()
+    const defs = this.registry.list()
     if (this.toolCache && this.toolCache.defs.length === defs.length && this.toolCache.defs.every((def, i) => def === defs[i])) {
       return this.toolCache.tools
     }
@@ -84,14 +91,18 @@ export class OpenAIRoute implements ModelAdapter {
     const onCancel = () => abort.abort(request.signal.reason)
     if (request.signal.aborted) onCancel()
     request.signal.addEventListener('abort', onCancel, { once: true })
+    // The stall timer is armed once and re-armed only when it fires early: a chunk just notes the time
+    // (a timer per chunk costs more than the chunk).
     let stalled = false
     let timer: NodeJS.Timeout | undefined
-    const arm = () => {
-      clearTimeout(timer)
+    let lastChunk = 0
+    const watch = (delay: number) => {
       timer = setTimeout(() => {
+        const quiet = performance.now() - lastChunk
+        if (quiet < this.config.timeoutMs) return watch(this.config.timeoutMs - quiet)
         stalled = true
         abort.abort()
-      }, this.config.timeoutMs)
+      }, delay)
     }
     // A cancel wins at once, even while the SDK sleeps before a retry.
     const cancelled = new Promise<never>((_, reject) => abort.signal.addEventListener('abort', () => reject(new APIUserAbortError()), { once: true }))
@@ -108,14 +119,15 @@ export class OpenAIRoute implements ModelAdapter {
       }
       if (!body.tools.length) delete (body as any).tools
       const stream = await Promise.race([this.client.chat.completions.create(body, { signal: abort.signal }), cancelled])
-      arm()
-      const iterator = stream[Symbol.asyncIterator]()
-      while (true) {
-        const next = await Promise.race([iterator.next(), cancelled])
-        if (next.done) break
-        arm()
-        assembler.push(next.value as StreamChunk)
+      lastChunk = performance.now()
+      watch(this.config.timeoutMs)
+      // An abort (cancel, stall) ends the SDK's stream quietly: the check after the loop tells it from
+      // an answer that is complete.
+      for await (const chunk of stream) {
+        lastChunk = performance.now()
+        assembler.push(chunk as StreamChunk)
       }
+      if (abort.signal.aborted) throw new APIUserAbortError()
       const step = assembler.finish()
       // An endpoint that ignores `include_usage` (some vLLM and Ollama builds) must not make the token
       // budget silently void: the step is charged an estimate (≈ 4 characters a token), marked as such.
@@ -135,7 +147,8 @@ export class OpenAIRoute implements ModelAdapter {
     } finally {
       clearTimeout(timer)
       request.signal.removeEventListener('abort', onCancel)
-      if (!abort.signal.aborted) abort.abort()
+      // Closes the request on every way out; a shared reason spares an AbortError (and its stack) per step.
+      if (!abort.signal.aborted) abort.abort(STEP_ENDED)
     }
   }
 
