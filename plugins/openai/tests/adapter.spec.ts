@@ -115,6 +115,16 @@ describe('plugin-openai: the adapter against a loopback endpoint', function () {
     expect(agent.state).to.equal('idle')
   })
 
+  it('a 401 that quotes the key masked (as OpenAI does: its first and last characters) shows neither part', async () => {
+    const masked = `${KEY.slice(0, 8)}${'*'.repeat(20)}${KEY.slice(-4)}`
+    mock.script({ kind: 'status', status: 401, message: `Incorrect API key provided: ${masked}. You can find your API key at https://platform.openai.com/account/api-keys.` })
+    const { summary, events } = await runTurn(host, agent, 'hi')
+    expect(summary.error?.code).to.equal('MODEL_UNAVAILABLE')
+    const [error] = ofType(events, 'agent/error')
+    expect(error.data.message).to.include('401').and.include('refused the API key')
+    expect(error.data.message).to.not.include(KEY.slice(-4)).and.not.include(KEY.slice(0, 8)).and.not.include('****')
+  })
+
   it('a stream that stalls ends at timeoutMs as MODEL_UNAVAILABLE, and the request is closed', async () => {
     mock.script({ kind: 'stall', text: 'partial' })
     const { summary, deltas } = await runTurn(host, agent, 'hi')
