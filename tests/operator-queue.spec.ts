@@ -2,16 +2,15 @@ import { expect } from 'chai'
 import type { ModelStep } from '@taskward/host'
 import { SupervisorPlugin } from '@taskward/plugin-supervisor'
 import { RECORD_EVENT_TYPE } from '@taskward/protocol'
-import { WebConsole } from '../plugins/console/src'
 import { bootOperatorHost, createSession, until, type OperatorHost } from './operator-fixtures'
 
-/** The queue policy while a review is pending (the console holds the main agent's queue). */
+/** The queue policy while a review is pending (the supervisor holds the main agent's queue; no console loaded). */
 describe('operator queue policy during a review', function () {
   this.timeout(30_000)
   let op: OperatorHost
   let openReview: () => void
   beforeEach(async () => {
-    op = await bootOperatorHost([[SupervisorPlugin, { automaticContinuation: false }], [WebConsole, { demo: false }]], ['supervisor', 'webConsole'])
+    op = await bootOperatorHost([[SupervisorPlugin, { automaticContinuation: false }]], ['supervisor'])
     const gate = new Promise<void>((resolve) => openReview = resolve)
     op.host.scripted.script('reviewer', [async (): Promise<ModelStep> => {
       await gate

@@ -9,7 +9,6 @@ import { Config } from './config'
 import { registerApi } from './routes/api'
 import { LiveUpdates, registerLiveUpdates } from './routes/live'
 import { registerPages } from './routes/pages'
-import { holdInputDuringReviews } from './input-hold'
 import { runDemo, type DemoOutcome } from './demo/run'
 
 export { Config } from './config'
@@ -48,7 +47,6 @@ export class WebConsole extends Service {
     registerApi(ctx)
     this.live = new LiveUpdates(ctx, resolved.heartbeatSeconds * 1000)
     registerLiveUpdates(ctx, this.live)
-    holdInputDuringReviews(ctx)
     this.demo = resolved.demo
       ? new Promise<DemoOutcome>((resolve) => ctx.on('ready', () => {
         // In the background: the demo takes a few seconds and must not hold up the host's start.

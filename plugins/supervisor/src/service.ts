@@ -5,6 +5,7 @@ import {
   SUPERVISOR_PROJECTION_VERSION, SUPERVISOR_EVENT_TYPES, supervisorStateThrough, initSupervisorState, loadedConfig, taskReader, taskStateEnvelope, TaskwardError,
   taskStatusView, combineProgressSignals, findTask, TASK_NAMESPACE, TASK_STATE_KIND, transitionKind, type TransitionKind, type ProgressSignal, type RecordEnvelope, type RecordReader, type SessionEvent, type TaskStatusView, type SupervisorState, type Task, type TransitionAt,
 } from '@taskward/protocol'
+import { holdInputDuringReviews } from './input-hold'
 import { Config } from './config'
 import { KeyedLock } from '@taskward/host'
 import { Controller, type ControllerStatus } from './continuation'
@@ -119,6 +120,7 @@ export class Supervisor extends Service {
     registerGuard(ctx, this)
     registerTaskTools(ctx, this)
     registerTaskCommand(ctx, this)
+    holdInputDuringReviews(ctx)
   }
 
   /** The supervisor projection of a session, folded up to its last event. */

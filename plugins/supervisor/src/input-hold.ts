@@ -1,12 +1,12 @@
 import type { Context } from 'cordis'
 import type {} from '@taskward/host'
-import type {} from '@taskward/plugin-supervisor'
 import type { SupervisorState } from '@taskward/protocol'
 
 /*
  * The operator's queue policy, supervisor half (docs/host.md, "Queue policy"): while a main session's
  * task waits for a review, its agent's queue is held, so input typed meanwhile runs as the next turn
- * after the verdict instead of changing the workspace under review. States can be announced out of
+ * after the verdict instead of changing the workspace under review. The supervisor owns it (not a
+ * view of it): a host without the console holds the queue all the same. States can be announced out of
  * order (some are folded asynchronously); only the newest one (by asOfSeq) decides.
  */
 export function holdInputDuringReviews(ctx: Context) {
