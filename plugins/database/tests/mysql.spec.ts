@@ -56,4 +56,17 @@ describe('database plugin: MySQL/MariaDB', function () {
     expect(new Set(stored.map((e) => `${e.data.writer}${e.data.i}`)).size).to.equal(stored.length)
     expect(committed.length).to.be.greaterThan(20)
   })
+
+  it('holds events and projection caches far over 64 KiB (utf8mb4 TEXT columns are MEDIUMTEXT, 16 MiB)', async () => {
+    const host = await boot()
+    const session = await host.ctx.sessions.create({ cwd: tmpdir() })
+    const big = { text: 'x'.repeat(3 * 1024 * 1024) + 'ü€😀'.repeat(1000) }
+    await session.append('test/big', big)
+    host.ctx.projections.register({ key: 'test-big', version: 1, init: () => ({ texts: [] as string[] }), apply: (state, event) => ({ texts: [...state.texts, event.data.text] }) })
+    expect((await host.ctx.projections.get(session, 'test-big')).texts[0]).to.equal(big.text)
+    await host.restart()
+    const again = await host.ctx.sessions.get(session.id)
+    expect((await again.read())[0].data).to.deep.equal(big)
+    expect((await host.ctx.projections.describe(again, 'test-big'))?.asOfSeq).to.equal(0)
+  })
 })
