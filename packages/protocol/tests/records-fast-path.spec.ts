@@ -233,6 +233,17 @@ describe('record readers: the today fast path reads exactly what the schema read
     for (const event of records) expectSame(() => readEither(event.data as RecordEnvelope, event.seq), `seq ${event.seq}`)
   })
 
+  it('a review job is read canonical: a fresh copy without unknown fields, on both paths', () => {
+    const event = records.find((e) => (e.data as RecordEnvelope).namespace === reviewJobReader.namespace)!
+    const envelope = event.data as RecordEnvelope
+    const payload = { ...(envelope.payload as object), smuggled: 'x' }
+    const { fast, slow } = bothWays(() => reviewJobReader.read({ ...envelope, payload }, event.seq).payload)
+    for (const read of [fast, slow] as any[]) {
+      expect(read.value).to.not.have.property('smuggled')
+      expect(read.value).to.not.equal(payload)
+    }
+  })
+
   it('records of versions 1–9 and invalid records: same value or same RECORD_UNSUPPORTED refusal with its seq', () => {
     let refusals = 0
     olderAndInvalidEnvelopes().forEach((envelope, i) => {

@@ -9,7 +9,7 @@ import type { RepairConfirm, RepairDecline, RepairProposal, TrackedProposal } fr
 import { affectedNodes } from './dag'
 import { checkTaskInvariants } from './invariants'
 import { readTaskState } from './reader'
-import { canonicalReviewJob, REVIEW_NAMESPACE, reviewJobReader, type ReviewJob } from './review-job'
+import { REVIEW_NAMESPACE, reviewJobReader, type ReviewJob } from './review-job'
 import { TASK_NAMESPACE } from './schemas'
 import { isTerminal, type Task } from './types'
 
@@ -179,8 +179,8 @@ function acceptReopen(state: SupervisorState, previous: Task, next: Task, seq: n
   return { ...state, proposals: markApplied(state.proposals, tracked.proposal.id, seq) }
 }
 
-function applyReview(state: SupervisorState, raw: ReviewJob): SupervisorState {
-  const job = canonicalReviewJob(raw)
+/** `job` is the reader's output: already canonical (a fresh copy with known fields only). */
+function applyReview(state: SupervisorState, job: ReviewJob): SupervisorState {
   if (job.status === 'finished' && !job.verdict) throw new Error(`review job ${job.jobId} finished without a verdict`)
   if (job.status !== 'finished' && job.verdict) throw new Error(`review job ${job.jobId} is ${job.status} but carries a verdict`)
   const index = state.reviews.findIndex((r) => r.jobId === job.jobId)

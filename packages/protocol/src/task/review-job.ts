@@ -64,17 +64,18 @@ export function isReviewJobV1(value: unknown): value is ReviewJob {
     && absentOr(value.findings, (findings) => isArrayOf(findings, isString))
 }
 
-export const reviewJobReader = defineReader({
-  namespace: REVIEW_NAMESPACE,
-  writes: REVIEW_SCHEMA_VERSION,
-  minVersion: REVIEW_SCHEMA_VERSION,
-  kinds: { [REVIEW_JOB_KIND]: { schemas: { 1: reviewJobSchema }, today: isReviewJobV1 } },
-})
-
 const copyReviewJob = canonicalizer(reviewJobSchema)
 
 /** A fresh copy with known fields only (optional ones only when defined), derived from the schema. */
 export const canonicalReviewJob = (job: ReviewJob): ReviewJob => copyReviewJob(job)
+
+/** Reads review jobs into their canonical form (a fresh copy, known fields only). */
+export const reviewJobReader = defineReader({
+  namespace: REVIEW_NAMESPACE,
+  writes: REVIEW_SCHEMA_VERSION,
+  minVersion: REVIEW_SCHEMA_VERSION,
+  kinds: { [REVIEW_JOB_KIND]: { schemas: { 1: reviewJobSchema }, today: isReviewJobV1, canonical: canonicalReviewJob } },
+})
 
 export function reviewJobEnvelope(job: ReviewJob, recordId: string): RecordEnvelope<ReviewJob> {
   return {
