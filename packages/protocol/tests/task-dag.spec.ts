@@ -1,7 +1,7 @@
 import { expect } from 'chai'
 import { TaskwardError } from '../src/errors'
 import {
-  affectedNodes, descendants, effectiveDependencies, readyNodes, topologicalOrder, validatePlan, type TaskPlan,
+  affectedNodes, descendants, effectiveDependencies, readyNodes, samePlan, topologicalOrder, validatePlan, type TaskPlan,
 } from '../src/task'
 import { DIAMOND } from './fixtures/task'
 
@@ -81,5 +81,32 @@ describe('task DAG', () => {
     expect(readyNodes({ plan: DIAMOND, nodeRuns: runs({ a: 'passed', b: 'passed', c: 'passed', d: 'pending', e: 'awaiting-user' }) }))
       .to.deep.equal(['d'])
     expect(readyNodes({ nodeRuns: {} })).to.deep.equal([])
+  })
+})
+
+describe('samePlan (a fold validates a plan once per change)', () => {
+  const copy = (): TaskPlan => JSON.parse(JSON.stringify(DIAMOND))
+  it('is true for an equal copy', () => {
+    expect(samePlan(DIAMOND, copy())).to.equal(true)
+  })
+  it('is false for any difference a plan can have', () => {
+    const edits: ((plan: TaskPlan) => void)[] = [
+      (p) => { p.acceptanceCriteria.push('more') },
+      (p) => { p.acceptanceCriteria[0] = 'other' },
+      (p) => { p.nodes[1].title = 'renamed' },
+      (p) => { p.nodes[1].id = 'x' },
+      (p) => { p.nodes[1].dependsOn = ['a', 'e'] },
+      (p) => { p.nodes[1].dependsOn = ['d'] },
+      (p) => { delete p.nodes[4].dependsOn },
+      (p) => { p.nodes.reverse() },
+      (p) => { p.nodes.pop() },
+    ]
+    for (const edit of edits) {
+      const plan = copy()
+      edit(plan)
+      expect(samePlan(DIAMOND, plan), JSON.stringify(plan)).to.equal(false)
+      expect(samePlan(plan, DIAMOND), JSON.stringify(plan)).to.equal(false)
+    }
+    expect(samePlan(DIAMOND, undefined)).to.equal(false)
   })
 })

@@ -128,6 +128,14 @@ describe('supervisor projection fold', () => {
       expect(state.asOfSeq).to.equal(seq + 1)
     })
 
+    it('a cycle made by one changed dependency of the same plan (the plan is validated again when it changes)', () => {
+      const driver = new Driver()
+      const task = driver.start('T')
+      const nodes = task.plan!.nodes.map((node) => node.id === 'a' ? { ...node, dependsOn: ['d'] } : node)
+      const seq = driver.log.record(taskStateEnvelope({ ...task, revision: task.revision + 1, plan: { ...task.plan!, nodes } })).seq
+      expectPoison(fold(driver.log), seq, /invalid plan: .*cycle/)
+    })
+
     it('a plan with a cycle or runs that do not match the plan', () => {
       const driver = new Driver()
       const task = driver.start('T')

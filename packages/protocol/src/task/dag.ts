@@ -64,6 +64,28 @@ export function validatePlan(plan: TaskPlan): void {
   if (cycle) throw invalid(`The plan has a dependency cycle: ${cycle.join(' → ')}.`, { cycle })
 }
 
+const sameStrings = (a: readonly string[] | undefined, b: readonly string[] | undefined) => {
+  if (a === b) return true
+  if (!a || !b || a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}
+
+/**
+ * Whether two canonical plans (as readers return them: `TaskPlan`'s fields only) are equal. A fold
+ * calls it for every task snapshot, where a generic deep comparison costs more than validating.
+ */
+export function samePlan(a: TaskPlan | undefined, b: TaskPlan | undefined): boolean {
+  if (a === b) return true
+  if (!a || !b || a.nodes.length !== b.nodes.length || !sameStrings(a.acceptanceCriteria, b.acceptanceCriteria)) return false
+  for (let i = 0; i < a.nodes.length; i++) {
+    const x = a.nodes[i]
+    const y = b.nodes[i]
+    if (x.id !== y.id || x.title !== y.title || !sameStrings(x.dependsOn, y.dependsOn)) return false
+  }
+  return true
+}
+
 /** A dependency cycle as a closed path of node ids, or undefined. */
 function findCycle(plan: TaskPlan): string[] | undefined {
   const deps = dependencyMap(plan)

@@ -6,7 +6,7 @@ import { confirmedFor, markApplied, recordConfirm, recordDecline, recordProposal
 import { canonicalConfirm, canonicalDecline, canonicalProposal, REPAIR_KINDS, REPAIR_NAMESPACE, repairReader } from '../repair/records'
 import { reopenTask } from '../repair/reopen'
 import type { RepairConfirm, RepairDecline, RepairProposal, TrackedProposal } from '../repair/types'
-import { affectedNodes } from './dag'
+import { affectedNodes, samePlan } from './dag'
 import { checkTaskInvariants } from './invariants'
 import { readTaskState } from './reader'
 import { REVIEW_NAMESPACE, reviewJobReader, type ReviewJob } from './review-job'
@@ -105,8 +105,9 @@ export function foldSupervisorEvents(events: Iterable<SessionEvent>, state = ini
 }
 
 function applyTask(state: SupervisorState, task: Task, seq: number): SupervisorState {
-  checkTaskInvariants(task)
   const current = state.current
+  // The previous snapshot's plan passed these checks when it was folded.
+  checkTaskInvariants(task, !!current && current.id === task.id && !!task.plan && samePlan(current.plan, task.plan))
   if (current && current.id === task.id) {
     checkNextRevision(current, task)
     if (current.phase === 'complete') {
