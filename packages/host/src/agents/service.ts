@@ -150,7 +150,9 @@ export class Agents extends Service {
   }
 
   private spawn(session: Session, model: string, role: string) {
-    const agent = new Agent(this.home, session, model, role, this.config, this.stepGuards, this.tools)
+    // `this` may be cordis' tracing view (a call through ctx.agents), which wraps the registry it reads
+    // again: hand the agent the object itself.
+    const agent = new Agent(this.home, session, model, role, this.config, this.stepGuards, original(this.tools))
     this.live.set(session.id, agent)
     return agent
   }
