@@ -14,7 +14,8 @@
  *    The parse and the host rebuild alternate round by round; each figure is the median of
  *    SUPERVISOR_BENCH_ROUNDS rounds (default 5).
  * 2. Guard overhead: `tools.execute` of a trivial tool in a main session with an active task, on a host
- *    without the supervisor (baseline) and with it (the guard reads the in-memory projection).
+ *    without the supervisor (baseline) and with it (the guard reads the in-memory projection), each next
+ *    to the same two appends done directly on the same host (durability fsync: mostly the disk's flush).
  */
 import { performance } from 'node:perf_hooks'
 import { foldSupervisorEvents, RECORD_EVENT_TYPE, SUPERVISOR_PROJECTION_KEY, taskStateEnvelope, type SessionEvent } from '@taskward/protocol'
@@ -136,13 +137,20 @@ async function guardOverhead() {
           if (outcome.error) throw new Error(outcome.error.message)
         }
       })
+      // The same two appends done directly: what a call costs before admission, guards and dispatch.
+      const [, appends] = await timeAsync(async () => {
+        for (let i = 0; i < CALLS; i++) {
+          await session.append('tool/call', { callId: `c${i}`, name: 'bench_noop', args: {} })
+          await session.append('tool/result', { callId: `c${i}`, name: 'bench_noop', result: 1 })
+        }
+      })
       let stateOnly = 0
       if (plugins.length) {
         ;[, stateOnly] = await timeAsync(async () => {
           for (let i = 0; i < CALLS; i++) await host.ctx.supervisor.state(session)
         })
       }
-      return { perCall: took / CALLS, stateOnly: stateOnly / CALLS }
+      return { perCall: took / CALLS, appends: appends / CALLS, stateOnly: stateOnly / CALLS }
     } finally {
       await host.dispose()
       await removeTree(cwd)
@@ -151,9 +159,10 @@ async function guardOverhead() {
   const without = await measure([])
   const withGuard = await measure([[SupervisorPlugin, { automaticContinuation: false }]])
   const us = (v: number) => `${(v * 1000).toFixed(1)} µs`
-  console.log(`tools.execute without the supervisor: ${us(without.perCall)} per call (${CALLS} calls; two SQLite appends each)`)
+  console.log(`tools.execute without the supervisor: ${us(without.perCall)} per call (${CALLS} calls; two SQLite appends each, `
+    + `durability fsync); the same two appends directly: ${us(without.appends)} (see tools.bench for the CPU overhead alone)`)
   console.log(`tools.execute with the guard:         ${us(withGuard.perCall)} per call; overhead ${us(withGuard.perCall - without.perCall)} `
-    + `(projection read alone: ${us(withGuard.stateOnly)})`)
+    + `(projection read alone: ${us(withGuard.stateOnly)}; its two appends directly: ${us(withGuard.appends)})`)
 }
 
 await rebuild()

@@ -1,6 +1,7 @@
 import { Context, Service } from 'cordis'
 import { SessionEvent, TaskwardError } from '@taskward/protocol'
 import type { Session } from './sessions/session'
+import { original } from './original'
 
 /**
  * A projection folds a session's log into state. `apply` must be pure and must not mutate its input
@@ -68,7 +69,7 @@ export class Projections extends Service {
     this.log = ctx.logger('projections')
     // The listener runs on every append: call the service itself, not through cordis' tracing proxy
     // that `this` is here (a property read through it costs more than the insert).
-    const self: Projections = (this as any)[Symbol.for('cordis.original')] ?? this
+    const self = original(this)
     ctx.sessions.observe((session, event) => self.follow(session, event))
     ctx.on('dispose', () => clearTimeout(this.persistTimer))
   }
@@ -135,12 +136,28 @@ export class Projections extends Service {
    * `invalidate` wait for it, and a write lost to a crash only means a longer fold after a restart).
    */
   get<S = any>(session: Session, key: string, options: { background?: boolean } = {}): Promise<S> {
+    // On the service itself, not through cordis' tracing view (every `this.x` there derives a context).
+    const self = original(this)
     const id = session.id + '\u0000' + key
-    const running = this.pending.get(id)
-    if (running) return running.then(() => this.get(session, key, options))
-    const work = this.advance(session, key, id, !options.background).finally(() => this.pending.delete(id))
-    this.pending.set(id, work)
+    const running = self.pending.get(id)
+    if (running) return running.then(() => self.get(session, key, options))
+    const work = self.advance(session, key, id, !options.background).finally(() => self.pending.delete(id))
+    self.pending.set(id, work)
     return work
+  }
+
+  /**
+   * The state when this process's in-memory cache already stands at the session's last event (kept
+   * there by following the appends), else undefined: synchronous, reads and writes nothing. For checks
+   * that run before every tool call or step; fall back to `get` when it answers undefined.
+   */
+  current<S = any>(session: Session, key: string): S | undefined {
+    const self = original(this)
+    const id = session.id + '\u0000' + key
+    if (self.pending.has(id)) return
+    const cached = self.memory.get(id)
+    if (!cached || cached.version !== self.defs.get(key)?.version || cached.asOfSeq < session.seq - 1) return
+    return cached.state
   }
 
   /** Where a projection currently stands (for diagnostics and benchmarks). */

@@ -1,7 +1,7 @@
 import { expect } from 'chai'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
-import type { Session, ToolResult } from '@taskward/host'
+import { original, type Session, type ToolResult } from '@taskward/host'
 import { TaskwardError } from '@taskward/protocol'
 import { TestHost, removeTree, tempWorkspace } from '@taskward/testkit'
 import { existsSync } from 'node:fs'
@@ -112,6 +112,36 @@ describe('host: tools', () => {
       expect((await host.ctx.tools.execute(session, 'owned', {})).error?.code).to.equal('TOOL_NOT_FOUND')
       expect((await host.ctx.tools.execute(session, 'read', { path: 'notes.md' })).result).to.deep.equal({ path: 'notes.md', content: 'TODO notes\n' })
       expect(ran).to.deep.equal(['owned'])
+    })
+
+    it('held unwrapped (as agents hold it), the registry still sees guards and observers come and go with their plugin', async () => {
+      // What agents, recovery and the benchmarks call: the service object itself, read once.
+      const registry = original(host.ctx.tools)
+      expect(registry).to.not.equal(host.ctx.tools)
+      const observed: string[] = []
+      const observers = host.ctx.sessions.observerCount()
+      const plugin = {
+        name: 'test-guard-owner',
+        inject: ['tools', 'sessions'],
+        apply(ctx: Context) {
+          ctx.tools.guard(({ name }) => name === 'read' ? { deny: { code: 'FORBIDDEN', message: 'no reading' } } : undefined)
+          ctx.sessions.observe((_, event) => { observed.push(event.type) })
+        },
+      }
+      const read = () => registry.execute(session, 'read', { path: 'notes.md' })
+      let owner = host.ctx.plugin(plugin)
+      expect((await read()).error?.code).to.equal('FORBIDDEN')
+      expect(observed).to.deep.equal(['tool/call', 'tool/result'])
+      expect(host.ctx.sessions.observerCount()).to.equal(observers + 1)
+      owner.dispose()
+      expect(host.ctx.sessions.observerCount()).to.equal(observers)
+      expect((await read()).result).to.deep.equal({ path: 'notes.md', content: 'TODO notes\n' })
+      expect(observed).to.have.length(2)
+      // Loaded again: the same registry object guards again, and the new observer sees the appends.
+      owner = host.ctx.plugin(plugin)
+      expect((await read()).error?.code).to.equal('FORBIDDEN')
+      expect(observed).to.have.length(4)
+      owner.dispose()
     })
   })
 

@@ -35,7 +35,8 @@ export class AdmissionService extends Service {
     this.indexes = indexes
     this.registry = registry
     this.home = ctx
-    ctx.on('session/event', (session, event) => indexes.observe(session, event))
+    // An observer, not a `session/event` listener: a direct call on every append (see `sessions.observe`).
+    ctx.sessions.observe((session, event) => indexes.observe(session, event))
     ctx.on('agent/before-resume', (session) => registry.refusal(session))
     // A step guard, not an `agent/before-step` listener: a turn calls it directly, and it answers
     // synchronously from the memoized verdict while the session's index is current.

@@ -22,6 +22,8 @@ describe('console over HTTP', function () {
   })
 
   const hooks = (name: string) => ((host.ctx as any).lifecycle._hooks[name] ?? []).length
+  /** The live stream follows the log as an observer of the sessions service (a direct call per append). */
+  const observers = () => host.ctx.sessions.observerCount()
 
   it('answers 401 without a token and 403 with a session token on every page, asset and API', async () => {
     const paths = ['/', `/sessions/${session.id}`, '/assets/console.js', '/api/console/sessions',
@@ -81,14 +83,14 @@ describe('console over HTTP', function () {
   }
 
   it('streams "changed" when the session log grows, and removes its listeners when the client goes away', async () => {
-    const baseline = { event: hooks('session/event'), changed: hooks('supervisor/changed') }
+    const baseline = { event: observers(), changed: hooks('supervisor/changed') }
     const abort = new AbortController()
     const response = await host.http.fetch(`/api/console/sessions/${session.id}/events`, { signal: abort.signal })
     expect(response.headers.get('content-type')).to.match(/^text\/event-stream/)
     const reader = response.body!.getReader()
     await readUntil(reader, /event: ready/)
     expect(host.ctx.webConsole.live.size).to.equal(1)
-    expect(hooks('session/event')).to.equal(baseline.event + 1)
+    expect(observers()).to.equal(baseline.event + 1)
     await session.append('user/message', { text: 'hello' })
     const text = await readUntil(reader, /event: changed\ndata: .*\n\n/)
     expect(text).to.include(`"sessionId":"${session.id}"`)
@@ -98,7 +100,7 @@ describe('console over HTTP', function () {
     const started = Date.now()
     while (host.ctx.webConsole.live.size && Date.now() - started < 5000) await new Promise((resolve) => setTimeout(resolve, 20))
     expect(host.ctx.webConsole.live.size).to.equal(0)
-    expect(hooks('session/event')).to.equal(baseline.event)
+    expect(observers()).to.equal(baseline.event)
     expect(hooks('supervisor/changed')).to.equal(baseline.changed)
   })
 
@@ -175,7 +177,7 @@ describe('console over HTTP', function () {
   })
 
   it('closes open streams when the console plugin is disposed', async () => {
-    const baseline = hooks('session/event')
+    const baseline = observers()
     const response = await host.http.fetch(`/api/console/sessions/${session.id}/events`)
     const reader = response.body!.getReader()
     await readUntil(reader, /event: ready/)
@@ -185,7 +187,7 @@ describe('console over HTTP', function () {
     let done = false
     while (!done) done = (await reader.read()).done
     expect(live.size).to.equal(0)
-    expect(hooks('session/event')).to.equal(baseline)
+    expect(observers()).to.equal(baseline)
     expect((await host.http.fetch(`/api/console/sessions/${session.id}/view`)).status).to.equal(404)
   })
 

@@ -17,7 +17,8 @@ export class EventWindows {
    * that length anyway); `messageLimit`: the longest user or assistant text kept.
    */
   constructor(ctx: Context, private size: number, private toolLimit: number, private messageLimit: number, private sessions = 32) {
-    ctx.on('session/event', (session, event) => {
+    // An observer, not a `session/event` listener: a direct call on every append (see `sessions.observe`).
+    ctx.sessions.observe((session, event) => {
       const window = this.windows.get(session.id)
       if (!window || event.seq !== window.next) return
       window.events.push(this.compact(event))

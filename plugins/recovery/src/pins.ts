@@ -192,7 +192,7 @@ export class PinWarden {
   private async taskSession(session: Session): Promise<Session | undefined> {
     if (session.role === 'main') return session
     if (!session.parentId) return
-    const main = await this.recovery.home.sessions.get(session.parentId).catch(() => undefined)
+    const main = await this.recovery.kernel.sessions.get(session.parentId).catch(() => undefined)
     return main?.role === 'main' ? main : undefined
   }
 
@@ -203,9 +203,9 @@ export class PinWarden {
     if (!paths.length) return
     const owner = await this.taskSession(call.session)
     if (!owner) return
-    const task = (await this.recovery.home.supervisor.state(owner)).current
+    const task = (await this.recovery.kernel.supervisor.state(owner)).current
     if (!task || !task.enabled || !LIVE.includes(task.phase)) return
-    const state = await this.recovery.state(owner)
+    const state = this.recovery.currentState(owner) ?? await this.recovery.state(owner)
     const matcher = this.matcher(state, task.id)
     if (matcher.empty) return
     const linked = await linkedTargets(call.session.cwd, state.tasks[task.id]?.pinBaseline?.files ?? [], matcher)
@@ -247,6 +247,7 @@ export class PinWarden {
 export function wirePins(ctx: Context, recovery: Recovery): PinWarden {
   const warden = new PinWarden(recovery)
   ctx.tools.guard((call) => warden.guard(call))
-  ctx.on('session/event', (session, event) => warden.onEvent(session, event))
+  // An observer, not a `session/event` listener: a direct call on every append (see `sessions.observe`).
+  ctx.sessions.observe((session, event) => warden.onEvent(session, event))
   return warden
 }

@@ -1,6 +1,6 @@
 import { Context, Service } from 'cordis'
-import type { Session } from '@taskward/host'
-import type {} from '@taskward/plugin-supervisor'
+import { original, type Projections, type Session, type Sessions } from '@taskward/host'
+import type { Supervisor } from '@taskward/plugin-supervisor'
 import type {} from '@taskward/plugin-workspace'
 import {
   checkResultOf, decide, decisionPayload, foldRecovery, initRecoveryState, isBudgetStop, latestRecoveryAttempt, RECORD_EVENT_TYPE, stopsAfterProgress,
@@ -67,10 +67,17 @@ export class Recovery extends Service {
   private readonly sandboxChoice: Promise<SandboxChoice>
   /** Pinned checks: the write guard, baselines, and the comparison before a check runs. */
   readonly pins: PinWarden
+  /**
+   * Services the per-call paths (the tool and step guards) read, each read once: cordis' context getter
+   * costs ~0.1 ms a read. All are required injects, so this plugin restarts when one of them changes.
+   * Only for calls: whatever registers something goes through `ctx` (see `original` in @taskward/host).
+   */
+  readonly kernel: { readonly sessions: Sessions, readonly projections: Projections, readonly supervisor: Supervisor }
 
   constructor(ctx: Context, public override config: Config) {
     super(ctx, 'recovery', true)
     this.home = ctx
+    this.kernel = { sessions: original(ctx.sessions), projections: original(ctx.projections), supervisor: original(ctx.supervisor) }
     this.config = Config(loadedConfig('recovery', config))
     this.sandboxChoice = chooseSandbox(this.config.sandbox).then((choice) => {
       if (choice.warning) ctx.logger('recovery').warn(choice.warning)
@@ -91,7 +98,15 @@ export class Recovery extends Service {
 
   /** The recovery state of a session, folded from its recovery records. */
   async state(session: Session | string): Promise<RecoveryState> {
-    return this.home.projections.get<RecoveryState>(await this.resolve(session), RECOVERY_PROJECTION_KEY)
+    return this.kernel.projections.get<RecoveryState>(await this.resolve(session), RECOVERY_PROJECTION_KEY)
+  }
+
+  /**
+   * The state when it is already folded up to the session's last event in memory, else undefined:
+   * synchronous, writes nothing (the guards' path; they fall back to `state`).
+   */
+  currentState(session: Session): RecoveryState | undefined {
+    return this.kernel.projections.current<RecoveryState>(session, RECOVERY_PROJECTION_KEY)
   }
 
   /** The sandbox the checks run in: `config.sandbox` as resolved at plugin start. */
@@ -264,7 +279,7 @@ export class Recovery extends Service {
   }
 
   resolve(session: Session | string): Promise<Session> {
-    return typeof session === 'string' ? this.home.sessions.get(session) : Promise.resolve(session)
+    return typeof session === 'string' ? this.kernel.sessions.get(session) : Promise.resolve(session)
   }
 
   /** Each check in its own fresh copy, so one check's writes cannot change what the next one sees. */

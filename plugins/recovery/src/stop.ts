@@ -80,9 +80,10 @@ export class StopReplay {
   /** The current task and its STOP decision when that STOP has not been acted on. */
   async pending(session: Session): Promise<{ task: Task, decision: DecisionPayload & { seq: number } } | undefined> {
     if (session.role !== 'main') return
-    const task = (await this.recovery.home.supervisor.state(session)).current
+    const task = (await this.recovery.kernel.supervisor.state(session)).current
     if (!task || !task.enabled || !PAUSABLE.includes(task.phase)) return
-    const state = await this.recovery.state(session)
+    // Asked before every tool call and step: the in-memory fold when it is current (no cache write).
+    const state = this.recovery.currentState(session) ?? await this.recovery.state(session)
     if (state.poisoned) return
     const decision = state.tasks[task.id]?.decisions.at(-1)
     if (decision?.action !== 'STOP') return

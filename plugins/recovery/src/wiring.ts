@@ -153,7 +153,8 @@ export function wireRecovery(ctx: Context, recovery: Recovery) {
   registerAgentTools(ctx, recovery)
   registerChecksCommand(ctx, recovery)
   registerProgressSource(ctx, recovery)
-  ctx.on('session/event', (session, event) => onStageReported(recovery, session, event))
+  // An observer, not a `session/event` listener: a direct call on every append (see `sessions.observe`).
+  ctx.sessions.observe((session, event) => onStageReported(recovery, session, event))
   // Resume reconciles the candidate journal before anything else is decided, and re-applies a STOP
   // whose pause was lost (then refuses: nothing runs until a person resumes the paused task).
   const stops = new StopReplay(recovery)
@@ -174,7 +175,7 @@ export function wireRecovery(ctx: Context, recovery: Recovery) {
   ctx.tools.guard(async ({ session }) => {
     // A consultation shares the main session's workspace: the main session's unapplied STOP binds it too.
     const main = session.role === 'main' || !session.parentId ? session
-      : await recovery.home.sessions.get(session.parentId).catch(() => undefined)
+      : await recovery.kernel.sessions.get(session.parentId).catch(() => undefined)
     if (!main || main.role !== 'main') return
     const refusal = await replay(main)
     return refusal ? { deny: { code: refusal.code, message: refusal.message, ...refusal.details !== undefined ? { details: refusal.details } : {} } } : undefined

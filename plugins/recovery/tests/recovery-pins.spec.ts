@@ -4,7 +4,8 @@ import { existsSync } from 'node:fs'
 import { readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import Schema from 'schemastery'
-import type { Session } from '@taskward/host'
+import { original, type Session } from '@taskward/host'
+import { SupervisorPlugin } from '@taskward/plugin-supervisor'
 import { removeTree, tempWorkspace, type TestHost } from '@taskward/testkit'
 import {
   allEvents, bootRecovery, call, command, ok, phase, readyTask, recoveryRecords, reviewsSettled, scriptReview, until,
@@ -77,6 +78,24 @@ describe('recovery: pinned checks', function () {
     const state = await host.ctx.supervisor.state(session)
     expect(state.reviews.some((job) => job.kind === 'completion')).to.equal(false)
   }
+
+  it('guards pins again after the supervisor was unloaded and loaded again, through the new supervisor (never a stale one)', async () => {
+    const { session } = await readyTask(host, cwd)
+    const write = () => call(host, session, 'write', { path: 'test/helper.js', content: 'module.exports = 2\n' })
+    expect((await write()).error?.code).to.equal('CHECK_PINNED')
+    const before = original(host.ctx.recovery)
+    // Recovery injects the supervisor as required: it stops with it, and starts again once it is back.
+    ;(host.ctx as any).registry.get(SupervisorPlugin).dispose()
+    await until(() => !host.ctx.get('recovery'), 'recovery to stop with the supervisor')
+    host.ctx.plugin(SupervisorPlugin, { automaticContinuation: false })
+    await until(() => !!host.ctx.get('supervisor') && !!host.ctx.get('recovery'), 'the supervisor and recovery to come back')
+    const after = original(host.ctx.recovery)
+    expect(after).to.not.equal(before)
+    expect(after.kernel.supervisor).to.equal(original(host.ctx.supervisor))
+    expect(after.kernel.supervisor).to.not.equal(before.kernel.supervisor)
+    expect((await write()).error?.code).to.equal('CHECK_PINNED')
+    expect(await readFile(join(cwd, 'test/helper.js'), 'utf8')).to.equal('module.exports = 1\n')
+  })
 
   it('stamps the pinned set when the task becomes active: package.json (implied by npm) and test/**', async () => {
     const { session, task } = await readyTask(host, cwd)

@@ -1,5 +1,5 @@
 import type { Context } from 'cordis'
-import type { Agent, Session } from '@taskward/host'
+import { original, type Agent, type Session } from '@taskward/host'
 import { admitLinkedTool, admitTool, TaskwardError, type SupervisorState } from '@taskward/protocol'
 import type { Supervisor } from './service'
 
@@ -15,6 +15,8 @@ export const REVIEWER_TOOLS: readonly string[] = ['review_read_log', 'review_ver
  * A poisoned main session also refuses every agent step, and so does every session working for it.
  */
 export function registerGuard(ctx: Context, supervisor: Supervisor) {
+  // Read once for the per-call lookups below: `sessions` is a required inject (this plugin restarts when it changes).
+  const sessions = original(ctx.sessions)
   ctx.tools.guard(async ({ session, name }) => {
     if (session.role === 'reviewer') {
       if (REVIEWER_TOOLS.includes(name)) return
@@ -39,7 +41,7 @@ export function registerGuard(ctx: Context, supervisor: Supervisor) {
   /** The main session a (non-reviewer) session works for, if any. */
   async function mainOf(session: Session): Promise<Session | undefined> {
     if (!session.parentId) return
-    const main = await ctx.sessions.get(session.parentId).catch(() => undefined)
+    const main = await sessions.get(session.parentId).catch(() => undefined)
     return main?.role === 'main' ? main : undefined
   }
 

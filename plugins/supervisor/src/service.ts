@@ -114,7 +114,9 @@ export class Supervisor extends Service {
       const admission = (ctx as Context & { admission: ReaderRegistry }).admission
       for (const reader of [taskReader, reviewJobReader]) admission.registerReader(reader)
     })
-    ctx.on('session/event', (session, event) => this.observe(session, event))
+    // An observer of the sessions service, not a `session/event` listener: called directly on every append,
+    // without cordis' per-listener tracing (which costs more than the insert). Disposing the plugin removes it.
+    ctx.sessions.observe((session, event) => this.observe(session, event))
     this.controller = new Controller(ctx, this, this.config)
     this.reviews = new Reviews(ctx, this, this.config)
     registerGuard(ctx, this)

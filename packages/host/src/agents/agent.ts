@@ -4,6 +4,8 @@ import { EventTypes, TaskwardError, asTaskwardError } from '@taskward/protocol'
 import type { Session } from '../sessions/session'
 import type { ToolResult } from '../tools/types'
 import { StepGuards } from './step-guards'
+import type { Tools } from '../tools/service'
+import { original } from '../original'
 
 export type AgentState = 'idle' | 'running' | 'maintenance'
 
@@ -61,6 +63,8 @@ export class Agent {
   private disposed = false
   /** While any hold is set, no queued turn starts (e.g. a review of the task is pending). */
   private holds = new Set<symbol>()
+  /** Cordis' listener table (one object for the life of the app), read once: the context getter is slow. */
+  private hooks?: Record<string, unknown[] | undefined>
 
   constructor(
     private ctx: Context,
@@ -69,6 +73,8 @@ export class Agent {
     readonly role: string,
     private options: AgentOptions,
     private stepGuards: StepGuards = new StepGuards(ctx),
+    /** The tool registry itself, not cordis' tracing view of it (`ctx.tools` costs ~0.1 ms a read). */
+    private tools: Tools = original(ctx.tools),
   ) {}
 
   get id() {
@@ -142,13 +148,13 @@ export class Agent {
     const run = this.maintenanceTail.then(async () => {
       if (this.turnDone) await this.turnDone
       this.state = 'maintenance'
-      this.ctx.emit('agent/state', this)
+      this.announce('agent/state', this)
       try {
         return await fn()
       } finally {
         this.maintenanceRequests--
         this.state = 'idle'
-        this.ctx.emit('agent/state', this)
+        this.announce('agent/state', this)
         queueMicrotask(() => this.drain())
         this.notifyIdle()
       }
@@ -182,8 +188,19 @@ export class Agent {
     waiters.forEach((resolve) => resolve())
   }
 
+  /**
+   * Emit an agent event only when someone listens to it (or to every event, `internal/event`): a cordis
+   * dispatch costs a stack capture and tracing proxies even when nobody listens, and `agent/text-delta`
+   * comes once per streamed chunk.
+   */
+  private announce(name: 'agent/state' | 'agent/queue' | 'agent/turn-end' | 'agent/text-delta', ...args: unknown[]) {
+    const hooks = this.hooks ??= (this.ctx.lifecycle as any)._hooks as Record<string, unknown[] | undefined>
+    if (!hooks[name]?.length && !hooks['internal/event']?.length) return
+    ;(this.ctx.emit as (...all: unknown[]) => void)(name, ...args)
+  }
+
   private queueChanged() {
-    this.ctx.emit('agent/queue', this)
+    this.announce('agent/queue', this)
   }
 
   private async drain() {
@@ -192,7 +209,7 @@ export class Agent {
     if (!next) return this.notifyIdle()
     this.queueChanged()
     this.state = 'running'
-    this.ctx.emit('agent/state', this)
+    this.announce('agent/state', this)
     let finish!: () => void
     this.turnDone = new Promise((resolve) => finish = resolve)
     let summary: TurnSummary
@@ -202,9 +219,9 @@ export class Agent {
       this.state = 'idle'
       this.turnDone = undefined
       finish()
-      this.ctx.emit('agent/state', this)
+      this.announce('agent/state', this)
     }
-    this.ctx.emit('agent/turn-end', this, summary)
+    this.announce('agent/turn-end', this, summary)
     queueMicrotask(() => this.drain())
     this.notifyIdle()
   }
@@ -240,7 +257,7 @@ export class Agent {
         }
         const answer = await adapter.step({
           session: this.session, role: this.role, input: { text: input.message, meta: input.meta }, results, step,
-          signal: abort.signal, onText: (delta) => this.ctx.emit('agent/text-delta', this, delta),
+          signal: abort.signal, onText: (delta) => this.announce('agent/text-delta', this, delta),
         })
         summary.steps++
         if (answer.text) await this.session.append(EventTypes.assistantMessage, { text: answer.text })
@@ -263,7 +280,7 @@ export class Agent {
             break
           }
           summary.toolCalls.push(call.name)
-          results.push(await this.ctx.tools.execute(this.session, call.name, call.args ?? {}, {
+          results.push(await this.tools.execute(this.session, call.name, call.args ?? {}, {
             agentId: this.id, signal: abort.signal, modelCallId: call.id, invalidArgs: call.invalidArgs,
           }))
         }

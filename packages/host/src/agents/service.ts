@@ -4,6 +4,8 @@ import { Agent, TurnSummary } from './agent'
 import { StepGuards, type StepGuard } from './step-guards'
 import type { Session } from '../sessions/session'
 import { SessionLeases, type LeaseConfig } from '../sessions/lease'
+import type { Tools } from '../tools/service'
+import { original } from '../original'
 
 export interface CreateAgentOptions {
   sessionId?: string
@@ -55,6 +57,11 @@ export class Agents extends Service {
   private live = new Map<string, Agent>()
   private readonly home: Context
   private readonly stepGuards: StepGuards
+  /**
+   * The tool registry itself, read once: `tools` is a required inject, so this service restarts when it
+   * changes, and every tool call of every turn would otherwise pay cordis' context getter.
+   */
+  private readonly tools: Tools
 
   private readonly leases: SessionLeases
 
@@ -62,6 +69,7 @@ export class Agents extends Service {
     super(ctx, 'agents', true)
     this.home = ctx
     this.stepGuards = new StepGuards(ctx)
+    this.tools = original(ctx.tools)
     this.leases = new SessionLeases(ctx, { leaseDuration: config.leaseDuration ?? 15_000, leaseRenewInterval: config.leaseRenewInterval ?? 5_000 })
     ctx.on('dispose', () => {
       for (const agent of this.live.values()) agent.dispose()
@@ -142,7 +150,9 @@ export class Agents extends Service {
   }
 
   private spawn(session: Session, model: string, role: string) {
-    const agent = new Agent(this.home, session, model, role, this.config, this.stepGuards)
+    // `this` may be cordis' tracing view (a call through ctx.agents), which wraps the registry it reads
+    // again: hand the agent the object itself.
+    const agent = new Agent(this.home, session, model, role, this.config, this.stepGuards, original(this.tools))
     this.live.set(session.id, agent)
     return agent
   }

@@ -56,6 +56,11 @@ export class Sessions extends Service {
     })
   }
 
+  /** How many observers are registered now (diagnostics: a closed stream must leave none behind). */
+  observerCount(): number {
+    return this.observers.size
+  }
+
   async create(options: CreateSessionOptions): Promise<Session> {
     if (!options?.cwd) throw new TaskwardError('BAD_REQUEST', 'A session needs a working directory (cwd).')
     const id = options.id ?? randomUUID()

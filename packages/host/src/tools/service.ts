@@ -4,6 +4,7 @@ import { EventTypes, TaskwardError, asTaskwardError, errorResult } from '@taskwa
 import type { Session } from '../sessions/session'
 import type { Awaitable } from 'cosmokit'
 import type { GuardDecision, ToolCall, ToolDef, ToolGuard, ToolResult } from './types'
+import { original } from '../original'
 
 export interface ExecuteOptions {
   agentId?: string
@@ -35,6 +36,8 @@ declare module 'cordis' {
 export class Tools extends Service {
   private defs = new Map<string, ToolDef>()
   private guards: ToolGuard[] = []
+  /** Cordis' listener table (one object for the life of the app), read once: the context getter is slow. */
+  private hooks?: Record<string, unknown[] | undefined>
 
   constructor(ctx: Context) {
     super(ctx, 'tools', true)
@@ -75,7 +78,13 @@ export class Tools extends Service {
    * Run a tool for a session (or its agent): record the call, ask the guards, validate, execute, and
    * record the result. Never throws for a refusal: the coded error is in the returned result.
    */
-  async execute(session: Session, name: string, args: unknown, options: ExecuteOptions = {}): Promise<ToolResult> {
+  execute(session: Session, name: string, args: unknown, options: ExecuteOptions = {}): Promise<ToolResult> {
+    // Called through cordis' tracing view, every `this.x` would derive a context: run on the object itself
+    // (nothing here registers anything for the caller).
+    return original(this).run(session, name, args, options)
+  }
+
+  private async run(session: Session, name: string, args: unknown, options: ExecuteOptions): Promise<ToolResult> {
     const callId = randomUUID()
     const modelCallId = typeof options.modelCallId === 'string' && options.modelCallId ? { modelCallId: options.modelCallId.slice(0, 200) } : {}
     if (options.invalidArgs !== undefined) {
@@ -102,7 +111,8 @@ export class Tools extends Service {
         }
       }
       // DSH's `tools/pre-execute` waterfall, dispatched only when someone listens (a dispatch costs more than a guard).
-      if ((this.ctx.lifecycle as any)._hooks['tools/pre-execute']?.length) {
+      this.hooks ??= (this.ctx.lifecycle as any)._hooks as Record<string, unknown[] | undefined>
+      if (this.hooks['tools/pre-execute']?.length) {
         const decision = await this.ctx.serial('tools/pre-execute', call)
         if (decision && typeof decision === 'object' && 'deny' in decision) {
           throw new TaskwardError(decision.deny.code as any, decision.deny.message, decision.deny.details)

@@ -69,7 +69,8 @@ export class LiveUpdates {
             send(`event: changed\ndata: ${JSON.stringify({ sessionId, seq: lastSeq })}\n\n`)
           }, COALESCE_MS)
         }
-        const offEvent = this.ctx.on('session/event', (session, event) => {
+        // An observer, not a `session/event` listener: a direct call on every append (see `sessions.observe`).
+        const offEvent = this.ctx.sessions.observe((session, event) => {
           if (session.id !== sessionId) return
           // Each event at once (the transcript), then a coalesced "changed" (the task view).
           const json = JSON.stringify(event)
