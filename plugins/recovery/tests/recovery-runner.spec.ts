@@ -43,18 +43,30 @@ describe('recovery: the check runner (real processes through the plugin)', () =>
   })
 
   it('leaves the candidate unchanged when a check writes to relative paths, and removes its copy', async () => {
-    const before = await readdir(tmpdir())
-    const { session, attempt } = await attemptWith([
-      { id: 'writer', argv: ['sh', '-c', 'echo x > file && echo changed > answer.txt && rm README.md'], timeoutMs: 10_000 },
-    ])
+    // A temp directory of this test alone: other suites (and other processes) make check copies too.
+    const privateTmp = await mkdtemp(join(tmpdir(), 'taskward-runner-tmp-'))
+    const savedTmp = process.env.TMPDIR
+    process.env.TMPDIR = privateTmp
+    let session: Awaited<ReturnType<typeof attemptWith>>['session']
+    let attempt: Awaited<ReturnType<typeof attemptWith>>['attempt']
+    let leftovers: string[]
+    try {
+      ;({ session, attempt } = await attemptWith([
+        { id: 'writer', argv: ['sh', '-c', 'echo x > file && echo changed > answer.txt && rm README.md'], timeoutMs: 10_000 },
+      ]))
+      leftovers = await readdir(privateTmp)
+    } finally {
+      if (savedTmp === undefined) delete process.env.TMPDIR
+      else process.env.TMPDIR = savedTmp
+      await removeTree(privateTmp)
+    }
     expect(attempt.checks[0].verdict).to.equal('PASS')
     expect(await readFile(`${cwd}/answer.txt`, 'utf8')).to.equal('alpha')
     expect(await readFile(`${cwd}/README.md`, 'utf8')).to.equal('# answers\n')
     expect((await readdir(cwd)).sort()).to.deep.equal(['README.md', 'answer.txt'])
     const stamp = await host.ctx.workspace.stamp(cwd)
     expect(attempt.candidate.digest).to.equal(stamp.digest)
-    const leftovers = (await readdir(tmpdir())).filter((name) => name.startsWith('taskward-check-') && !before.includes(name))
-    expect(leftovers).to.deep.equal([])
+    expect(leftovers, 'the check copy was removed').to.deep.equal([])
     expect((await recoveryRecords(session, 'attempt'))).to.have.length(1)
   })
 
