@@ -43,17 +43,20 @@ describe('recovery: the check runner (real processes through the plugin)', () =>
   })
 
   it('leaves the candidate unchanged when a check writes to relative paths, and removes its copy', async () => {
-    // A temp directory of this test alone: other suites (and other processes) make check copies too.
+    host = await bootRecovery({})
+    cwd = await answerWorkspace()
+    const { session, task } = await readyTask(host, cwd, [
+      { id: 'writer', argv: ['sh', '-c', 'echo x > file && echo changed > answer.txt && rm README.md'], timeoutMs: 10_000 },
+    ])
+    // The check's copy goes to a temp directory of this test alone: other suites (and other processes)
+    // make check copies in the shared one at the same time.
     const privateTmp = await mkdtemp(join(tmpdir(), 'taskward-runner-tmp-'))
     const savedTmp = process.env.TMPDIR
     process.env.TMPDIR = privateTmp
-    let session: Awaited<ReturnType<typeof attemptWith>>['session']
     let attempt: Awaited<ReturnType<typeof attemptWith>>['attempt']
     let leftovers: string[]
     try {
-      ;({ session, attempt } = await attemptWith([
-        { id: 'writer', argv: ['sh', '-c', 'echo x > file && echo changed > answer.txt && rm README.md'], timeoutMs: 10_000 },
-      ]))
+      attempt = await host.ctx.recovery.runChecks(session, task.id, { claim: 'progress' })
       leftovers = await readdir(privateTmp)
     } finally {
       if (savedTmp === undefined) delete process.env.TMPDIR
