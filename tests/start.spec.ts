@@ -113,9 +113,16 @@ describe('npm start', function () {
       await host.waitFor(() => host.output.includes('failed to start'), 'the failure report')
       expect(host.output, host.output).to.match(/recovery \(@taskward\/plugin-recovery\): CONFIG_INVALID: recovery config: budgets\.maxAtempts = 3 is invalid/)
       expect(host.output).to.include('CONFIG_INVALID')
-      const health = await fetch(`${host.base}/health`)
-      expect(health.status).to.equal(503)
-      expect(await health.json()).to.deep.equal({ ok: false, ready: false, failed: ['recovery'], pending: [] })
+      // Other plugins may still be loading when the failure is printed (pending): wait until they are up.
+      let health: Response
+      let body: any
+      await host.waitFor(async () => {
+        health = await fetch(`${host.base}/health`)
+        body = await health.json()
+        return body.pending?.length === 0
+      }, 'every other plugin up')
+      expect(health!.status).to.equal(503)
+      expect(body).to.deep.equal({ ok: false, ready: false, failed: ['recovery'], pending: [] })
       await sleep(1000)
       expect(host.token, 'no login link while a plugin is down').to.equal(undefined)
     } finally {
