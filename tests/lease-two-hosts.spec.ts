@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { randomUUID } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import { TestHost, mysqlTestConfig } from '@taskward/testkit'
+import { storeDriver } from '@taskward/host'
 
 /*
  * Several hosts on one MariaDB store, one driver per session: two real host processes contend for a
@@ -187,6 +188,35 @@ describe('leases: two host processes on one MariaDB store', function () {
     expect(new Set(agents).size).to.equal(1)
     const event = await (await host.ctx.sessions.get(session.id)).append('test/tick', { tag: 'after-restart' })
     expect(event.seq).to.equal(0)
+  })
+
+  it('a holder killed (SIGKILL) on this machine is taken over at once, long before its lease would lapse; a live or foreign holder never', async () => {
+    const [a, b] = await Promise.all([start(120_000, 5000), start(120_000, 5000)])
+    const id = `lease-${randomUUID()}`
+    expect(await a.send(`create ${id} ${tmpdir()}`)).to.include({ ok: true })
+    expect(await a.send(`append ${id} a1`)).to.include({ ok: true, seq: 0 })
+    // Alive (even frozen), A keeps it.
+    a.child.kill('SIGSTOP')
+    expect(await b.send(`resume ${id}`)).to.include({ ok: false, code: 'LEASE_HELD' })
+    a.child.kill('SIGKILL')
+    await new Promise((resolve) => a.child.exitCode !== null || a.child.signalCode !== null ? resolve(undefined) : a.child.once('exit', resolve))
+    expect(await b.send(`resume ${id}`)).to.include({ ok: true })
+    expect(await b.send(`append ${id} b1`)).to.include({ ok: true, seq: 1 })
+
+    // A holder this host cannot place (another machine, or a pid of another namespace) is waited out.
+    reader ??= await TestHost.boot({ database: mysqlConfig() })
+    const foreign = `lease-${randomUUID()}`
+    expect(await b.send(`create ${foreign} ${tmpdir()}`)).to.include({ ok: true })
+    expect(await b.send('dispose')).to.include({ ok: true })
+    const c = await start(120_000, 5000)
+    const pool = storeDriver(reader.ctx).pool
+    const query = (sql: string, values: unknown[]) => new Promise((resolve, reject) => pool.query(sql, values, (error: any, rows: any) => error ? reject(error) : resolve(rows)))
+    for (const holder of [`4194304@another-machine in 0123456789ab.4026531836 started 2026-01-01T00:00:00.000Z #abcdef`, `4194304@${(await import('node:os')).hostname().slice(0, 120)} in 0123456789ab.1 started 2026-01-01T00:00:00.000Z #abcdef`]) {
+      await query('UPDATE `taskward_lease` SET `holder` = ?, `expiresAt` = ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) + 120000 WHERE `sessionId` = ?', [holder, foreign])
+      const refused = await c.send(`resume ${foreign}`)
+      expect(refused).to.include({ ok: false, code: 'LEASE_HELD' })
+      expect(refused.message).to.include('4194304@')
+    }
   })
 
   it('a lease released on dispose lets the other host resume at once, long before it would lapse', async () => {

@@ -1,6 +1,7 @@
 import type { Context } from 'cordis'
 import { hostname } from 'node:os'
 import { randomBytes } from 'node:crypto'
+import { readFileSync, readlinkSync } from 'node:fs'
 import { TaskwardError } from '@taskward/protocol'
 import { storeDriver } from '../store/health'
 import type { Session } from './session'
@@ -17,6 +18,47 @@ export interface Fence {
   token: number
 }
 
+/**
+ * Where this process's pids mean something (Linux): the kernel's boot id and this pid namespace. Two
+ * holders with the same host name and tag see the same processes, so one may tell whether the other's
+ * pid still runs. Undefined elsewhere: then a killed holder's lease is only ever waited out.
+ */
+function processScope(): string | undefined {
+  try {
+    const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim().replace(/-/g, '').slice(0, 12)
+    const namespace = /\[(\d+)\]/.exec(readlinkSync('/proc/self/ns/pid'))?.[1]
+    return /^[0-9a-f]{12}$/.test(boot) && namespace ? `${boot}.${namespace}` : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const HOST_NAME = hostname().slice(0, 120)
+const SCOPE = processScope()
+const HOLDER = /^(\d+)@(.*) in (\S+) started /
+
+/** Whether `pid` runs (a process of another user counts: EPERM). */
+function running(pid: number) {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error: any) {
+    return error?.code === 'EPERM'
+  }
+}
+
+/**
+ * Whether `holder` names a process of this machine and pid namespace that no longer runs (a host
+ * killed without releasing): its lease protects nobody, so it may be taken at once. A holder that
+ * runs — even stopped with SIGSTOP — or that cannot be placed is never taken before it lapses.
+ */
+export function holderGone(holder: string): boolean {
+  const match = HOLDER.exec(holder)
+  if (!match || !SCOPE) return false
+  const pid = Number(match[1])
+  return match[2] === HOST_NAME && match[3] === SCOPE && pid !== process.pid && pid > 1 && !running(pid)
+}
+
 /** The store's clock in ms: every host compares expiries against the same clock, whatever its own says. */
 const NOW_MS = 'ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000)'
 
@@ -28,8 +70,11 @@ const NOW_MS = 'ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000)'
  * append. On SQLite one host owns the data directory (its lock): `enabled` is false and nothing runs.
  */
 export class SessionLeases {
-  /** This host: pid@hostname, when it started, and a nonce (two test hosts may share a process). */
-  readonly holder = `${process.pid}@${hostname().slice(0, 160)} started ${new Date().toISOString()} #${randomBytes(3).toString('hex')}`
+  /**
+   * This host: pid@hostname, where its pids mean something (see `processScope`), when it started, and a
+   * nonce (two test hosts may share a process).
+   */
+  readonly holder = `${process.pid}@${HOST_NAME} in ${SCOPE ?? 'unknown'} started ${new Date().toISOString()} #${randomBytes(3).toString('hex')}`
   private readonly held = new Map<string, { session: Session, token: number, stop: () => void }>()
   private readonly acquiring = new Map<string, Promise<void>>()
 
@@ -101,7 +146,19 @@ export class SessionLeases {
     const taken = await this.query(
       `UPDATE \`taskward_lease\` SET \`holder\` = ?, \`expiresAt\` = ${NOW_MS} + ?, \`token\` = \`token\` + 1 WHERE \`sessionId\` = ? AND \`expiresAt\` <= ${NOW_MS}`,
       [this.holder, duration, id])
-    const [row]: any[] = await this.query(`SELECT \`holder\`, \`token\`, \`expiresAt\` - ${NOW_MS} AS \`remaining\` FROM \`taskward_lease\` WHERE \`sessionId\` = ?`, [id])
+    let [row]: any[] = await this.query(`SELECT \`holder\`, \`token\`, \`expiresAt\` - ${NOW_MS} AS \`remaining\` FROM \`taskward_lease\` WHERE \`sessionId\` = ?`, [id])
+    if ((!taken.affectedRows || row?.holder !== this.holder) && row?.holder && holderGone(row.holder)) {
+      // The holder was killed on this machine (its pid is gone): take its lease now, if it is still
+      // exactly that holder's (another host may take it first).
+      const stolen = await this.query(
+        `UPDATE \`taskward_lease\` SET \`holder\` = ?, \`expiresAt\` = ${NOW_MS} + ?, \`token\` = \`token\` + 1 WHERE \`sessionId\` = ? AND \`holder\` = ? AND \`token\` = ?`,
+        [this.holder, duration, id, row.holder, row.token])
+      if (stolen.affectedRows) {
+        this.logger.info('took over the lease of session %s from %s, which no longer runs', id, row.holder)
+        ;[row] = await this.query(`SELECT \`holder\`, \`token\`, \`expiresAt\` - ${NOW_MS} AS \`remaining\` FROM \`taskward_lease\` WHERE \`sessionId\` = ?`, [id])
+        if (row?.holder === this.holder) return this.hold(session, Number(row.token))
+      }
+    }
     if (!taken.affectedRows || row?.holder !== this.holder) {
       const remaining = Math.max(0, Math.ceil(Number(row?.remaining ?? 0)))
       throw new TaskwardError('LEASE_HELD',
