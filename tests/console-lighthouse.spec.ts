@@ -1,0 +1,187 @@
+import { expect } from 'chai'
+import { existsSync } from 'node:fs'
+import { mkdtemp } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
+import type { Config, Result } from 'lighthouse'
+import { launch, type LaunchedChrome } from 'chrome-launcher'
+import { chromium } from 'playwright-core'
+import { SupervisorPlugin } from '@taskward/plugin-supervisor'
+import WorkspacePlugin from '@taskward/plugin-workspace'
+import { RepairPlugin } from '@taskward/plugin-repair'
+import { removeTree } from '@taskward/testkit'
+import { WebConsole } from '../plugins/console/src'
+import { bootOperatorHost, createSession, until, type OperatorHost } from './operator-fixtures'
+
+/*
+ * Lighthouse (the third-party audit issue 11 names) against the real console in Debian's chromium.
+ * The scores it holds, in Lighthouse's category order without performance: accessibility 100,
+ * best practices 100 (the issue's floor is 97), SEO 100. Performance is not asserted (a shared 2-core machine makes it noise).
+ */
+const CHROMIUM = '/usr/bin/chromium'
+/** Offending nodes listed per failing audit. */
+const MAX_ITEMS = 15
+const CHROME_FLAGS = ['--headless=new', '--no-sandbox', '--disable-gpu']
+const CHILD = join(import.meta.dirname, 'lighthouse-audit.child.mjs')
+const run = promisify(execFile)
+/** The issue asks 100/97/100; best practices is held at the 100 the console reaches. */
+const TARGETS = { accessibility: 100, 'best-practices': 100, seo: 100 } as const
+type Category = keyof typeof TARGETS
+
+const DESKTOP = { formFactor: 'desktop', screenEmulation: { mobile: false, width: 1350, height: 940, deviceScaleFactor: 1, disabled: false } } as const
+const MOBILE = { formFactor: 'mobile', screenEmulation: { mobile: true, width: 412, height: 823, deviceScaleFactor: 1.75, disabled: false } } as const
+type FormFactor = typeof DESKTOP | typeof MOBILE
+
+/** One audit run: the report of `url` with the given form factor and request headers. */
+async function audit(chrome: LaunchedChrome, url: string, form: FormFactor, extraHeaders?: Record<string, string>): Promise<Result> {
+  const config: Config = {
+    extends: 'lighthouse:default',
+    settings: {
+      onlyCategories: Object.keys(TARGETS),
+      ...form,
+      // Nothing here measures speed: no throttling, no screenshots (faster runs).
+      throttlingMethod: 'provided',
+      disableFullPageScreenshot: true,
+      extraHeaders,
+    },
+  }
+  // A plain Node child (no tsx loader): see lighthouse-audit.child.mjs.
+  const env = { ...process.env }
+  delete env.NODE_OPTIONS
+  const { stdout } = await run(process.execPath, [CHILD, JSON.stringify({ url, port: chrome.port, config })], { env, maxBuffer: 64 << 20 })
+  return JSON.parse(stdout) as Result
+}
+
+/** "accessibility 100, best-practices 100, seo 100" */
+function scores(lhr: Result) {
+  return (Object.keys(TARGETS) as Category[]).map((id) => `${id} ${Math.round((lhr.categories[id]?.score ?? 0) * 100)}`).join(', ')
+}
+
+/** What a developer needs to fix a category under its target: each failing audit, its title and its nodes. */
+function failures(lhr: Result, redirected: boolean) {
+  const lines: string[] = []
+  if (lhr.runtimeError) lines.push(`runtime error ${lhr.runtimeError.code}: ${lhr.runtimeError.message}`)
+  for (const [id, target] of Object.entries(TARGETS)) {
+    const category = lhr.categories[id]
+    if (!category) {
+      lines.push(`${id}: category missing from the report`)
+      continue
+    }
+    const score = Math.round((category.score ?? 0) * 100)
+    if (score >= target) continue
+    lines.push(`${id} ${score} < ${target}:`)
+    for (const ref of category.auditRefs) {
+      const result = lhr.audits[ref.id]
+      if (!ref.weight || result.score === null || result.score >= 1) continue
+      lines.push(`  ${ref.id} (${result.score}): ${result.title}${result.displayValue ? ` — ${result.displayValue}` : ''}`)
+      const items = (result.details as any)?.items as any[] | undefined
+      for (const item of (items ?? []).slice(0, MAX_ITEMS)) lines.push(`    ${describeItem(item)}`)
+      if ((items?.length ?? 0) > MAX_ITEMS) lines.push(`    … and ${items!.length - MAX_ITEMS} more`)
+    }
+  }
+  // A warning says the run may not be what it claims (e.g. the page did not settle): a failure too,
+  // except the redirect warning where the audited URL is the login link.
+  for (const warning of lhr.runWarnings) {
+    if (redirected && / was redirected to /.test(warning)) continue
+    lines.push(`run warning: ${warning}`)
+  }
+  return lines
+}
+
+function describeItem(item: any): string {
+  const node = item.node ?? item.subItems?.items?.[0]?.relatedNode
+  if (node?.type === 'node') return `${node.selector ?? ''} ${node.snippet ?? ''}${node.explanation ? ` — ${node.explanation.replace(/\s+/g, ' ')}` : ''}`
+  return JSON.stringify(item).slice(0, 400)
+}
+
+describe('console: Lighthouse audit (accessibility 100, best practices 100, SEO 100)', function () {
+  this.timeout(240_000)
+  let chrome: LaunchedChrome
+  let darkChrome: LaunchedChrome
+  let op: OperatorHost
+  let demoSession: string
+  let chatSession: string
+  let operator: Record<string, string>
+  let demoDirectory: string | undefined
+
+  before(async () => {
+    // Fail, never skip: CI installs chromium (scripts/test.sh).
+    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (scripts/test.sh does)`)
+    demoDirectory = await mkdtemp(join(tmpdir(), 'taskward-lighthouse-'))
+    op = await bootOperatorHost([[WorkspacePlugin], [SupervisorPlugin, {}], [RepairPlugin, {}], [WebConsole, { demo: true, demoDirectory }]], ['supervisor', 'webConsole'])
+    const demo = await op.host.ctx.webConsole.demo
+    if (demo.status !== 'ready' || !demo.proposalId) throw new Error(`the demo did not end with a proposal: ${JSON.stringify(demo)}`)
+    demoSession = demo.sessionId
+    // An operator session created over HTTP, with a streamed answer and token usage in its transcript.
+    chatSession = await createSession(op.host, { cwd: 'chat', create: true, model: 'test-stream' })
+    const input = await op.host.http.post(`/api/sessions/${chatSession}/input`, { text: 'Say hello' })
+    expect(input.status).to.be.lessThan(300)
+    const session = await op.host.ctx.sessions.get(chatSession)
+    await until(async () => (await session.read({ limit: 100 })).some((e) => e.type === 'model/usage'), 'the chat turn to finish')
+    await op.host.ctx.agents.get(chatSession)!.whenIdle()
+    // The login link's cookie for the first audit; the others send the operator token as a header.
+    operator = { Authorization: `Bearer ${op.host.operatorToken}` }
+    chrome = await launch({ chromePath: CHROMIUM, chromeFlags: CHROME_FLAGS })
+  })
+  after(async () => {
+    chrome?.kill()
+    darkChrome?.kill()
+    await op?.dispose()
+    if (demoDirectory) await removeTree(demoDirectory)
+  })
+
+  /**
+   * Audit `url`; `rendered` names accessibility audits that only apply once the page's script has
+   * drawn the view (so a page stuck on "Loading…" or an error cannot pass by having nothing to check).
+   */
+  const check = async (what: string, url: string, form: FormFactor, options: { rendered: string[], headers?: Record<string, string>, browser?: LaunchedChrome, redirected?: boolean }) => {
+    const lhr = await audit(options.browser ?? chrome, url, form, options.headers)
+    const label = `${what} (${form.formFactor})`
+    console.log(`      ${label}: ${scores(lhr)}`)
+    const problems = failures(lhr, options.redirected ?? false)
+    for (const id of options.rendered) {
+      const audit = lhr.audits[id]
+      if (!audit || audit.scoreDisplayMode === 'notApplicable') problems.push(`${id}: not applicable, so the view was not rendered when Lighthouse looked`)
+    }
+    // Thrown as text, not compared as an array: mocha drops a long diff, and the developer needs every line.
+    if (problems.length) {
+      const where = `${label} at ${lhr.finalDisplayedUrl}`
+      throw new Error([`Lighthouse: ${where}`, ...problems].join('\n').replaceAll(op.host.operatorToken, '<operator token>'))
+    }
+  }
+  const SESSIONS_RENDERED = ['select-name', 'label', 'button-name']
+  const TASK_RENDERED = ['td-has-header', 'definition-list', 'label', 'button-name']
+  const TRANSCRIPT_RENDERED = ['label', 'button-name']
+
+  it('the login link, landing on the session list with the New session form (desktop and mobile)', async () => {
+    // The console has no login form: the link sets the cookie and redirects (Lighthouse warns about that redirect).
+    await check('login link → session list', op.host.ctx.connection.loginUrl, DESKTOP, { rendered: SESSIONS_RENDERED, redirected: true })
+    await check('login link → session list', op.host.ctx.connection.loginUrl, MOBILE, { rendered: SESSIONS_RENDERED, redirected: true })
+  })
+
+  it('the task view with its DAG and a pending repair proposal (desktop and mobile)', async () => {
+    await check('task view', `${op.host.url}/sessions/${demoSession}`, DESKTOP, { rendered: TASK_RENDERED, headers: operator })
+    await check('task view', `${op.host.url}/sessions/${demoSession}`, MOBILE, { rendered: TASK_RENDERED, headers: operator })
+  })
+
+  it('an operator session\'s transcript (desktop)', async () => {
+    await check('transcript', `${op.host.url}/sessions/${chatSession}`, DESKTOP, { rendered: TRANSCRIPT_RENDERED, headers: operator })
+  })
+
+  it('the task view in dark mode (mobile)', async () => {
+    darkChrome = await launch({ chromePath: CHROMIUM, chromeFlags: [...CHROME_FLAGS, '--force-dark-mode'] })
+    // Prove the flag took (Lighthouse itself emulates no colour scheme): the page's prefers-color-scheme is dark in this browser.
+    const probe = await chromium.connectOverCDP(`http://127.0.0.1:${darkChrome.port}`)
+    try {
+      // colorScheme null: playwright emulates nothing, so the page sees the browser's own scheme.
+      const page = await (await probe.newContext({ colorScheme: null })).newPage()
+      expect(await page.evaluate("matchMedia('(prefers-color-scheme: dark)').matches")).to.equal(true)
+      await page.close()
+    } finally {
+      await probe.close()
+    }
+    await check('task view, dark', `${op.host.url}/sessions/${demoSession}`, MOBILE, { rendered: TASK_RENDERED, headers: operator, browser: darkChrome })
+  })
+})
