@@ -12,6 +12,9 @@ import { SupervisorPlugin } from '@taskward/plugin-supervisor'
 import WorkspacePlugin from '@taskward/plugin-workspace'
 import { RepairPlugin } from '@taskward/plugin-repair'
 import { removeTree } from '@taskward/testkit'
+import type { ModelRequest, ModelStep } from '@taskward/host'
+import { TaskwardError } from '@taskward/protocol'
+import { RecoveryPlugin } from '@taskward/plugin-recovery'
 import { WebConsole } from '../plugins/console/src'
 import { bootOperatorHost, createSession, until, type OperatorHost } from './operator-fixtures'
 
@@ -96,6 +99,25 @@ function describeItem(item: any): string {
   return JSON.stringify(item).slice(0, 400)
 }
 
+/**
+ * The transcript's model: text with tool calls (one failing, one not), then an answer; a model error on
+ * "fail"; on "hold" a step that waits until the operator stops it.
+ */
+function chatModel(request: ModelRequest): ModelStep | Promise<ModelStep> {
+  const usage = { promptTokens: 12, completionTokens: 7 }
+  if (request.input.text === 'fail') throw new TaskwardError('MODEL_UNAVAILABLE', 'The endpoint did not answer.')
+  if (request.input.text === 'hold') {
+    return new Promise((_, reject) => request.signal.addEventListener('abort', () => reject(new TaskwardError('ABORTED', 'Stopped.')), { once: true }))
+  }
+  if (request.step > 0) return { text: 'Wrote notes.txt; missing.txt does not exist.', usage }
+  request.onText?.('Reading')
+  return {
+    text: 'Reading the notes first.',
+    toolCalls: [{ name: 'read', args: { path: 'missing.txt' } }, { name: 'write', args: { path: 'notes.txt', content: 'hello\n' } }],
+    usage,
+  }
+}
+
 describe('console: Lighthouse audit (accessibility 100, best practices 100, SEO 100)', function () {
   this.timeout(240_000)
   let chrome: LaunchedChrome
@@ -110,17 +132,37 @@ describe('console: Lighthouse audit (accessibility 100, best practices 100, SEO 
     // Fail, never skip: CI installs chromium (scripts/test.sh).
     if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (scripts/test.sh does)`)
     demoDirectory = await mkdtemp(join(tmpdir(), 'taskward-lighthouse-'))
-    op = await bootOperatorHost([[WorkspacePlugin], [SupervisorPlugin, {}], [RepairPlugin, {}], [WebConsole, { demo: true, demoDirectory }]], ['supervisor', 'webConsole'])
+    op = await bootOperatorHost([[WorkspacePlugin], [SupervisorPlugin, {}], [RepairPlugin, {}], [RecoveryPlugin, {}], [WebConsole, { demo: true, demoDirectory }]],
+      ['supervisor', 'recovery', 'webConsole'])
     const demo = await op.host.ctx.webConsole.demo
     if (demo.status !== 'ready' || !demo.proposalId) throw new Error(`the demo did not end with a proposal: ${JSON.stringify(demo)}`)
     demoSession = demo.sessionId
-    // An operator session created over HTTP, with a streamed answer and token usage in its transcript.
-    chatSession = await createSession(op.host, { cwd: 'chat', create: true, model: 'test-stream' })
-    const input = await op.host.http.post(`/api/sessions/${chatSession}/input`, { text: 'Say hello' })
-    expect(input.status).to.be.lessThan(300)
+    // With recovery loaded the task view also has its Checks section.
+    expect((await op.host.http.json(`/api/console/sessions/${demoSession}/view`)).body.checks.loaded).to.equal(true)
+    // An operator session created over HTTP whose transcript holds every kind of entry the page draws.
+    op.host.ctx.models.register('lighthouse-chat', { step: chatModel })
+    chatSession = await createSession(op.host, { cwd: 'chat', create: true, model: 'lighthouse-chat' })
+    const agent = op.host.ctx.agents.get(chatSession)!
+    const say = async (text: string, status = 202) => {
+      const response = await op.host.http.post(`/api/sessions/${chatSession}/input`, { text })
+      expect(response.status, text).to.equal(status)
+    }
     const session = await op.host.ctx.sessions.get(chatSession)
-    await until(async () => (await session.read({ limit: 100 })).some((e) => e.type === 'model/usage'), 'the chat turn to finish')
-    await op.host.ctx.agents.get(chatSession)!.whenIdle()
+    const logged = async (type: string) => until(async () => (await session.read({ limit: 1000 })).some((e) => e.type === type), type)
+    await say('Take notes')
+    await logged('model/usage')
+    await agent.whenIdle()
+    await say('/task approve', 404) // no task: refused, and the refusal is in the transcript
+    await say('fail')
+    await logged('agent/error')
+    await agent.whenIdle()
+    await say('hold')
+    await until(() => agent.state === 'running', 'the held turn')
+    expect((await op.host.http.post(`/api/sessions/${chatSession}/cancel`, {})).status).to.equal(200)
+    await logged('agent/cancelled')
+    await agent.whenIdle()
+    const types = new Set((await session.read({ limit: 1000 })).map((e) => e.type))
+    expect([...types]).to.include.members(['user/message', 'assistant/message', 'tool/call', 'tool/result', 'command/reply', 'agent/error', 'agent/cancelled', 'model/usage'])
     // The login link's cookie for the first audit; the others send the operator token as a header.
     operator = { Authorization: `Bearer ${op.host.operatorToken}` }
     chrome = await launch({ chromePath: CHROMIUM, chromeFlags: CHROME_FLAGS })
@@ -166,11 +208,11 @@ describe('console: Lighthouse audit (accessibility 100, best practices 100, SEO 
     await check('task view', `${op.host.url}/sessions/${demoSession}`, MOBILE, { rendered: TASK_RENDERED, headers: operator })
   })
 
-  it('an operator session\'s transcript (desktop)', async () => {
+  it('an operator session\'s transcript: messages, tool calls, a refused command, a model error, a stop (desktop)', async () => {
     await check('transcript', `${op.host.url}/sessions/${chatSession}`, DESKTOP, { rendered: TRANSCRIPT_RENDERED, headers: operator })
   })
 
-  it('the task view in dark mode (mobile)', async () => {
+  it('the task view and the transcript in dark mode (mobile)', async () => {
     darkChrome = await launch({ chromePath: CHROMIUM, chromeFlags: [...CHROME_FLAGS, '--force-dark-mode'] })
     // Prove the flag took (Lighthouse itself emulates no colour scheme): the page's prefers-color-scheme is dark in this browser.
     const probe = await chromium.connectOverCDP(`http://127.0.0.1:${darkChrome.port}`)
@@ -183,5 +225,6 @@ describe('console: Lighthouse audit (accessibility 100, best practices 100, SEO 
       await probe.close()
     }
     await check('task view, dark', `${op.host.url}/sessions/${demoSession}`, MOBILE, { rendered: TASK_RENDERED, headers: operator, browser: darkChrome })
+    await check('transcript, dark', `${op.host.url}/sessions/${chatSession}`, MOBILE, { rendered: TRANSCRIPT_RENDERED, headers: operator, browser: darkChrome })
   })
 })
