@@ -99,6 +99,12 @@ function describeItem(item: any): string {
   return JSON.stringify(item).slice(0, 400)
 }
 
+/** Two nodes, one depending on the other: a small DAG for the approval view. */
+const PLAN = {
+  acceptanceCriteria: ['greeting.txt says hello', 'the greeting is checked'],
+  nodes: [{ id: 'greet', title: 'Write greeting.txt' }, { id: 'check', title: 'Check the greeting', dependsOn: ['greet'] }],
+}
+
 /**
  * The transcript's model: text with tool calls (one failing, one not), then an answer; a model error on
  * "fail"; on "hold" a step that waits until the operator stops it.
@@ -125,6 +131,7 @@ describe('console: Lighthouse audit (accessibility 100, best practices 100, SEO 
   let op: OperatorHost
   let demoSession: string
   let chatSession: string
+  let planSession: string
   let operator: Record<string, string>
   let demoDirectory: string | undefined
 
@@ -163,6 +170,22 @@ describe('console: Lighthouse audit (accessibility 100, best practices 100, SEO 
     await agent.whenIdle()
     const types = new Set((await session.read({ limit: 1000 })).map((e) => e.type))
     expect([...types]).to.include.members(['user/message', 'assistant/message', 'tool/call', 'tool/result', 'command/reply', 'agent/error', 'agent/cancelled', 'model/usage'])
+    // A session whose plan, passed by its reviewer, waits for the operator's Approve plan button.
+    op.host.ctx.models.register('lighthouse-plan', {
+      async step(request) {
+        const task = (await op.host.ctx.supervisor.state(request.session)).current
+        if (request.step > 0 || task?.phase !== 'planning') return {}
+        return { text: 'Planning the greeting.', toolCalls: [{ name: 'task_submit_plan', args: structuredClone(PLAN) }] }
+      },
+    })
+    op.host.ctx.models.scripted.script('reviewer', [() => ({ toolCalls: [{ name: 'review_verdict', args: { verdict: 'pass', findings: ['The plan covers the criteria.'], evidenceSeqs: [] } }] })])
+    planSession = await createSession(op.host, { cwd: 'plan', create: true, model: 'lighthouse-plan' })
+    expect((await op.host.http.post(`/api/sessions/${planSession}/input`, { text: '/task new Write a greeting file' })).status).to.equal(200)
+    await until(async () => (await op.host.ctx.supervisor.state(planSession)).current?.phase === 'awaiting-approval', 'the plan to await approval', 30_000)
+    // Recovery is loaded and the task has no checks: the page warns that it would stop unverified.
+    const planView = (await op.host.http.json(`/api/console/sessions/${planSession}/view`)).body
+    expect(planView.checks.loaded).to.equal(true)
+    expect(planView.checks.checks ?? []).to.deep.equal([])
     // The login link's cookie for the first audit; the others send the operator token as a header.
     operator = { Authorization: `Bearer ${op.host.operatorToken}` }
     chrome = await launch({ chromePath: CHROMIUM, chromeFlags: CHROME_FLAGS })
@@ -196,6 +219,7 @@ describe('console: Lighthouse audit (accessibility 100, best practices 100, SEO 
   const SESSIONS_RENDERED = ['select-name', 'label', 'button-name']
   const TASK_RENDERED = ['td-has-header', 'definition-list', 'label', 'button-name']
   const TRANSCRIPT_RENDERED = ['label', 'button-name']
+  const APPROVAL_RENDERED = ['definition-list', 'label', 'button-name']
 
   it('the login link, landing on the session list with the New session form (desktop and mobile)', async () => {
     // The console has no login form: the link sets the cookie and redirects (Lighthouse warns about that redirect).
@@ -206,6 +230,11 @@ describe('console: Lighthouse audit (accessibility 100, best practices 100, SEO 
   it('the task view with its DAG and a pending repair proposal (desktop and mobile)', async () => {
     await check('task view', `${op.host.url}/sessions/${demoSession}`, DESKTOP, { rendered: TASK_RENDERED, headers: operator })
     await check('task view', `${op.host.url}/sessions/${demoSession}`, MOBILE, { rendered: TASK_RENDERED, headers: operator })
+  })
+
+  it('a plan awaiting approval: the Approve plan button, no checks yet (desktop and mobile)', async () => {
+    await check('awaiting approval', `${op.host.url}/sessions/${planSession}`, DESKTOP, { rendered: APPROVAL_RENDERED, headers: operator })
+    await check('awaiting approval', `${op.host.url}/sessions/${planSession}`, MOBILE, { rendered: APPROVAL_RENDERED, headers: operator })
   })
 
   it('an operator session\'s transcript: messages, tool calls, a refused command, a model error, a stop (desktop)', async () => {
