@@ -21,7 +21,8 @@ import { bootOperatorHost, createSession, until, type OperatorHost } from './ope
 /*
  * Lighthouse (the third-party audit issue 11 names) against the real console in Debian's chromium.
  * The scores it holds, in Lighthouse's category order without performance: accessibility 100,
- * best practices 100 (the issue's floor is 97), SEO 100. Performance is not asserted (a shared 2-core machine makes it noise).
+ * best practices 100 (the issue's floor is 97), SEO 100. Performance is not asserted (on a shared
+ * 2-core machine it is noise). docs/console.md, "The Lighthouse audit".
  */
 const CHROMIUM = '/usr/bin/chromium'
 /** Offending nodes listed per failing audit. */
@@ -124,6 +125,54 @@ function chatModel(request: ModelRequest): ModelStep | Promise<ModelStep> {
   }
 }
 
+/** An operator session created over HTTP whose transcript holds every kind of entry the page draws. */
+async function chatWithEveryEntry(op: OperatorHost) {
+  op.host.ctx.models.register('lighthouse-chat', { step: chatModel })
+  const id = await createSession(op.host, { cwd: 'chat', create: true, model: 'lighthouse-chat' })
+  const agent = op.host.ctx.agents.get(id)!
+  const session = await op.host.ctx.sessions.get(id)
+  const say = async (text: string, status = 202) => {
+    expect((await op.host.http.post(`/api/sessions/${id}/input`, { text })).status, text).to.equal(status)
+  }
+  const logged = (type: string) => until(async () => (await session.read({ limit: 1000 })).some((e) => e.type === type), type)
+  await say('Take notes')
+  await logged('model/usage')
+  await agent.whenIdle()
+  await say('/task approve', 404) // no task: refused, and the refusal is in the transcript
+  await say('fail')
+  await logged('agent/error')
+  await agent.whenIdle()
+  await say('hold')
+  await until(() => agent.state === 'running', 'the held turn')
+  expect((await op.host.http.post(`/api/sessions/${id}/cancel`, {})).status).to.equal(200)
+  await logged('agent/cancelled')
+  await agent.whenIdle()
+  const types = new Set((await session.read({ limit: 1000 })).map((e) => e.type))
+  expect([...types]).to.include.members(['user/message', 'assistant/message', 'tool/call', 'tool/result', 'command/reply', 'agent/error', 'agent/cancelled', 'model/usage'])
+  return id
+}
+
+/** A session whose plan, passed by its reviewer, waits for the operator's Approve plan button; no checks set. */
+async function planAwaitingApproval(op: OperatorHost) {
+  op.host.ctx.models.register('lighthouse-plan', {
+    async step(request) {
+      const task = (await op.host.ctx.supervisor.state(request.session)).current
+      if (request.step > 0 || task?.phase !== 'planning') return {}
+      return { text: 'Planning the greeting.', toolCalls: [{ name: 'task_submit_plan', args: structuredClone(PLAN) }] }
+    },
+  })
+  const pass = () => ({ toolCalls: [{ name: 'review_verdict', args: { verdict: 'pass', findings: ['The plan covers the criteria.'], evidenceSeqs: [] } }] })
+  op.host.ctx.models.scripted.script('reviewer', [pass])
+  const id = await createSession(op.host, { cwd: 'plan', create: true, model: 'lighthouse-plan' })
+  expect((await op.host.http.post(`/api/sessions/${id}/input`, { text: '/task new Write a greeting file' })).status).to.equal(200)
+  await until(async () => (await op.host.ctx.supervisor.state(id)).current?.phase === 'awaiting-approval', 'the plan to await approval', 30_000)
+  // Recovery is loaded and the task has no checks: the page warns that it would stop unverified.
+  const view = (await op.host.http.json(`/api/console/sessions/${id}/view`)).body
+  expect(view.checks.loaded).to.equal(true)
+  expect(view.checks.checks ?? []).to.deep.equal([])
+  return id
+}
+
 describe('console: Lighthouse audit (accessibility 100, best practices 100, SEO 100)', function () {
   this.timeout(240_000)
   let chrome: LaunchedChrome
@@ -146,46 +195,8 @@ describe('console: Lighthouse audit (accessibility 100, best practices 100, SEO 
     demoSession = demo.sessionId
     // With recovery loaded the task view also has its Checks section.
     expect((await op.host.http.json(`/api/console/sessions/${demoSession}/view`)).body.checks.loaded).to.equal(true)
-    // An operator session created over HTTP whose transcript holds every kind of entry the page draws.
-    op.host.ctx.models.register('lighthouse-chat', { step: chatModel })
-    chatSession = await createSession(op.host, { cwd: 'chat', create: true, model: 'lighthouse-chat' })
-    const agent = op.host.ctx.agents.get(chatSession)!
-    const say = async (text: string, status = 202) => {
-      const response = await op.host.http.post(`/api/sessions/${chatSession}/input`, { text })
-      expect(response.status, text).to.equal(status)
-    }
-    const session = await op.host.ctx.sessions.get(chatSession)
-    const logged = async (type: string) => until(async () => (await session.read({ limit: 1000 })).some((e) => e.type === type), type)
-    await say('Take notes')
-    await logged('model/usage')
-    await agent.whenIdle()
-    await say('/task approve', 404) // no task: refused, and the refusal is in the transcript
-    await say('fail')
-    await logged('agent/error')
-    await agent.whenIdle()
-    await say('hold')
-    await until(() => agent.state === 'running', 'the held turn')
-    expect((await op.host.http.post(`/api/sessions/${chatSession}/cancel`, {})).status).to.equal(200)
-    await logged('agent/cancelled')
-    await agent.whenIdle()
-    const types = new Set((await session.read({ limit: 1000 })).map((e) => e.type))
-    expect([...types]).to.include.members(['user/message', 'assistant/message', 'tool/call', 'tool/result', 'command/reply', 'agent/error', 'agent/cancelled', 'model/usage'])
-    // A session whose plan, passed by its reviewer, waits for the operator's Approve plan button.
-    op.host.ctx.models.register('lighthouse-plan', {
-      async step(request) {
-        const task = (await op.host.ctx.supervisor.state(request.session)).current
-        if (request.step > 0 || task?.phase !== 'planning') return {}
-        return { text: 'Planning the greeting.', toolCalls: [{ name: 'task_submit_plan', args: structuredClone(PLAN) }] }
-      },
-    })
-    op.host.ctx.models.scripted.script('reviewer', [() => ({ toolCalls: [{ name: 'review_verdict', args: { verdict: 'pass', findings: ['The plan covers the criteria.'], evidenceSeqs: [] } }] })])
-    planSession = await createSession(op.host, { cwd: 'plan', create: true, model: 'lighthouse-plan' })
-    expect((await op.host.http.post(`/api/sessions/${planSession}/input`, { text: '/task new Write a greeting file' })).status).to.equal(200)
-    await until(async () => (await op.host.ctx.supervisor.state(planSession)).current?.phase === 'awaiting-approval', 'the plan to await approval', 30_000)
-    // Recovery is loaded and the task has no checks: the page warns that it would stop unverified.
-    const planView = (await op.host.http.json(`/api/console/sessions/${planSession}/view`)).body
-    expect(planView.checks.loaded).to.equal(true)
-    expect(planView.checks.checks ?? []).to.deep.equal([])
+    chatSession = await chatWithEveryEntry(op)
+    planSession = await planAwaitingApproval(op)
     // The login link's cookie for the first audit; the others send the operator token as a header.
     operator = { Authorization: `Bearer ${op.host.operatorToken}` }
     chrome = await launch({ chromePath: CHROMIUM, chromeFlags: CHROME_FLAGS })
