@@ -45,6 +45,9 @@ describe('console over HTTP', function () {
     expect(page.headers.get('content-security-policy')).to.include("script-src 'self'")
     const html = await page.text()
     expect(html).to.include(`data-session-id="${session.id}"`).and.include('/assets/console.js')
+    // Lighthouse's SEO audit wants a description on every page (tests/console-lighthouse.spec.ts).
+    expect(html).to.match(/<meta name="description" content="[^"]{20,}">/)
+    expect(await (await host.http.fetch('/')).text()).to.match(/<meta name="description" content="[^"]{20,}">/)
     for (const asset of ['console.js', 'console.css', 'dag.js', 'impact.js', 'task.js', 'dom.js']) {
       expect((await host.http.fetch(`/assets/${asset}`)).status, asset).to.equal(200)
     }

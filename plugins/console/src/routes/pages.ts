@@ -32,12 +32,16 @@ export function escapeHtml(text: string) {
 
 export function pageShell(page: 'sessions' | 'session', sessionId?: string) {
   const title = page === 'sessions' ? 'Sessions' : `Session ${sessionId}`
+  const description = page === 'sessions'
+    ? 'The Taskward console: every supervised agent session, and a form to start a new one.'
+    : 'A Taskward session: its task, the plan\'s DAG, reviews, repair proposals and the conversation with its agent.'
   const data = sessionId ? ` data-session-id="${escapeHtml(sessionId)}"` : ''
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="description" content="${escapeHtml(description)}">
 <title>${escapeHtml(title)} · Taskward</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="/assets/console.css">
