@@ -56,6 +56,28 @@ describe('operator queue policy during a review', function () {
     expect(log.filter((e) => e.seq < asked.seq && e.type === 'assistant/message')).to.have.length(0)
   })
 
+  // The hold lived only in the supervisor instance that saw the task enter review: unloaded and loaded
+  // again (a config reload) while the review was pending, the new one held nothing, and chat typed
+  // meanwhile ran a turn in the workspace under review.
+  it('still holds the queue after the supervisor is reloaded while the review is pending', async () => {
+    const id = await createSession(op.host, { cwd: 'reloaded', create: true })
+    const session = await op.host.ctx.sessions.get(id)
+    expect((await op.host.http.post(`/api/sessions/${id}/input`, { text: '/task new Write a greeting' })).status).to.equal(200)
+    const submitted = await op.host.ctx.tools.execute(session, 'task_submit_plan', {
+      acceptanceCriteria: ['greets'], nodes: [{ id: 'a', title: 'greet' }],
+    }, { agentId: id })
+    expect(submitted.error).to.equal(undefined)
+    const agent = op.host.ctx.agents.get(id)!
+    await until(() => agent.held, 'the queue to be held during the review')
+
+    ;(op.host.ctx as any).registry.get(SupervisorPlugin).dispose()
+    await until(() => !op.host.ctx.get('supervisor'), 'the supervisor to go away')
+    op.host.ctx.plugin(SupervisorPlugin, { automaticContinuation: false })
+    await until(() => !!op.host.ctx.get('supervisor'), 'the supervisor to come back')
+    expect((await op.host.ctx.supervisor.state(session)).current!.phase).to.equal('reviewing')
+    await until(() => agent.held, 'the reloaded supervisor to hold the queue of the task under review')
+  })
+
   it('lets only the newest announced state decide: a late "reviewing" state does not hold the queue again', async () => {
     const id = await createSession(op.host, { cwd: 'order', create: true })
     const agent = op.host.ctx.agents.get(id)!
