@@ -39,6 +39,31 @@ export function holdInputDuringReviews(ctx: Context, supervisor: Supervisor) {
     }
   })
 
+  // An agent spawned while its task may be under review (resumed after a restart, when no state is
+  // announced): held at once, until the state read says whether the task is under review.
+  ctx.on('agent/created', (agent) => {
+    const sessionId = agent.session.id
+    if (disposed || agent.session.role !== 'main') return
+    const stale = holds.get(sessionId)
+    if (stale && stale.agent !== agent) {
+      holds.delete(sessionId)
+      stale.release()
+    }
+    if (holds.has(sessionId)) return
+    const known = supervisor.currentState(agent.session)
+    if (known) return decide(sessionId, known)
+    holds.set(sessionId, { agent, release: agent.hold() })
+    // With the state, the usual decision keeps or drops the hold (a newer announcement may have made it
+    // already); a failed read drops it (the task's own guards still refuse what a broken state forbids).
+    const unheld = () => {
+      const held = holds.get(sessionId)
+      if (held?.agent !== agent) return
+      holds.delete(sessionId)
+      held.release()
+    }
+    supervisor.state(agent.session).then((state) => decide(sessionId, state), unheld)
+  })
+
   ctx.on('dispose', () => {
     disposed = true
     for (const held of holds.values()) held.release()
