@@ -4,10 +4,13 @@
  * same run on the same session:
  *
  * 1. `tools.execute` of a trivial tool (two appends: `tool/call`, `tool/result`) vs. the same two
- *    appends done directly with `session.append`. The difference is what admission, guards, event
- *    observers and cordis' service proxies cost per call. Measured on a host with the kernel only and on
- *    one with the plugins on the tool path (supervisor with an active task, workspace, recovery,
- *    admission). Goal: overhead ≤ 200 µs per call.
+ *    appends done directly with `session.append`. The difference is what admission, guards and cordis'
+ *    service proxies cost per call. NOT in it: the event observers (supervisor fold, recovery's pin
+ *    warden and stage reports, admission's index, projections): they run on every append, so the
+ *    baseline pays them too; their cost per call shows as the difference between the two hosts'
+ *    "appends directly" figures. Measured on a host with the kernel only and on one with the plugins
+ *    on the tool path (supervisor with an active task, workspace, recovery, admission). Goal: overhead
+ *    ≤ 200 µs per call.
  * 2. An agent step (scripted model, one tool call per step) vs. the appends that step makes, done
  *    directly (`user/message` once per turn, then `tool/call` + `tool/result` per step), on the plugin
  *    host, in a main session without a task (no reviews at the end of a turn).

@@ -56,6 +56,56 @@ describe('operator queue policy during a review', function () {
     expect(log.filter((e) => e.seq < asked.seq && e.type === 'assistant/message')).to.have.length(0)
   })
 
+  // The hold lived only in the supervisor instance that saw the task enter review: unloaded and loaded
+  // again (a config reload) while the review was pending, the new one held nothing, and chat typed
+  // meanwhile ran a turn in the workspace under review.
+  it('still holds the queue after the supervisor is reloaded while the review is pending', async () => {
+    const id = await createSession(op.host, { cwd: 'reloaded', create: true })
+    const session = await op.host.ctx.sessions.get(id)
+    expect((await op.host.http.post(`/api/sessions/${id}/input`, { text: '/task new Write a greeting' })).status).to.equal(200)
+    const submitted = await op.host.ctx.tools.execute(session, 'task_submit_plan', {
+      acceptanceCriteria: ['greets'], nodes: [{ id: 'a', title: 'greet' }],
+    }, { agentId: id })
+    expect(submitted.error).to.equal(undefined)
+    const agent = op.host.ctx.agents.get(id)!
+    await until(() => agent.held, 'the queue to be held during the review')
+
+    ;(op.host.ctx as any).registry.get(SupervisorPlugin).dispose()
+    await until(() => !op.host.ctx.get('supervisor'), 'the supervisor to go away')
+    op.host.ctx.plugin(SupervisorPlugin, { automaticContinuation: false })
+    await until(() => !!op.host.ctx.get('supervisor'), 'the supervisor to come back')
+    expect((await op.host.ctx.supervisor.state(session)).current!.phase).to.equal('reviewing')
+    await until(() => agent.held, 'the reloaded supervisor to hold the queue of the task under review')
+  })
+
+  // After a restart the agent comes back (resumed by the input itself) while the task is still under
+  // review: no state is announced then, so nothing held it and the chat ran as a turn at once.
+  it('holds chat to an agent brought back after a restart while the review is pending', async () => {
+    const id = await createSession(op.host, { cwd: 'restarted', create: true })
+    let session = await op.host.ctx.sessions.get(id)
+    expect((await op.host.http.post(`/api/sessions/${id}/input`, { text: '/task new Write a greeting' })).status).to.equal(200)
+    const submitted = await op.host.ctx.tools.execute(session, 'task_submit_plan', {
+      acceptanceCriteria: ['greets'], nodes: [{ id: 'a', title: 'greet' }],
+    }, { agentId: id })
+    expect(submitted.error).to.equal(undefined)
+    await until(() => !!op.host.ctx.agents.get(id)?.held, 'the queue to be held during the review')
+
+    await op.host.restart()
+    session = await op.host.ctx.sessions.get(id)
+    expect(op.host.ctx.agents.get(id), 'no agent before the input brings it back').to.equal(undefined)
+    // A pooled keep-alive connection to the stopped server fails once; nothing is sent on it.
+    await op.host.http.json('/health').catch(() => undefined)
+    op.host.scripted.script('main', [{ text: 'Answered during the review.' }])
+    const response = await op.host.http.post(`/api/sessions/${id}/input`, { text: 'Still there?' })
+    expect(response.status).to.equal(202)
+    const agent = op.host.ctx.agents.get(id)!
+    await until(() => agent.held, 'the brought-back agent to be held')
+    expect((await op.host.ctx.supervisor.state(session)).current!.phase).to.equal('reviewing')
+    const log = await session.read({ limit: 1000 })
+    expect(log.filter((e) => e.type === 'user/message').map((e) => e.data.text)).to.not.include('Still there?')
+    expect(log.filter((e) => e.type === 'assistant/message')).to.have.length(0)
+  })
+
   it('lets only the newest announced state decide: a late "reviewing" state does not hold the queue again', async () => {
     const id = await createSession(op.host, { cwd: 'order', create: true })
     const agent = op.host.ctx.agents.get(id)!

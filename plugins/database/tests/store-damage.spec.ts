@@ -162,3 +162,41 @@ describe('store: a host killed inside a checkpoint', function () {
     }
   })
 })
+
+describe('store: a truncated database next to a write-ahead log that is not its own', function () {
+  this.timeout(120_000)
+
+  // The header check skips its page count only for a WAL that a checkpoint was copying into THIS
+  // file. A WAL moved in from another data directory holds frames too: SQLite replays them onto the
+  // remains of the truncated file, and the host started "healthy" on the other store's contents.
+  it('is refused as truncated, not started on the other WAL', async () => {
+    const dataDir = await tempWorkspace({}, 'taskward-foreign-wal-')
+    const copy = await tempWorkspace({}, 'taskward-foreign-wal-copy-')
+    const first = await TestHost.boot({ dataDir })
+    const other = await TestHost.boot()
+    try {
+      const session = await first.ctx.sessions.create({ id: 'main', cwd: dataDir })
+      for (let i = 0; i < 3000; i++) await session.append('test/x', { i, text: 'y'.repeat(300) })
+      await first.stop()
+      const database = await readFile(first.dbPath)
+      const theirs = await other.ctx.sessions.create({ id: 'other', cwd: dataDir })
+      for (let i = 0; i < 5; i++) await theirs.append('test/x', { i })
+      const foreign = await readFile(other.dbPath + '-wal')
+      const pageSize = database.readUInt16BE(16)
+      expect(database.readUInt32BE(28) * pageSize, 'the header counts the whole file').to.equal(database.length)
+      await writeFile(join(copy, 'taskward.db'), database.subarray(0, Math.floor(database.length / 2)))
+      await writeFile(join(copy, 'taskward.db-wal'), foreign)
+    } finally {
+      await other.dispose()
+    }
+    try {
+      const error = await refusal(copy)
+      expect(error?.code, 'started on a WAL of another database').to.equal('STORE_CORRUPT')
+      expect(error.message).to.include('truncated')
+    } finally {
+      await first.dispose()
+      await removeTree(dataDir)
+      await removeTree(copy)
+    }
+  })
+})

@@ -1,6 +1,7 @@
 import type { Context } from 'cordis'
 import type {} from '@taskward/host'
 import type { SupervisorState } from '@taskward/protocol'
+import type { Supervisor } from './service'
 
 /*
  * The operator's queue policy, supervisor half (docs/host.md, "Queue policy"): while a main session's
@@ -9,12 +10,13 @@ import type { SupervisorState } from '@taskward/protocol'
  * view of it): a host without the console holds the queue all the same. States can be announced out of
  * order (some are folded asynchronously); only the newest one (by asOfSeq) decides.
  */
-export function holdInputDuringReviews(ctx: Context) {
+export function holdInputDuringReviews(ctx: Context, supervisor: Supervisor) {
   const holds = new Map<string, { agent: object, release: () => void }>()
   const newest = new Map<string, number>()
+  let disposed = false
 
-  ctx.on('supervisor/changed', (sessionId: string, state: SupervisorState) => {
-    if ((newest.get(sessionId) ?? -1) > state.asOfSeq) return
+  const decide = (sessionId: string, state: SupervisorState) => {
+    if (disposed || (newest.get(sessionId) ?? -1) > state.asOfSeq) return
     newest.set(sessionId, state.asOfSeq)
     const agent = ctx.agents.get(sessionId)
     const reviewing = state.current?.phase === 'reviewing' && !!agent && agent.session.role === 'main'
@@ -24,9 +26,46 @@ export function holdInputDuringReviews(ctx: Context) {
       held.release()
     }
     if (reviewing && !holds.has(sessionId)) holds.set(sessionId, { agent: agent!, release: agent!.hold() })
+  }
+
+  ctx.on('supervisor/changed', decide)
+
+  // A supervisor loaded while agents already run (a reload during a review) holds what is under review
+  // now: the holds of the instance before it went with it.
+  ctx.on('ready', () => {
+    for (const agent of ctx.agents.list()) {
+      if (agent.session.role !== 'main') continue
+      supervisor.state(agent.session).then((state) => decide(agent.session.id, state), () => {})
+    }
+  })
+
+  // An agent spawned while its task may be under review (resumed after a restart, when no state is
+  // announced): held at once, until the state read says whether the task is under review.
+  ctx.on('agent/created', (agent) => {
+    const sessionId = agent.session.id
+    if (disposed || agent.session.role !== 'main') return
+    const stale = holds.get(sessionId)
+    if (stale && stale.agent !== agent) {
+      holds.delete(sessionId)
+      stale.release()
+    }
+    if (holds.has(sessionId)) return
+    const known = supervisor.currentState(agent.session)
+    if (known) return decide(sessionId, known)
+    holds.set(sessionId, { agent, release: agent.hold() })
+    // With the state, the usual decision keeps or drops the hold (a newer announcement may have made it
+    // already); a failed read drops it (the task's own guards still refuse what a broken state forbids).
+    const unheld = () => {
+      const held = holds.get(sessionId)
+      if (held?.agent !== agent) return
+      holds.delete(sessionId)
+      held.release()
+    }
+    supervisor.state(agent.session).then((state) => decide(sessionId, state), unheld)
   })
 
   ctx.on('dispose', () => {
+    disposed = true
     for (const held of holds.values()) held.release()
     holds.clear()
   })

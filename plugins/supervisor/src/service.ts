@@ -122,7 +122,7 @@ export class Supervisor extends Service {
     registerGuard(ctx, this)
     registerTaskTools(ctx, this)
     registerTaskCommand(ctx, this)
-    holdInputDuringReviews(ctx)
+    holdInputDuringReviews(ctx, this)
   }
 
   /** The supervisor projection of a session, folded up to its last event. */

@@ -30,6 +30,11 @@ declare module 'cordis' {
     'agent/pre-step'(agent: Agent): any
     /** Return (or throw) a TaskwardError to refuse the resume. */
     'agent/before-resume'(session: Session): any
+    /**
+     * An agent was spawned (created or resumed), before anything is queued to it: a policy that holds
+     * queues (`agent.hold()`) sets its hold here, synchronously, so that no first turn slips past it.
+     */
+    'agent/created'(agent: Agent): void
     'agent/turn-end'(agent: Agent, summary: TurnSummary): void
     'agent/state'(agent: Agent): void
     /** Streamed assistant text of the running step (not recorded; the whole text is). */
@@ -154,6 +159,7 @@ export class Agents extends Service {
     // again: hand the agent the object itself.
     const agent = new Agent(this.home, session, model, role, this.config, this.stepGuards, original(this.tools))
     this.live.set(session.id, agent)
+    this.home.emit('agent/created', agent)
     return agent
   }
 }

@@ -1,0 +1,27 @@
+import { expect } from 'chai'
+import { redact } from '../src/redact'
+
+const KEY = 'sk-proj-abcdefghijklmnopqrstuvwxyz0123456789'
+
+describe('plugin-openai: redact', function () {
+  it('masks the key, a Bearer value and a masked key quoted by the endpoint, and keeps the text around them', () => {
+    const masked = `${KEY.slice(0, 8)}${'*'.repeat(20)}${KEY.slice(-4)}`
+    expect(redact(`key ${KEY} here`, KEY)).to.equal('key [redacted] here')
+    expect(redact('Authorization: Bearer abc.def', KEY)).to.equal('Authorization: Bearer [redacted]')
+    expect(redact(`Incorrect API key provided: ${masked}. See the docs.`, KEY)).to.equal('Incorrect API key provided: [redacted]. See the docs.')
+    expect(redact(`("${masked}")`, KEY)).to.equal('("[redacted]")')
+    expect(redact('a***b.c***d. next', KEY)).to.equal('[redacted]. next')
+    expect(redact('only ** two stars', KEY)).to.equal('only ** two stars')
+  })
+
+  // An endpoint's error body (or anything logged through the route's logger) is not ours: a long
+  // token without a masked key took time quadratic in its length (200 000 characters: about a minute,
+  // with the event loop blocked), so a broken or hostile endpoint could stall the whole host.
+  it('takes time linear in the text: a 200 000-character token is scanned at once', function () {
+    this.timeout(5_000)
+    const text = 'x'.repeat(200_000) + '**'
+    expect(redact(text, KEY)).to.equal(text)
+    const long = 'y'.repeat(200_000) + '***' + 'z'.repeat(10)
+    expect(redact(`${long}.`, KEY)).to.equal('[redacted].')
+  })
+})
