@@ -34,6 +34,7 @@ import Schema from 'schemastery'
 import Admission from '@taskward/plugin-admission'
 import { SupervisorPlugin } from '@taskward/plugin-supervisor'
 import { buildSupervisorLog } from './supervisor-log'
+import { Goals } from './goals'
 
 const EVENTS = Number(process.env.ADMISSION_BENCH_EVENTS ?? 100_000)
 const CALLS = Number(process.env.ADMISSION_BENCH_CALLS ?? 20_000)
@@ -170,6 +171,11 @@ try {
   console.log(`session of ${EVENTS} events, ${PAIRS.length} (namespace, version) pairs, ${readers.length} readers`)
   for (const [label, value, goal] of rows) console.log(`  ${label.padEnd(56)} ${value.padEnd(11)} ${goal}`)
   console.log(`  warm check vs rescan: ${(rescan * 1000 / warmUs).toFixed(0)}x cheaper; vs cold check: ${(cold * 1000 / warmUs).toFixed(0)}x cheaper`)
+  const goals = new Goals()
+  goals.check(`cold check at ${EVENTS} events`, cold <= 500, `${cold.toFixed(1)} ms, goal <= 500 ms`)
+  goals.check('first check after a restart', restart <= 20, `${restart.toFixed(2)} ms, goal <= 20 ms`)
+  for (const size of [hook.small, hook.large]) goals.check(`before-step hook at ${size.events} events`, size.us <= 2 && size.synchronous, `${size.us.toFixed(2)} µs${size.synchronous ? '' : ' through a promise'}, goal <= 2 µs`)
+  goals.report()
 } finally {
   if (!disposed) await host.dispose()
   await removeTree(cwd)

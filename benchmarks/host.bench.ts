@@ -21,6 +21,7 @@ import { closeSync, fsync, openSync } from 'node:fs'
 import { promisify } from 'node:util'
 import { randomUUID } from 'node:crypto'
 import { storeDriver } from '@taskward/host'
+import { Goals } from './goals'
 
 const fsyncAsync = promisify(fsync)
 
@@ -149,6 +150,7 @@ async function appendBench(durability: 'fsync' | 'os') {
 
 const rate = (ms: number) => Math.round(EVENTS / (ms / 1000)).toLocaleString('en-US')
 const table = [['measure', 'ours', 'baseline', 'speed vs baseline', 'goal']]
+const goals = new Goals()
 for (const durability of ['fsync', 'os'] as const) {
   const { ours, raw } = await appendBench(durability)
   table.push([
@@ -158,6 +160,7 @@ for (const durability of ['fsync', 'os'] as const) {
     `${(raw / ours).toFixed(2)}x`,
     '>= 0.8x',
   ])
+  goals.check(`append, durability ${durability}`, raw / ours >= 0.8, `${(raw / ours).toFixed(2)}x the raw inserts, goal >= 0.8x`)
 }
 
 const { host, dispose } = await bootWith('os')
@@ -194,6 +197,7 @@ try {
   table.push([`rebuild from seq 0 (median of ${ROUNDS})`, `${rebuildMs.toFixed(0)} ms (${rate(rebuildMs)} ev/s)`, `${parseMs.toFixed(1)} ms (${rate(parseMs)} ev/s) JSONL parse`, `${(rebuildMs / parseMs).toFixed(2)}x the time`, '-'])
   const widths = table[0].map((_, c) => Math.max(...table.map((row) => row[c].length)))
   for (const row of table) console.log(row.map((cell, c) => cell.padEnd(widths[c])).join('  '))
+  goals.report()
 } finally {
   await dispose()
 }

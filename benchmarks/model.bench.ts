@@ -16,6 +16,7 @@ import * as OpenAIPlugin from '@taskward/plugin-openai'
 import { OpenAIMock, TestHost, mockText } from '@taskward/testkit'
 import { WebConsole } from '@taskward/plugin-console'
 import { SupervisorPlugin } from '@taskward/plugin-supervisor'
+import { Goals } from './goals'
 
 const STEPS = Number(process.env.MODEL_BENCH_STEPS ?? 200)
 const TURNS = Number(process.env.MODEL_BENCH_TURNS ?? 50)
@@ -163,6 +164,10 @@ try {
   ]
   const widths = table[0].map((_, c) => Math.max(...table.map((row) => row[c].length)))
   for (const row of table) console.log(row.map((cell, c) => cell.padEnd(widths[c])).join('  '))
+  const goals = new Goals()
+  goals.check('adapter step vs a bare fetch', step / base <= 1.1, `${(step / base).toFixed(2)}x, goal <= 1.1x (the SDK alone: ${(median(sdkMs) / base).toFixed(2)}x; docs/models.md)`)
+  goals.check('mock first byte to first text at a live-stream client', median(firstText) <= 50, `${median(firstText).toFixed(2)} ms median, goal <= 50 ms`)
+  goals.report()
 } finally {
   await host.dispose()
   await mock.close()

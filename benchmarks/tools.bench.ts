@@ -23,6 +23,9 @@ import { taskStateEnvelope } from '@taskward/protocol'
 import { original, type Session } from '@taskward/host'
 import { TestHost, removeTree, tempWorkspace, type PluginEntry } from '@taskward/testkit'
 import { PLAN } from './supervisor-log'
+import { Goals } from './goals'
+
+const goals = new Goals()
 
 const CALLS = Number(process.env.TOOLS_BENCH_CALLS ?? 2_000)
 const ROUNDS = Number(process.env.TOOLS_BENCH_ROUNDS ?? 5)
@@ -100,6 +103,7 @@ async function toolCalls(label: string, plugins: PluginEntry[]) {
     const baseline = median(base) / CALLS
     console.log(`${label}: tools.execute ${us(perCall)} per call, the same two appends directly ${us(baseline)}; `
       + `overhead ${us(perCall - baseline)} (goal ≤ 200 µs)`)
+    goals.check(`tools.execute overhead, ${label.trim()}`, perCall - baseline <= 0.2, `${us(perCall - baseline)} beyond its appends, goal <= 200 µs`)
   } finally {
     await host.dispose()
     await removeTree(cwd)
@@ -159,3 +163,4 @@ async function agentSteps(label: string, plugins: PluginEntry[]) {
 await toolCalls('kernel only                  ', [])
 await toolCalls('supervisor+workspace+recovery+admission', PLUGINS)
 await agentSteps('supervisor+workspace+recovery+admission', PLUGINS)
+goals.report()
