@@ -14,6 +14,14 @@ describe('plugin-openai: redact', function () {
     expect(redact('only ** two stars', KEY)).to.equal('only ** two stars')
   })
 
+  it('masks a key quoted with dots instead of stars (its prefix, an ellipsis and its tail)', () => {
+    expect(redact(`Invalid key ${KEY.slice(0, 6)}...${KEY.slice(-4)}, check it`, KEY)).to.equal('Invalid key [redacted], check it')
+    expect(redact(`Invalid key ${KEY.slice(0, 3)}…${KEY.slice(-4)}.`, KEY)).to.equal('Invalid key [redacted].')
+    // Dots alone, or another tail, are plain text.
+    expect(redact('wait... done', KEY)).to.equal('wait... done')
+    expect(redact('sk-ab...zzzz', KEY)).to.equal('sk-ab...zzzz')
+  })
+
   // An endpoint's error body (or anything logged through the route's logger) is not ours: a long
   // token without a masked key took time quadratic in its length (200 000 characters: about a minute,
   // with the event loop blocked), so a broken or hostile endpoint could stall the whole host.
