@@ -3,7 +3,8 @@ import { spawn } from 'node:child_process'
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
-import { freePort } from '@taskward/testkit'
+import { freePort, TestHost } from '@taskward/testkit'
+import { SUPERVISOR_PROJECTION_KEY } from '@taskward/protocol'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -143,6 +144,40 @@ describe('npm start', function () {
       expect((await stat(join(host.data, 'demo-workspace', 'src', 'cli.js'))).isFile()).to.equal(true)
     } finally {
       await host.dispose()
+    }
+  })
+
+  it('saves the projection caches at Ctrl-C (the CLI ends the process after `exit`): the next start folds nothing', async () => {
+    const host = await startHost([])
+    let copy: string | undefined
+    try {
+      await host.waitFor(() => host.output.includes('demo ready'), 'the demo')
+      const { sessions } = await (await host.api('/api/console/sessions')).json() as { sessions: { id: string }[] }
+      // A supervisor record right before Ctrl-C, well inside the second the caches wait before saving.
+      const off = await fetch(`${host.base}/api/sessions/${sessions[0].id}/input`, {
+        method: 'POST', headers: { authorization: `Bearer ${host.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ text: '/task off' }),
+      })
+      expect(off.status, await off.clone().text()).to.equal(200)
+      process.kill(-host.pid, 'SIGINT')
+      await host.waitFor(() => host.output.includes('terminated by SIGINT'), 'the clean shutdown', 20_000)
+      await Promise.race([host.exited, sleep(20_000)])
+      // Read the store the stopped host left (a copy: dispose removes the data directory).
+      copy = await mkdtemp(join(tmpdir(), 'taskward-start-copy-'))
+      for (const name of ['taskward.db', 'taskward.db-wal']) {
+        await writeFile(join(copy, name), await readFile(join(host.data, name))).catch(() => {})
+      }
+      const reader = await TestHost.boot({ dataDir: copy })
+      try {
+        const session = await reader.ctx.sessions.get(sessions[0].id)
+        const rows = await reader.ctx.database.get('taskward_projection', { sessionId: session.id })
+        const supervisor = rows.find((row) => row.key === SUPERVISOR_PROJECTION_KEY)
+        expect(supervisor?.asOfSeq, JSON.stringify(rows.map((row) => [row.key, row.asOfSeq]))).to.equal(session.seq - 1)
+      } finally {
+        await reader.stop()
+      }
+    } finally {
+      await host.dispose()
+      if (copy) await rm(copy, { recursive: true, force: true })
     }
   })
 

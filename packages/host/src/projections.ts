@@ -72,6 +72,9 @@ export class Projections extends Service {
     const self = original(this)
     ctx.sessions.observe((session, event) => self.follow(session, event))
     ctx.on('dispose', () => clearTimeout(this.persistTimer))
+    // The cordis CLI ends the process on SIGINT/SIGTERM after awaiting `exit` (no dispose): save what the
+    // appends advanced, so the next start folds only what came after.
+    ctx.on('exit' as any, () => self.flush().catch((error) => this.log.warn('saving projection caches at exit failed: %s', error)))
   }
 
   /**
@@ -103,6 +106,15 @@ export class Projections extends Service {
       }, PERSIST_DELAY_MS)
       this.persistTimer.unref?.()
     }
+  }
+
+  /** Save every cache the appends advanced now, and wait for the writes in flight (before a stop). */
+  async flush() {
+    const self = original(this)
+    clearTimeout(self.persistTimer)
+    self.persistTimer = undefined
+    await self.persist()
+    await Promise.all([...self.saving.values()].map((write) => write.settled))
   }
 
   private async persist() {

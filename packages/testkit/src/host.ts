@@ -153,6 +153,8 @@ export class TestHost {
   async stop() {
     if (this.stopped) return
     this.stopped = true
+    // What a stop through the cordis CLI does first (`exit`): projection caches saved, leases released.
+    await (this.ctx as any).parallel?.('exit').catch(() => {})
     const http = this.ctx.server._http
     http.closeAllConnections()
     const closed = new Promise((resolve) => http.close(resolve))

@@ -82,6 +82,8 @@ export class Agents extends Service {
       // Given up at once, so another host may resume these sessions without waiting for a lapse.
       return this.leases.releaseAll()
     })
+    // The cordis CLI ends the process on SIGINT/SIGTERM after awaiting `exit`, without disposing.
+    ctx.on('exit' as any, () => this.leases.releaseAll())
   }
 
   /** A main session's agent runs on one host at a time (MySQL leases; nothing on SQLite). */
