@@ -3,8 +3,6 @@ import { existsSync } from 'node:fs'
 import { mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { execFile } from 'node:child_process'
-import { promisify } from 'node:util'
 import type { Config, Result } from 'lighthouse'
 import { launch, type LaunchedChrome } from 'chrome-launcher'
 import { chromium } from 'playwright-core'
@@ -17,6 +15,7 @@ import { TaskwardError } from '@taskward/protocol'
 import { RecoveryPlugin } from '@taskward/plugin-recovery'
 import { WebConsole } from '../plugins/console/src'
 import { bootOperatorHost, createSession, until, type OperatorHost } from './operator-fixtures'
+import { lighthouseReport } from './lighthouse-audit'
 
 /*
  * Lighthouse (the third-party audit issue 11 names) against the real console in Debian's chromium.
@@ -28,8 +27,6 @@ const CHROMIUM = '/usr/bin/chromium'
 /** Offending nodes listed per failing audit. */
 const MAX_ITEMS = 15
 const CHROME_FLAGS = ['--headless=new', '--no-sandbox', '--disable-gpu']
-const CHILD = join(import.meta.dirname, 'lighthouse-audit.child.mjs')
-const run = promisify(execFile)
 /** The issue asks 100/97/100; best practices is held at the 100 the console reaches. */
 const TARGETS = { accessibility: 100, 'best-practices': 100, seo: 100 } as const
 type Category = keyof typeof TARGETS
@@ -39,7 +36,7 @@ const MOBILE = { formFactor: 'mobile', screenEmulation: { mobile: true, width: 4
 type FormFactor = typeof DESKTOP | typeof MOBILE
 
 /** One audit run: the report of `url` with the given form factor and request headers. */
-async function audit(chrome: LaunchedChrome, url: string, form: FormFactor, extraHeaders?: Record<string, string>): Promise<Result> {
+async function audit(chrome: LaunchedChrome, url: string, form: FormFactor, secret: string, extraHeaders?: Record<string, string>): Promise<Result> {
   const config: Config = {
     extends: 'lighthouse:default',
     settings: {
@@ -51,11 +48,7 @@ async function audit(chrome: LaunchedChrome, url: string, form: FormFactor, extr
       extraHeaders,
     },
   }
-  // A plain Node child (no tsx loader): see lighthouse-audit.child.mjs.
-  const env = { ...process.env }
-  delete env.NODE_OPTIONS
-  const { stdout } = await run(process.execPath, [CHILD, JSON.stringify({ url, port: chrome.port, config })], { env, maxBuffer: 64 << 20 })
-  return JSON.parse(stdout) as Result
+  return lighthouseReport(url, chrome.port, config, secret)
 }
 
 /** "accessibility 100, best-practices 100, seo 100" */
@@ -213,7 +206,7 @@ describe('console: Lighthouse audit (accessibility 100, best practices 100, SEO 
    * drawn the view (so a page stuck on "Loading…" or an error cannot pass by having nothing to check).
    */
   const check = async (what: string, url: string, form: FormFactor, options: { rendered: string[], headers?: Record<string, string>, browser?: LaunchedChrome, redirected?: boolean }) => {
-    const lhr = await audit(options.browser ?? chrome, url, form, options.headers)
+    const lhr = await audit(options.browser ?? chrome, url, form, op.host.operatorToken, options.headers)
     const label = `${what} (${form.formFactor})`
     console.log(`      ${label}: ${scores(lhr)}`)
     const problems = failures(lhr, options.redirected ?? false)

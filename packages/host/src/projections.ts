@@ -2,6 +2,7 @@ import { Context, Service } from 'cordis'
 import { SessionEvent, TaskwardError } from '@taskward/protocol'
 import type { Session } from './sessions/session'
 import { original } from './original'
+import { onExit } from './exit'
 
 /**
  * A projection folds a session's log into state. `apply` must be pure and must not mutate its input
@@ -74,7 +75,7 @@ export class Projections extends Service {
     ctx.on('dispose', () => clearTimeout(this.persistTimer))
     // The cordis CLI ends the process on SIGINT/SIGTERM after awaiting `exit` (no dispose): save what the
     // appends advanced, so the next start folds only what came after.
-    ctx.on('exit' as any, () => self.flush().catch((error) => this.log.warn('saving projection caches at exit failed: %s', error)))
+    onExit(ctx, 'saving projection caches', this.log, () => self.flush())
   }
 
   /**

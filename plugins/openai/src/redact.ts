@@ -14,11 +14,17 @@ export function redact(text: string, secret: string): string {
     // position of a long token without `***` takes time quadratic in its length (an endpoint's body).
     .replace(/[^\s"',:;()<>]+/g, (token) => {
       if (token.includes('***')) return token.replace(/^.*\*{3,}[^.]*/s, '[redacted]')
-      const ellipsis = tail ? Math.max(token.lastIndexOf('...'), token.lastIndexOf('…')) : -1
+      // The first ellipsis: dots after the tail (a sentence trailing off) must not hide the key before them.
+      const ellipsis = tail ? firstOf(token.indexOf('...'), token.indexOf('…')) : -1
       if (ellipsis >= 0 && token.includes(tail!, ellipsis)) {
         const end = token.indexOf(tail!, ellipsis) + tail!.length
         return '[redacted]' + token.slice(end)
       }
       return token
     })
+}
+
+/** The smaller of two `indexOf` answers that were found, or -1. */
+function firstOf(a: number, b: number) {
+  return a < 0 ? b : b < 0 ? a : Math.min(a, b)
 }

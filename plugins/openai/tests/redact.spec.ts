@@ -20,6 +20,9 @@ describe('plugin-openai: redact', function () {
     // Dots alone, or another tail, are plain text.
     expect(redact('wait... done', KEY)).to.equal('wait... done')
     expect(redact('sk-ab...zzzz', KEY)).to.equal('sk-ab...zzzz')
+    // Dots after the tail (a sentence trailing off) do not hide the masked key before them.
+    expect(redact(`Invalid key ${KEY.slice(0, 6)}...${KEY.slice(-4)}... check it`, KEY)).to.equal('Invalid key [redacted]... check it')
+    expect(redact(`Invalid key ${KEY.slice(0, 6)}…${KEY.slice(-4)}…`, KEY)).to.equal('Invalid key [redacted]…')
   })
 
   // An endpoint's error body (or anything logged through the route's logger) is not ours: a long

@@ -6,6 +6,7 @@ import type { Session } from '../sessions/session'
 import { SessionLeases, type LeaseConfig } from '../sessions/lease'
 import type { Tools } from '../tools/service'
 import { original } from '../original'
+import { onExit } from '../exit'
 
 export interface CreateAgentOptions {
   sessionId?: string
@@ -83,7 +84,7 @@ export class Agents extends Service {
       return this.leases.releaseAll()
     })
     // The cordis CLI ends the process on SIGINT/SIGTERM after awaiting `exit`, without disposing.
-    ctx.on('exit' as any, () => this.leases.releaseAll())
+    onExit(ctx, 'releasing session leases', ctx.logger('agents'), () => this.leases.releaseAll())
   }
 
   /** A main session's agent runs on one host at a time (MySQL leases; nothing on SQLite). */
