@@ -153,11 +153,10 @@ export class SessionLeases {
       const stolen = await this.query(
         `UPDATE \`taskward_lease\` SET \`holder\` = ?, \`expiresAt\` = ${NOW_MS} + ?, \`token\` = \`token\` + 1 WHERE \`sessionId\` = ? AND \`holder\` = ? AND \`token\` = ?`,
         [this.holder, duration, id, row.holder, row.token])
-      if (stolen.affectedRows) {
-        this.logger.info('took over the lease of session %s from %s, which no longer runs', id, row.holder)
-        ;[row] = await this.query(`SELECT \`holder\`, \`token\`, \`expiresAt\` - ${NOW_MS} AS \`remaining\` FROM \`taskward_lease\` WHERE \`sessionId\` = ?`, [id])
-        if (row?.holder === this.holder) return this.hold(session, Number(row.token))
-      }
+      if (stolen.affectedRows) this.logger.info('took over the lease of session %s from %s, which no longer runs', id, row.holder)
+      // Read again either way: a refusal must name whoever won a race for the lease, not the dead holder.
+      ;[row] = await this.query(`SELECT \`holder\`, \`token\`, \`expiresAt\` - ${NOW_MS} AS \`remaining\` FROM \`taskward_lease\` WHERE \`sessionId\` = ?`, [id])
+      if (stolen.affectedRows && row?.holder === this.holder) return this.hold(session, Number(row.token))
     }
     if (!taken.affectedRows || row?.holder !== this.holder) {
       const remaining = Math.max(0, Math.ceil(Number(row?.remaining ?? 0)))
