@@ -65,6 +65,10 @@ describe('host: the event log hot paths', () => {
       { seq: 1, type: 'plain', time: 0.1, data: null },
       { seq: 2, type: 'plain', time: 1e300, data: { t: 'text' } },
       { seq: 3, type: 'plain', time: 123456789012345680, data: [{}, []] },
+      // Integer-valued times (what Date.now() gives) are printed as integers, the others with 17 digits.
+      { seq: 4, type: 'plain', time: 1764527000123, data: 1 },
+      { seq: 5, type: 'plain', time: -3, data: 2 },
+      { seq: 6, type: 'plain', time: 9007199254740993, data: 3 },
     ]
     await host.ctx.database.upsert('taskward_event', rows.map((row) => ({ sessionId: session.id, ...row })))
     const read = await session.read({ from: 0, limit: 10 })

@@ -127,7 +127,7 @@ class SQLiteEventStore implements EventStore {
    */
   private readPage(sessionId: string, from: number, limit: number, types?: readonly string[]): SessionEvent[] | undefined {
     const statement = this.statement('SELECT count(*), \'[\' || group_concat(\'{"seq":\' || `seq` || \',"type":\' || json_quote(`type`)'
-      + ' || \',"time":\' || iif(`time` IS NULL, \'null\', printf(\'%!.17g\', `time`)) || \',"data":\' || ifnull(`data`, \'null\') || \'}\', \',\') || \']\''
+      + ' || \',"time":\' || iif(`time` IS NULL, \'null\', iif(`time` = CAST(`time` AS INTEGER) AND abs(`time`) < 9007199254740992, CAST(`time` AS INTEGER), printf(\'%!.17g\', `time`))) || \',"data":\' || ifnull(`data`, \'null\') || \'}\', \',\') || \']\''
       + ` FROM (${this.selection(types)})`)
     let count: number
     let text: string | null
