@@ -22,17 +22,23 @@ describe('operator queue policy during a review', function () {
     await op.dispose()
   })
 
-  it('holds chat that arrives while the plan is under review, and runs it as the next turn after the verdict', async () => {
-    const id = await createSession(op.host, { cwd: 'held', create: true })
+  /** A session (in `cwd`) whose task's plan was submitted: its review is pending and its queue held. */
+  async function planUnderReview(cwd: string) {
+    const id = await createSession(op.host, { cwd, create: true })
     const session = await op.host.ctx.sessions.get(id)
-    const http = op.host.http
-    expect((await http.post(`/api/sessions/${id}/input`, { text: '/task new Write a greeting' })).status).to.equal(200)
+    expect((await op.host.http.post(`/api/sessions/${id}/input`, { text: '/task new Write a greeting' })).status).to.equal(200)
     const submitted = await op.host.ctx.tools.execute(session, 'task_submit_plan', {
       acceptanceCriteria: ['greets'], nodes: [{ id: 'a', title: 'greet' }],
     }, { agentId: id })
     expect(submitted.error).to.equal(undefined)
     const agent = op.host.ctx.agents.get(id)!
     await until(() => agent.held, 'the queue to be held during the review')
+    return { id, session, agent }
+  }
+
+  it('holds chat that arrives while the plan is under review, and runs it as the next turn after the verdict', async () => {
+    const { id, session, agent } = await planUnderReview('held')
+    const http = op.host.http
 
     op.host.scripted.script('main', [{ text: 'Answered after the review.' }])
     const response = await http.post(`/api/sessions/${id}/input`, { text: 'What are you doing?' })
@@ -60,15 +66,7 @@ describe('operator queue policy during a review', function () {
   // again (a config reload) while the review was pending, the new one held nothing, and chat typed
   // meanwhile ran a turn in the workspace under review.
   it('still holds the queue after the supervisor is reloaded while the review is pending', async () => {
-    const id = await createSession(op.host, { cwd: 'reloaded', create: true })
-    const session = await op.host.ctx.sessions.get(id)
-    expect((await op.host.http.post(`/api/sessions/${id}/input`, { text: '/task new Write a greeting' })).status).to.equal(200)
-    const submitted = await op.host.ctx.tools.execute(session, 'task_submit_plan', {
-      acceptanceCriteria: ['greets'], nodes: [{ id: 'a', title: 'greet' }],
-    }, { agentId: id })
-    expect(submitted.error).to.equal(undefined)
-    const agent = op.host.ctx.agents.get(id)!
-    await until(() => agent.held, 'the queue to be held during the review')
+    const { session, agent } = await planUnderReview('reloaded')
 
     ;(op.host.ctx as any).registry.get(SupervisorPlugin).dispose()
     await until(() => !op.host.ctx.get('supervisor'), 'the supervisor to go away')
@@ -81,17 +79,10 @@ describe('operator queue policy during a review', function () {
   // After a restart the agent comes back (resumed by the input itself) while the task is still under
   // review: no state is announced then, so nothing held it and the chat ran as a turn at once.
   it('holds chat to an agent brought back after a restart while the review is pending', async () => {
-    const id = await createSession(op.host, { cwd: 'restarted', create: true })
-    let session = await op.host.ctx.sessions.get(id)
-    expect((await op.host.http.post(`/api/sessions/${id}/input`, { text: '/task new Write a greeting' })).status).to.equal(200)
-    const submitted = await op.host.ctx.tools.execute(session, 'task_submit_plan', {
-      acceptanceCriteria: ['greets'], nodes: [{ id: 'a', title: 'greet' }],
-    }, { agentId: id })
-    expect(submitted.error).to.equal(undefined)
-    await until(() => !!op.host.ctx.agents.get(id)?.held, 'the queue to be held during the review')
+    const { id } = await planUnderReview('restarted')
 
     await op.host.restart()
-    session = await op.host.ctx.sessions.get(id)
+    const session = await op.host.ctx.sessions.get(id)
     expect(op.host.ctx.agents.get(id), 'no agent before the input brings it back').to.equal(undefined)
     // A pooled keep-alive connection to the stopped server fails once; nothing is sent on it.
     await op.host.http.json('/health').catch(() => undefined)
