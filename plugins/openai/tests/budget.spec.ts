@@ -12,6 +12,19 @@ const taskRecord = (id: string): SessionEvent => ({
   seq: seq++, type: RECORD_EVENT_TYPE, time: 0, data: { namespace: TASK_NAMESPACE, kind: TASK_STATE_KIND, schemaVersion: 10, recordId: id, payload: { id } },
 })
 
+/** A host whose openai route (on `mock`) has maxTokensPerTask 300, with the supervisor, and a workspace. */
+async function bootBudgetHost(mock: OpenAIMock) {
+  const host = await TestHost.boot({
+    plugins: [
+      [SupervisorPlugin, { reviewerModel: 'scripted', automaticContinuation: true }],
+      [OpenAIPlugin, { routes: [{ route: 'mock', baseURL: mock.baseURL, apiKey: 'sk-budget', maxRetries: 0 }], maxTokensPerTask: 300 }],
+    ],
+    waitFor: ['supervisor'],
+  })
+  await until(() => host.ctx.models.routes().includes('openai'))
+  return { host, cwd: await tempWorkspace() }
+}
+
 describe('token budget per task', () => {
   it('counts usage since the task\'s first record; a new task starts from zero (pure)', () => {
     const before = taskTokens({ tokens: 0 }, [usage(5, 5), taskRecord('t1'), usage(100, 10), taskRecord('t1'), usage(1, 1)])
@@ -27,15 +40,7 @@ describe('token budget per task', () => {
     before(async () => {
       mock = await OpenAIMock.start()
       mock.fallback = taskPlayer({ usage: { prompt_tokens: 100, completion_tokens: 10 } })
-      host = await TestHost.boot({
-        plugins: [
-          [SupervisorPlugin, { reviewerModel: 'scripted', automaticContinuation: true }],
-          [OpenAIPlugin, { routes: [{ route: 'mock', baseURL: mock.baseURL, apiKey: 'sk-budget', maxRetries: 0 }], maxTokensPerTask: 300 }],
-        ],
-        waitFor: ['supervisor'],
-      })
-      await until(() => host.ctx.models.routes().includes('openai'))
-      cwd = await tempWorkspace()
+      ;({ host, cwd } = await bootBudgetHost(mock))
     })
     after(async () => {
       await host.dispose()
@@ -81,15 +86,7 @@ describe('token budget per task', () => {
       const player = taskPlayer()
       // Like some vLLM or Ollama builds: `stream_options.include_usage` is ignored, no usage chunk comes.
       mock.fallback = async (request) => ({ ...await player(request) as any, usage: false })
-      host = await TestHost.boot({
-        plugins: [
-          [SupervisorPlugin, { reviewerModel: 'scripted', automaticContinuation: true }],
-          [OpenAIPlugin, { routes: [{ route: 'mock', baseURL: mock.baseURL, apiKey: 'sk-budget', maxRetries: 0 }], maxTokensPerTask: 300 }],
-        ],
-        waitFor: ['supervisor'],
-      })
-      await until(() => host.ctx.models.routes().includes('openai'))
-      cwd = await tempWorkspace()
+      ;({ host, cwd } = await bootBudgetHost(mock))
     })
     after(async () => {
       await host.dispose()
