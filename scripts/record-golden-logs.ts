@@ -92,7 +92,8 @@ async function setAnswer(env: Env, answer: string) {
 }
 
 /** /task new → plan review (revise, then pass) → approve → every node with its stage review → completion. */
-async function completeTask(env: Env, objective: string, options: { reviseFirst?: boolean } = {}) {
+/** `/task new`, the plan submitted (revised once first if asked) and passed, then approved. */
+async function approvedPlan(env: Env, objective: string, options: { reviseFirst?: boolean } = {}) {
   await command(env, `/task new ${objective}`)
   review(env, options.reviseFirst ? 'revise' : 'pass')
   await tool(env, 'task_submit_plan', PLAN)
@@ -101,11 +102,20 @@ async function completeTask(env: Env, objective: string, options: { reviseFirst?
     await tool(env, 'task_submit_plan', PLAN)
   }
   await command(env, '/task approve')
-  for (const node of PLAN.nodes) {
-    await tool(env, 'task_start_node', { nodeId: node.id })
+}
+
+/** Each node started and its stage reported, the stage review passing. */
+async function runStages(env: Env, nodeIds = PLAN.nodes.map((node) => node.id)) {
+  for (const nodeId of nodeIds) {
+    await tool(env, 'task_start_node', { nodeId })
     review(env, 'pass')
-    await tool(env, 'task_report_stage', { nodeId: node.id })
+    await tool(env, 'task_report_stage', { nodeId })
   }
+}
+
+async function completeTask(env: Env, objective: string, options: { reviseFirst?: boolean } = {}) {
+  await approvedPlan(env, objective, options)
+  await runStages(env)
   await setAnswer(env, 'right')
   review(env, 'pass')
   await tool(env, 'task_request_completion', { summary: 'the answer is right' })
@@ -127,11 +137,7 @@ async function confirm(env: Env, proposal: { proposalId: string, taskId: string,
 
 /** Finish a reopened task: the affected nodes again, then completion. */
 async function finishReopened(env: Env, nodeIds: string[]) {
-  for (const nodeId of nodeIds) {
-    await tool(env, 'task_start_node', { nodeId })
-    review(env, 'pass')
-    await tool(env, 'task_report_stage', { nodeId })
-  }
+  await runStages(env, nodeIds)
   review(env, 'pass')
   await tool(env, 'task_request_completion', { summary: 'repaired' })
 }
@@ -141,17 +147,8 @@ const SCENARIOS: Scenario[] = [
     name: 'full-task',
     describe: 'A task from /task new to complete: a revised then passing plan review, stage reviews, stage reports verified by a failing check, a completion request vetoed by it (CHANGE_STRATEGY: the same failure again), a retry request, then a passing completion (COMPLETE, journal promotion) and the completion review.',
     async run(env) {
-      await command(env, '/task new get the answer right')
-      review(env, 'revise')
-      await tool(env, 'task_submit_plan', PLAN)
-      review(env, 'pass')
-      await tool(env, 'task_submit_plan', PLAN)
-      await command(env, '/task approve')
-      for (const node of PLAN.nodes) {
-        await tool(env, 'task_start_node', { nodeId: node.id })
-        review(env, 'pass')
-        await tool(env, 'task_report_stage', { nodeId: node.id })
-      }
+      await approvedPlan(env, 'get the answer right', { reviseFirst: true })
+      await runStages(env)
       await tool(env, 'task_request_completion', { summary: 'done, I think' }, 'VERDICT_NEGATIVE')
       await tool(env, 'task_request_retry', { reason: 'let me try again' })
       await setAnswer(env, 'right')
@@ -180,15 +177,8 @@ const SCENARIOS: Scenario[] = [
     describe: 'Recovery stops a task twice: stage reports and a completion request fail the same way, which is stagnation with no strategy change left (STOP stagnation); after /task resume a changed failure is progress (RETRY), and the next completion request uses up the attempts (STOP budget_exhausted:attempts).',
     budgets: { maxStrategyChanges: 0, maxAttempts: 6 },
     async run(env) {
-      await command(env, '/task new get the answer right')
-      review(env, 'pass')
-      await tool(env, 'task_submit_plan', PLAN)
-      await command(env, '/task approve')
-      for (const node of PLAN.nodes) {
-        await tool(env, 'task_start_node', { nodeId: node.id })
-        review(env, 'pass')
-        await tool(env, 'task_report_stage', { nodeId: node.id })
-      }
+      await approvedPlan(env, 'get the answer right')
+      await runStages(env)
       await tool(env, 'task_request_completion', { summary: 'done' }, '*')
       await command(env, '/task resume')
       await setAnswer(env, 'still wrong')
