@@ -22,6 +22,17 @@ describe('recovery: SIGKILL of the host between a STOP decision and its pause', 
     if (cwd) await removeTree(cwd)
   })
 
+  /** A ready task in a workspace holding `answer`, its host killed by the crash child in `mode`, then started again. */
+  async function killedAfter(mode: 'stop' | 'review-stop', answer: string, checks?: Parameters<typeof readyTask>[2]) {
+    host = await bootRecovery()
+    cwd = await answerWorkspace(answer)
+    const ready = await readyTask(host, cwd, checks)
+    await host.stop()
+    expect((await runChild(host.dataDir, ready.session.id, mode)).signal).to.equal('SIGKILL')
+    await host.start()
+    return { ...ready, restored: await host.ctx.sessions.get(ready.session.id) }
+  }
+
   it('re-applies the recorded STOP before anything runs: resume pauses and refuses, the agent edits nothing', async () => {
     host = await bootRecovery()
     cwd = await answerWorkspace('kept candidate')
@@ -65,13 +76,7 @@ describe('recovery: SIGKILL of the host between a STOP decision and its pause', 
   })
 
   it('a tool of the main session is refused while a recorded STOP has not been acted on', async () => {
-    host = await bootRecovery()
-    cwd = await answerWorkspace('kept candidate')
-    const { session } = await readyTask(host, cwd)
-    await host.stop()
-    expect((await runChild(host.dataDir, session.id, 'stop')).signal).to.equal('SIGKILL')
-    await host.start()
-    const restored = await host.ctx.sessions.get(session.id)
+    const { restored } = await killedAfter('stop', 'kept candidate')
     const outcome = await call(host, restored, 'write', { path: 'answer.txt', content: 'edited after the stop' })
     expect(outcome.error?.code).to.equal('VALIDATION_MISSING')
     // The refusal's details reach the tool result like any coded refusal's (docs/host.md, "Details survive").
@@ -82,15 +87,9 @@ describe('recovery: SIGKILL of the host between a STOP decision and its pause', 
   })
 
   it('a STOP from the completion gate at a reviewer\'s pass is re-applied though the verdict wrote a task record before the kill', async () => {
-    host = await bootRecovery()
-    cwd = await answerWorkspace('right')
     // The check pins README.md; the reviewer's turn rewrites it, so the gate's second ask STOPs (pin_changed).
-    const { session, task } = await readyTask(host, cwd, [{ ...ANSWER_CHECK, pin: ['README.md'] }])
-    await host.stop()
-    expect((await runChild(host.dataDir, session.id, 'review-stop')).signal).to.equal('SIGKILL')
-    await host.start()
+    const { task, restored } = await killedAfter('review-stop', 'right', [{ ...ANSWER_CHECK, pin: ['README.md'] }])
 
-    const restored = await host.ctx.sessions.get(session.id)
     const decisions = await recoveryRecords(restored, 'decision')
     expect(decisions.at(-1)!.payload).to.include({ action: 'STOP', stopReason: 'pin_changed' })
     // The verdict's task record (the vetoed pass: back to work) follows the STOP; its pause never came.
@@ -103,13 +102,7 @@ describe('recovery: SIGKILL of the host between a STOP decision and its pause', 
   })
 
   it('a consultation of the main session is refused too while a recorded STOP has not been acted on', async () => {
-    host = await bootRecovery()
-    cwd = await answerWorkspace('kept candidate')
-    const { session } = await readyTask(host, cwd)
-    await host.stop()
-    expect((await runChild(host.dataDir, session.id, 'stop')).signal).to.equal('SIGKILL')
-    await host.start()
-    const restored = await host.ctx.sessions.get(session.id)
+    const { restored } = await killedAfter('stop', 'kept candidate')
     const consultation = await host.ctx.sessions.create({ cwd, role: 'consultation', parentId: restored.id })
     const outcome = await call(host, consultation, 'write', { path: 'answer.txt', content: 'edited by the consultation' })
     expect(outcome.error?.code).to.equal('VALIDATION_MISSING')
