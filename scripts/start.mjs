@@ -2,15 +2,17 @@
 // `npm start`: boots cordis.yml through the cordis CLI, running the TypeScript sources directly
 // (tsx + the `source` export condition), so a fresh clone needs no build step.
 // Flags: --no-demo (skip the demo session on an empty database), --port N, --data DIR,
-// --config FILE (another cordis.yml), --demo-only (run the demo on an empty database, then stop:
+// --config FILE (another cordis.yml; the layer files beside it apply), --patch FILE (a DSH patch list,
+// repeatable, applied in order after the layer files), --dump-config (print the composed rows with each
+// row's history and exit 0 without starting), --demo-only (run the demo on an empty database, then stop:
 // exit 0 when it ends on its pending repair proposal, 1 otherwise).
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
-import { dirname, join, resolve } from 'node:path'
+import { basename, dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { hostConfigFile } from './host-config.mjs'
+import { dumpHostConfig, hostConfigFile, orExit } from './host-config.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const require = createRequire(import.meta.url)
@@ -18,23 +20,45 @@ const cli = join(dirname(require.resolve('cordis/package.json')), 'lib/bin/cordi
 
 const env = { ...process.env }
 const args = process.argv.slice(2)
-/** An explicit --config file; otherwise cordis.yml with its overlays (scripts/host-config.mjs). */
-let config
+/** The base file (--config, else cordis.yml) and the --patch files composed onto it (scripts/host-config.mjs). */
+let config = join(root, 'cordis.yml')
+const patches = []
+let dumpConfig = false
 let demoOnly = false
+// npm runs this script in the package root; relative paths are meant from where the user typed `npm start`.
+const invokedIn = process.env.INIT_CWD ?? process.cwd()
+const value = (i) => {
+  if (i >= args.length || args[i].startsWith('--')) {
+    console.error(`${args[i - 1]} needs a value.`)
+    process.exit(2)
+  }
+  return args[i]
+}
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--no-demo') env.TASKWARD_DEMO = '0'
   else if (args[i] === '--demo-only') demoOnly = true
   else if (args[i] === '--port') env.PORT = args[++i]
   else if (args[i] === '--data') env.TASKWARD_DATA = args[++i]
-  else if (args[i] === '--config') config = resolve(args[++i])
+  else if (args[i] === '--config') config = resolve(invokedIn, value(++i))
+  else if (args[i] === '--patch') patches.push(resolve(invokedIn, value(++i)))
+  else if (args[i] === '--dump-config') dumpConfig = true
   else {
-    console.error(`Unknown option ${args[i]}. Usage: npm start -- [--no-demo | --demo-only] [--port N] [--data DIR] [--config FILE]`)
+    console.error(`Unknown option ${args[i]}. Usage: npm start -- [--no-demo | --demo-only] [--port N] [--data DIR] [--config FILE] [--patch FILE]… [--dump-config]`)
     process.exit(2)
   }
 }
 if (demoOnly && env.TASKWARD_DEMO === '0') {
   console.error('--demo-only and --no-demo contradict each other.')
   process.exit(2)
+}
+if (dumpConfig && demoOnly) {
+  console.error('--dump-config starts nothing, so --demo-only has nothing to run; give one of them.')
+  process.exit(2)
+}
+const layers = { baseFile: basename(config), patches }
+if (dumpConfig) {
+  process.stdout.write(orExit(() => dumpHostConfig(dirname(config), env, layers)))
+  process.exit(0)
 }
 // --demo-only: the console writes the demo's outcome (JSON) to this file when the demo settles.
 const resultDir = demoOnly ? mkdtempSync(join(tmpdir(), 'taskward-demo-')) : undefined
@@ -44,7 +68,7 @@ env.NODE_OPTIONS = [env.NODE_OPTIONS, '--import tsx', '--conditions source'].fil
 // The CLI forks the host worker; both stay in this process group, so a terminal's Ctrl-C reaches the
 // worker directly. A signal sent to this script alone is forwarded to the CLI, and the worker shuts
 // down cleanly when the CLI goes away (the host listens for the daemon's IPC channel closing).
-const child = spawn(process.execPath, [cli, 'start', config ?? hostConfigFile(root, env)], { cwd: root, env, stdio: 'inherit' })
+const child = spawn(process.execPath, [cli, 'start', hostConfigFile(dirname(config), env, layers)], { cwd: root, env, stdio: 'inherit' })
 let stopping = false
 let exitCode
 for (const signal of ['SIGINT', 'SIGTERM']) {

@@ -1,20 +1,14 @@
 import { expect } from 'chai'
 import { spawn } from 'node:child_process'
-import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
-import { createRequire } from 'node:module'
-import { dirname, join } from 'node:path'
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { freePort } from '@taskward/testkit'
 import {
-  applyOverlay, checkBase, effectiveConfigPath, HostConfigError, overlayFiles, parse, resolveHostConfig, type HostRow,
+  checkBase, effectiveConfigPath, HostConfigError, layerFiles, parse, resolveHostConfig,
 } from '../scripts/host-config.mjs'
 
 const ROOT = join(import.meta.dirname, '..')
-const BASE: HostRow[] = [
-  { id: 'server', name: '@cordisjs/plugin-server', config: { port: 1 } },
-  { id: 'supervisor', name: '@taskward/plugin-supervisor', config: { automaticContinuation: true, reviewerModel: 'scripted' } },
-  { id: 'console', name: '@taskward/plugin-console' },
-]
-const AUDIT = { id: 'audit', name: '@taskward/example-plugin-audit', config: { requireNote: false } }
+const AUDIT_ROW = "    - {id: audit, name: '@taskward/example-plugin-audit', config: {requireNote: false}}"
 
 function refuses(fn: () => unknown, pattern: RegExp) {
   expect(fn).to.throw(HostConfigError, pattern)
@@ -29,7 +23,18 @@ async function configDir(files: Record<string, string>) {
   return dir
 }
 
-describe('host config overlays', () => {
+/** `npm start -- …args` as a user runs it, in its own process group; the caller kills it if it keeps running. */
+function npmStart(args: string[], env: Record<string, string> = {}) {
+  const child = spawn('npm', ['start', '--', ...args], {
+    cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true,
+  })
+  const run = { stdout: '', stderr: '', pid: child.pid!, exited: new Promise<number | null>((resolve) => child.on('exit', resolve)) }
+  child.stdout.on('data', (chunk) => run.stdout += chunk)
+  child.stderr.on('data', (chunk) => run.stderr += chunk)
+  return run
+}
+
+describe('host config layers', () => {
   const dirs: string[] = []
   afterEach(async () => {
     for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true })
@@ -40,89 +45,48 @@ describe('host config overlays', () => {
     return made
   }
 
-  describe('rules', () => {
-    it('a patch replaces the whole config of the row with that id (no deep merge)', () => {
-      const rows = applyOverlay(BASE, { patch: [{ id: 'supervisor', config: { reviewerModel: 'openai' } }] }, 'o.yml')
-      expect(rows[1]).to.deep.equal({ id: 'supervisor', name: '@taskward/plugin-supervisor', config: { reviewerModel: 'openai' } })
-      expect(BASE[1].config).to.deep.include({ automaticContinuation: true })  // the input is not mutated
-    })
-
-    it('a patch sets or clears disabled', () => {
-      const off = applyOverlay(BASE, { patch: [{ id: 'console', disabled: true }] }, 'o.yml')
-      expect(off[2]).to.deep.equal({ id: 'console', name: '@taskward/plugin-console', disabled: true })
-      const on = applyOverlay(off, { patch: [{ id: 'console', disabled: false }] }, 'o2.yml')
-      expect(on[2]).to.deep.equal({ id: 'console', name: '@taskward/plugin-console' })
-    })
-
-    it('insert appends rows; their ids must be new', () => {
-      const rows = applyOverlay(BASE, { insert: [AUDIT] }, 'o.yml')
-      expect(rows.map((r) => r.id)).to.deep.equal(['server', 'supervisor', 'console', 'audit'])
-      refuses(() => applyOverlay(BASE, { insert: [{ id: 'console', name: 'x' }] }, 'o.yml'), /insert "console" reuses an existing id/)
-      refuses(() => applyOverlay(BASE, { insert: [{ id: 'x' }] }, 'o.yml'), /row "x" needs a "name"/)
-    })
-
-    it('an unknown id in a patch is a clear error naming the known ids', () => {
-      refuses(() => applyOverlay(BASE, { patch: [{ id: 'supervisr', disabled: true }] }, 'cordis.local.yml'),
-        /cordis\.local\.yml: patch "supervisr" names no row\. Known ids: server, supervisor, console\. To add a plugin, put its row under "insert:"/)
-    })
-
-    it('refuses malformed overlays: a bare list, unknown keys, a patch that renames or changes nothing', () => {
-      refuses(() => applyOverlay(BASE, [AUDIT], 'o.yml'), /must be a mapping with "patch" and\/or "insert"/)
-      refuses(() => applyOverlay(BASE, { add: [AUDIT] }, 'o.yml'), /unknown key "add"/)
-      refuses(() => applyOverlay(BASE, { patch: [{ id: 'console', name: 'other' }] }, 'o.yml'), /may set only "config" and "disabled"/)
-      refuses(() => applyOverlay(BASE, { patch: [{ id: 'console' }] }, 'o.yml'), /changes nothing/)
-      refuses(() => applyOverlay(BASE, { patch: [{ id: 'console', disabled: 'yes' }] }, 'o.yml'), /"disabled" must be true or false/)
-      refuses(() => applyOverlay(BASE, { patch: [{ id: 'console', disabled: true }, { id: 'console', config: {} }] }, 'o.yml'), /patched twice/)
-      expect(applyOverlay(BASE, null, 'empty.yml')).to.equal(BASE)
-    })
-
-    it('within one overlay, patches apply before its inserts; a later overlay may patch an inserted row', () => {
-      refuses(() => applyOverlay(BASE, { patch: [{ id: 'audit', disabled: true }], insert: [AUDIT] }, 'o.yml'), /patch "audit" names no row/)
-      const profile = applyOverlay(BASE, { insert: [AUDIT] }, 'cordis.ci.yml')
-      const local = applyOverlay(profile, { patch: [{ id: 'audit', config: { requireNote: true } }] }, 'cordis.local.yml')
-      expect(local.at(-1)).to.deep.equal({ ...AUDIT, config: { requireNote: true } })
-    })
-
-    it('keeps !!js expressions opaque and writes them back as !!js', () => {
-      const rows = checkBase(parse("- id: server\n  name: s\n  config:\n    port: !!js \"+(process.env.PORT || 5140)\"\n", 'cordis.yml'))
-      expect(rows[0].config).to.deep.equal({ port: { __jsExpr: '+(process.env.PORT || 5140)' } })
-      refuses(() => checkBase(parse('- id: a\n  name: x\n- id: a\n  name: y\n', 'cordis.yml')), /the id "a" is used by two rows/)
-    })
-  })
-
   describe('files and precedence', () => {
-    it('without overlays npm start boots cordis.yml itself', async () => {
+    it('without layers npm start boots cordis.yml itself', async () => {
       const root = await dir({})
       expect(effectiveConfigPath(root, {})).to.equal(join(root, 'cordis.yml'))
     })
 
-    it('applies cordis.<profile>.yml, then cordis.local.yml: the local file wins', async () => {
+    it('applies cordis.<profile>.yml, cordis.local.yml, cordis.patch.yml, then each --patch file in order: the last wins', async () => {
       const root = await dir({
-        'cordis.ci.yml': 'patch:\n  - id: supervisor\n    config: {reviewerModel: ci}\ninsert:\n  - id: audit\n    name: "@taskward/example-plugin-audit"\n',
-        'cordis.local.yml': 'patch:\n  - id: supervisor\n    config: {reviewerModel: local}\n',
+        // The older mapping form still reads; the list form is DSH's.
+        'cordis.ci.yml': `patch:\n  - id: supervisor\n    config: {reviewerModel: ci}\ninsert:\n${AUDIT_ROW}\n`,
+        'cordis.local.yml': '- id: supervisor\n  config: {reviewerModel: local}\n',
+        'cordis.patch.yml': '- id: supervisor\n  config: {reviewerModel: patch}\n- id: audit\n  disabled: true\n',
+        'one.yml': '- id: supervisor\n  config: {reviewerModel: one}\n',
+        'two.yml': '- id: supervisor\n  config: {reviewerModel: two}\n- id: audit\n  disabled: false\n',
       })
-      expect(overlayFiles(root, { TASKWARD_PROFILE: 'ci' }).map((f) => f.source)).to.deep.equal(['cordis.ci.yml', 'cordis.local.yml'])
-      const { rows, sources } = resolveHostConfig(root, { TASKWARD_PROFILE: 'ci' })
-      expect(sources).to.deep.equal(['cordis.yml', 'cordis.ci.yml', 'cordis.local.yml'])
-      expect(rows.find((r) => r.id === 'supervisor')!.config).to.deep.equal({ reviewerModel: 'local' })
-      expect(rows.at(-1)!.id).to.equal('audit')
-      // Without the profile only the local file applies.
-      expect(resolveHostConfig(root, {}).rows.some((r) => r.id === 'audit')).to.equal(false)
+      const env = { TASKWARD_PROFILE: 'ci' }
+      const patches = ['one.yml', join(root, 'two.yml')]
+      expect(layerFiles(root, env, patches, root).map((f) => f.source))
+        .to.deep.equal(['cordis.ci.yml', 'cordis.local.yml', 'cordis.patch.yml', join(root, 'one.yml'), join(root, 'two.yml')])
+      const { rows, provenance, sources } = resolveHostConfig(root, env, { patches, cwd: root })
+      expect(sources[0]).to.equal('cordis.yml')
+      expect(rows.find((r) => r.id === 'supervisor')!.config).to.deep.equal({ reviewerModel: 'two' })
+      expect(rows.at(-1)).to.deep.equal({ id: 'audit', name: '@taskward/example-plugin-audit', config: { requireNote: false } })
+      expect(provenance.get('audit')).to.deep.equal({ origin: 'cordis.ci.yml', patchedBy: ['cordis.patch.yml', join(root, 'two.yml')] })
+      // Without the profile, its insert is gone, and cordis.patch.yml's patch of it names no row.
+      refuses(() => resolveHostConfig(root, {}), /^cordis\.patch\.yml: entry 2 patches "audit", which names no row/)
     })
 
-    it('refuses a missing profile file and a profile name that is a path', async () => {
+    it('refuses a missing profile or --patch file and a profile name that is a path or a reserved name', async () => {
       const root = await dir({})
-      refuses(() => overlayFiles(root, { TASKWARD_PROFILE: 'staging' }), /cordis\.staging\.yml does not exist/)
-      refuses(() => overlayFiles(root, { TASKWARD_PROFILE: '../../etc/x' }), /is not a profile name/)
-      refuses(() => overlayFiles(root, { TASKWARD_PROFILE: 'local' }), /is not a profile name/)
+      refuses(() => layerFiles(root, { TASKWARD_PROFILE: 'staging' }), /cordis\.staging\.yml does not exist/)
+      for (const name of ['../../etc/x', 'local', 'patch', 'effective']) refuses(() => layerFiles(root, { TASKWARD_PROFILE: name }), /is not a profile name/)
+      refuses(() => layerFiles(root, {}, ['missing.yml'], root), /^--patch missing\.yml: no such file/)
     })
 
-    it('writes the merged rows to .cordis.effective.yml, !!js intact', async () => {
-      const root = await dir({ 'cordis.local.yml': 'patch:\n  - id: console\n    disabled: true\n' })
+    it('writes the composed rows to .cordis.effective.yml with their history, !!js intact', async () => {
+      const root = await dir({ 'cordis.local.yml': '- id: console\n  disabled: true\n' })
       const path = effectiveConfigPath(root, {})
       expect(path).to.equal(join(root, '.cordis.effective.yml'))
       const text = await readFile(path, 'utf8')
       expect(text).to.match(/^# Generated by npm start from cordis\.yml \+ cordis\.local\.yml/)
+      expect(text).to.contain('# == cordis.yml, patched by cordis.local.yml\n- id: console')
       expect(text).to.contain("process.env.PORT || 5140")
       const rows = checkBase(parse(text, 'effective'))
       expect(rows.find((r) => r.id === 'console')).to.include({ disabled: true })
@@ -130,52 +94,79 @@ describe('host config overlays', () => {
     })
   })
 
-  describe('booting with the cordis CLI', function () {
-    this.timeout(120_000)
+  describe('npm start', function () {
+    this.timeout(150_000)
 
-    it('loads a plugin inserted by cordis.local.yml and leaves out a disabled row', async () => {
+    it('--dump-config prints the composed rows with each row\'s history and exits 0 without starting anything', async () => {
       const root = await dir({
-        'cordis.local.yml': [
-          'patch:',
-          '  - id: console',
-          '    disabled: true',
-          'insert:',
-          '  - id: audit',
-          "    name: '@taskward/example-plugin-audit'",
-          '    config:',
-          '      requireNote: false',
-          '',
-        ].join('\n'),
+        'cordis.patch.yml': `- id: console\n  disabled: true\n- insert:\n${AUDIT_ROW}\n`,
+        'extra.yml': '- id: audit\n  config: {requireNote: true}\n',
       })
-      const config = effectiveConfigPath(root, {})
+      const run = npmStart(['--config', join(root, 'cordis.yml'), '--patch', join(root, 'extra.yml'), '--dump-config'])
+      expect(await run.exited, run.stderr).to.equal(0)
+      const comments = run.stdout.split('\n').filter((line) => line.startsWith('# '))
+      expect(comments).to.deep.equal([
+        `# Host config composed by npm start from cordis.yml + cordis.patch.yml + ${join(root, 'extra.yml')} (not started; !!js shown unevaluated).`,
+        '# == cordis.yml',
+        '# == cordis.yml, patched by cordis.patch.yml',
+        `# == cordis.patch.yml, patched by ${join(root, 'extra.yml')}`,
+      ])
+      const yaml = run.stdout.slice(run.stdout.indexOf('# Host config'))
+      const rows = checkBase(parse(yaml, 'dump'))
+      expect(rows.at(-2)).to.deep.equal({ id: 'console', name: '@taskward/plugin-console', disabled: true, config: rows.at(-2)!.config })
+      expect(rows.at(-1)).to.deep.equal({ id: 'audit', name: '@taskward/example-plugin-audit', config: { requireNote: true } })
+      expect(yaml, '!!js printed, not evaluated').to.contain('port: !!js +(process.env.PORT || 5140)')
+      // Nothing started, nothing written.
+      expect(run.stdout + run.stderr).to.not.match(/apply plugin|login\?token/)
+      expect(await readdir(root)).to.not.include('.cordis.effective.yml')
+    })
+
+    it('refuses a bad --patch file with one CONFIG_INVALID line naming the file and the entry, exit 2, nothing started', async () => {
+      const root = await dir({ 'bad.yml': '- id: console\n  disabled: true\n- id: supervisr\n  disabled: true\n' })
+      const bad = join(root, 'bad.yml')
+      for (const extra of [['--dump-config'], ['--no-demo']]) {
+        const run = npmStart(['--config', join(root, 'cordis.yml'), '--patch', bad, ...extra])
+        expect(await run.exited, run.stdout + run.stderr).to.equal(2)
+        const lines = run.stderr.split('\n').filter((line) => line && !line.startsWith('>') && !/^npm (error|ERR)/.test(line))
+        expect(lines).to.deep.equal([`CONFIG_INVALID: ${bad}: entry 2 patches "supervisr", which names no row. Known ids: server, database, host, workspace, admission, `
+          + 'openai, supervisor, repair, recovery, console. To add a plugin, use "- insert: [{id, name, config}]".'])
+        expect(run.stdout).to.not.match(/apply plugin|login\?token/)
+      }
+      const missing = npmStart(['--config', join(root, 'cordis.yml'), '--patch', join(root, 'nope.yml'), '--dump-config'])
+      expect(await missing.exited).to.equal(2)
+      expect(missing.stderr).to.contain(`CONFIG_INVALID: --patch ${join(root, 'nope.yml')}: no such file`)
+    })
+
+    it('boots cordis.patch.yml and --patch layers: a disabled row stays out, a row inserted into a group is loaded', async () => {
+      const root = await dir({
+        'cordis.patch.yml': '- id: console\n  disabled: true\n- insert:\n    - {id: extras, name: cordis/group, group: true, config: []}\n',
+        'extra.yml': `- id: extras\n  insert:\n${AUDIT_ROW}\n`,
+      })
       const data = await mkdtemp(join(ROOT, '.scratch', 'host-config-data-'))
       dirs.push(data)
       const port = await freePort()
-      const cli = join(dirname(createRequire(import.meta.url).resolve('cordis/package.json')), 'lib/bin/cordis.mjs')
-      const env = {
-        ...process.env, PORT: String(port), TASKWARD_DATA: data, TASKWARD_DEMO: '0',
-        NODE_OPTIONS: [process.env.NODE_OPTIONS, '--import tsx', '--conditions source'].filter(Boolean).join(' '),
-      }
-      const child = spawn(process.execPath, [cli, 'start', config], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
-      let output = ''
-      child.stdout.on('data', (chunk) => output += chunk)
-      child.stderr.on('data', (chunk) => output += chunk)
+      const run = npmStart(['--config', join(root, 'cordis.yml'), '--patch', join(root, 'extra.yml'), '--no-demo'],
+        { PORT: String(port), TASKWARD_DATA: data })
+      const output = () => run.stdout + run.stderr
       try {
-        const deadline = Date.now() + 90_000
-        while (!(await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.ok) {
-          if (Date.now() > deadline) throw new Error(`the host did not answer; output:\n${output}`)
+        const deadline = Date.now() + 120_000
+        while (!/\/login\?token=([\w-]+)/.test(output())) {
+          if (Date.now() > deadline) throw new Error(`the host did not print its login link; output:\n${output()}`)
           await new Promise((resolve) => setTimeout(resolve, 300))
         }
-        const token = /\/login\?token=([\w-]+)/.exec(output)?.[1]
+        const token = /\/login\?token=([\w-]+)/.exec(output())![1]
+        expect(await (await fetch(`http://127.0.0.1:${port}/health`)).json()).to.deep.equal({ ok: true, ready: true })
         // The console row is disabled: its API is not served.
         const consoleApi = await fetch(`http://127.0.0.1:${port}/api/console/sessions`, { headers: { authorization: `Bearer ${token}` } })
-        expect(consoleApi.status, output).to.equal(404)
-        await new Promise((resolve) => setTimeout(resolve, 1000))
-        expect(output).to.contain('apply plugin @taskward/example-plugin-audit')
-        expect(output).to.not.contain('apply plugin @taskward/plugin-console')
-        expect(output, 'no plugin failed').to.not.match(/\[E\]/)
+        expect(consoleApi.status, output()).to.equal(404)
+        expect(output()).to.contain('apply plugin @taskward/example-plugin-audit')
+        expect(output()).to.not.contain('apply plugin @taskward/plugin-console')
+        expect(output(), 'no plugin failed').to.not.match(/\[E\]/)
+        const effective = await readFile(join(root, '.cordis.effective.yml'), 'utf8')
+        expect(effective).to.contain(`#    audit: ${join(root, 'extra.yml')}`)
       } finally {
-        try { process.kill(-child.pid!, 'SIGKILL') } catch {}
+        try { process.kill(-run.pid, 'SIGKILL') } catch {}
+        await Promise.race([run.exited, new Promise((resolve) => setTimeout(resolve, 5000))])
       }
     })
   })

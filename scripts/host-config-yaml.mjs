@@ -1,0 +1,66 @@
+// How host config files are read and written: the YAML dialect cordis's loader uses (JSON values plus
+// `!!js`), and the one error every host config refusal is. Plain JavaScript on purpose: `npm start` runs
+// this before anything is built, so it cannot import @taskward/protocol.
+import yaml from 'js-yaml'
+
+/** `!!js "expr"` kept as an opaque value and written back as the same tag (cordis's loader evaluates it). */
+const JsExpr = new yaml.Type('tag:yaml.org,2002:js', {
+  kind: 'scalar',
+  resolve: (data) => typeof data === 'string',
+  construct: (data) => ({ __jsExpr: data }),
+  predicate: (value) => value instanceof Object && '__jsExpr' in value,
+  represent: (value) => value.__jsExpr,
+})
+
+/** The YAML schema cordis reads config files with: JSON types plus `!!js`. Any other tag is refused. */
+export const schema = yaml.JSON_SCHEMA.extend(JsExpr)
+
+/** The brand @taskward/protocol's `TaskwardError.is` recognises on an error made by another module. */
+const TASKWARD_ERROR = Symbol.for('taskward.error')
+
+/**
+ * A refused host config: code CONFIG_INVALID (a `TaskwardError` by `TaskwardError.is`), a one-line
+ * message naming the file, the entry and what to do, and `details` {file, entry?, id?} for callers.
+ */
+export class HostConfigError extends Error {
+  name = 'HostConfigError'
+  code = 'CONFIG_INVALID'
+
+  constructor(message, details = {}) {
+    super(message)
+    this.details = details
+    Object.defineProperty(this, TASKWARD_ERROR, { value: true })
+  }
+}
+
+/**
+ * An object or list reached twice is a YAML alias (`*name`) of a mapping or list. Refused: printing the
+ * composed rows expands every alias, so a few nested aliases would print an exponentially large file.
+ */
+function refuseSharedNodes(value, source, seen = new Set()) {
+  if (value === null || typeof value !== 'object') return
+  if (seen.has(value)) {
+    throw new HostConfigError(`${source}: a YAML alias (*name) repeats a mapping or list; write the value out in full (anchors and aliases are not supported in host config files).`, { file: source })
+  }
+  seen.add(value)
+  for (const child of Object.values(value)) refuseSharedNodes(child, source, seen)
+}
+
+/** Parse one host config file; a syntax error or a tag other than `!!js` is one line naming the place. */
+export function parse(text, source) {
+  let value
+  try {
+    value = yaml.load(text, { schema, filename: source })
+  } catch (error) {
+    const at = error.mark ? `:${error.mark.line + 1}:${error.mark.column + 1}` : ''
+    const hint = /unknown tag/.test(error.reason ?? '') ? ' (host config files allow JSON values and !!js "expression" only)' : ''
+    throw new HostConfigError(`${source}${at}: not valid YAML: ${error.reason ?? error.message}${hint}.`, { file: source })
+  }
+  refuseSharedNodes(value, source)
+  return value
+}
+
+/** Rows as YAML in the same dialect (`!!js` written back as `!!js`). */
+export function dump(rows) {
+  return yaml.dump(rows, { schema, lineWidth: -1, noRefs: true })
+}
