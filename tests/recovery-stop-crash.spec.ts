@@ -5,7 +5,7 @@ import { RECORD_EVENT_TYPE, TASK_NAMESPACE } from '@taskward/protocol'
 import { removeTree, type TestHost } from '@taskward/testkit'
 import {
   allEvents, ANSWER_CHECK, answerWorkspace, bootRecovery, call, phase, readyTask, recoveryRecords,
-  runCrashChild,
+  runCrashChild, type RecoveryConfig,
 } from '../plugins/recovery/tests/fixtures'
 
 const runChild = runCrashChild
@@ -16,11 +16,38 @@ describe('recovery: SIGKILL of the host between a STOP decision and its pause', 
   let host: TestHost
   let cwd: string
 
+  /** A host started again on `host`'s data directory (a restart with other config); disposed first. */
+  let again: TestHost | undefined
+
   afterEach(async () => {
-    await host?.ctx.recovery.settled()
+    await again?.ctx.recovery.settled()
+    await again?.dispose()
+    again = undefined
+    await host?.ctx.recovery?.settled()
     await host?.dispose()
     if (cwd) await removeTree(cwd)
   })
+
+  /**
+   * A ready task with the answer check on a host whose maxAttempts is 1, killed by the crash child right
+   * after the budget STOP of its completion request (before the pause), then started again with `restart`.
+   */
+  async function killedAfterBudgetStop(restart: RecoveryConfig) {
+    host = await bootRecovery({ budgets: { maxAttempts: 1 } })
+    cwd = await answerWorkspace('kept candidate')
+    const { session, task } = await readyTask(host, cwd, [ANSWER_CHECK])
+    await host.stop()
+    expect((await runChild(host.dataDir, session.id, 'budget-stop')).signal).to.equal('SIGKILL')
+    again = await bootRecovery(restart, host.dataDir)
+    const restored = await again.ctx.sessions.get(session.id)
+    const [decision] = await recoveryRecords(restored, 'decision')
+    expect(decision.payload).to.include({ action: 'STOP', stopReason: 'budget_exhausted:attempts' })
+    expect((await phase(again, restored)).phase).to.equal('active')
+    return { task, restored, decision }
+  }
+
+  const pausesOf = async (session: Parameters<typeof allEvents>[0], taskId: string) => (await allEvents(session))
+    .filter((e) => e.type === RECORD_EVENT_TYPE && e.data.namespace === TASK_NAMESPACE && e.data.payload.id === taskId && e.data.payload.phase === 'paused')
 
   /** A ready task in a workspace holding `answer`, its host killed by the crash child in `mode`, then started again. */
   async function killedAfter(mode: 'stop' | 'review-stop', answer: string, checks?: Parameters<typeof readyTask>[2]) {
@@ -108,5 +135,41 @@ describe('recovery: SIGKILL of the host between a STOP decision and its pause', 
     expect(outcome.error?.code).to.equal('VALIDATION_MISSING')
     expect(await readFile(join(cwd, 'answer.txt'), 'utf8')).to.equal('kept candidate')
     expect(await phase(host, restored)).to.include({ phase: 'paused', pauseReason: 'recovery' })
+  })
+
+  it('a budget STOP whose pause was lost: /task resume pauses (budget) and refuses BUDGET_EXHAUSTED naming the budget, as the paused task does', async () => {
+    const { task, restored, decision } = await killedAfterBudgetStop({ budgets: { maxAttempts: 1 } })
+    again!.scripted.script('main', [{ toolCalls: [{ name: 'write', args: { path: 'answer.txt', content: 'edited after the stop' } }] }])
+    const resumed = await again!.ctx.commands.input(restored, '/task resume')
+    expect(resumed?.error?.code).to.equal('BUDGET_EXHAUSTED')
+    expect(resumed?.error?.message).to.match(/paused now and nothing ran/).and.to.match(/attempts budget is used up \(1 of 1, recovery budgets\.maxAttempts\)/)
+      .and.to.match(/Raise budgets\.maxAttempts/)
+    expect(resumed?.error?.details).to.deep.include({ budget: 'attempts', key: 'maxAttempts', limit: 1, used: 1, decisionId: decision.payload.decisionId })
+    expect(await phase(again!, restored)).to.include({ phase: 'paused', pauseReason: 'budget', id: task.id })
+    expect(await readFile(join(cwd, 'answer.txt'), 'utf8')).to.equal('kept candidate')
+    expect(await pausesOf(restored, task.id)).to.have.length(1)
+
+    // Now the pause is recorded: the ordinary path answers the same, and nothing changes.
+    const revision = (await phase(again!, restored)).revision
+    const second = await again!.ctx.commands.input(restored, '/task resume')
+    expect(second?.error?.code).to.equal('BUDGET_EXHAUSTED')
+    expect(second?.error?.message).to.match(/stays paused: its attempts budget is used up \(1 of 1, recovery budgets\.maxAttempts\)/)
+    expect(await phase(again!, restored)).to.include({ phase: 'paused', pauseReason: 'budget', revision })
+    expect((await again!.ctx.supervisor.status(restored)).task).to.include({ phase: 'paused', pauseReason: 'budget' })
+    await again!.ctx.recovery.settled()
+    expect(again!.scripted.pending('main')).to.equal(1)
+  })
+
+  it('a budget STOP whose pause was lost, restarted with the budget raised: /task resume records the pause and resumes past it', async () => {
+    const { task, restored } = await killedAfterBudgetStop({ budgets: { maxAttempts: 3 } })
+    again!.scripted.script('main', [{ text: 'continuing' }])
+    const resumed = await again!.ctx.commands.input(restored, '/task resume')
+    expect(resumed?.error).to.equal(undefined)
+    expect(resumed?.reply).to.include({ phase: 'active', taskId: task.id })
+    // The STOP was acted on (one budget pause), then resumed: the log says what happened.
+    const pauses = await pausesOf(restored, task.id)
+    expect(pauses).to.have.length(1)
+    expect(pauses[0].data.payload.pauseReason).to.equal('budget')
+    expect((await phase(again!, restored)).phase).to.equal('active')
   })
 })

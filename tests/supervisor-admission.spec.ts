@@ -1,11 +1,14 @@
 import { expect } from 'chai'
 import { AdmissionService } from '@taskward/plugin-admission'
 import { SupervisorPlugin } from '@taskward/plugin-supervisor'
-import { REPAIR_NAMESPACE, REVIEW_NAMESPACE, TASK_NAMESPACE } from '@taskward/protocol'
+import { Context } from 'cordis'
+import {
+  defineReader, REPAIR_NAMESPACE, REVIEW_NAMESPACE, reviewJobReader, TASK_NAMESPACE, TASK_SCHEMA_VERSION, TASK_STATE_KIND, taskStateSchema,
+} from '@taskward/protocol'
 import { TestHost, removeTree, tempWorkspace } from '@taskward/testkit'
 
 /*
- * The supervisor with reader admission: its readers (task state 1–10, review jobs 1, repair 1) are
+ * The supervisor with reader admission: its readers (task state 1–11, review jobs 1, repair 1) are
  * registered with `admission` for as long as the supervisor is loaded, whichever plugin loads first.
  */
 
@@ -35,7 +38,7 @@ describe('supervisor with reader admission', () => {
       const plugins: [any, any][] = [[SupervisorPlugin, { automaticContinuation: false }], [AdmissionService, {}]]
       host = await TestHost.boot({ plugins: order === 'supervisor first' ? plugins : plugins.reverse(), waitFor: ['supervisor', 'admission'] })
       // The repair namespace's reader belongs to the repair plugin: without it, repair records block the session.
-      expect(ranges(host)).to.deep.equal([`${TASK_NAMESPACE} 1-10`, `${REVIEW_NAMESPACE} 1-1`].sort())
+      expect(ranges(host)).to.deep.equal([`${TASK_NAMESPACE} 1-11`, `${REVIEW_NAMESPACE} 1-1`].sort())
     })
   }
 
@@ -51,7 +54,33 @@ describe('supervisor with reader admission', () => {
     host.ctx.registry.delete(SupervisorPlugin)
     const refusal = await host.ctx.admission.refusal(session)
     expect(refusal?.code).to.equal('READER_UNAVAILABLE')
-    expect(refusal?.message).to.include(`${TASK_NAMESPACE} v10`).and.to.include(`${REVIEW_NAMESPACE} v1`)
+    expect(refusal?.message).to.include(`${TASK_NAMESPACE} v11`).and.to.include(`${REVIEW_NAMESPACE} v1`)
+    await host.ctx.agents.resume(session.id).then(() => expect.fail('resume should be refused'), (error) => {
+      expect(error.code).to.equal('READER_UNAVAILABLE')
+    })
+  })
+
+  it('refuses a session with schema-11 task records on an install whose task reader reads only 1–10', async () => {
+    host = await TestHost.boot({ plugins: [[AdmissionService, {}], [SupervisorPlugin, {}]], waitFor: ['supervisor', 'admission'] })
+    const { session } = await host.ctx.supervisor.startSession({ cwd })
+    host.scripted.script('main', [{}])
+    await host.ctx.commands.input(session, '/task new greet')
+    expect(TASK_SCHEMA_VERSION).to.equal(11)
+    // The previous supervisor's readers: task state 1–10 (real schemas), review jobs 1.
+    const schemas = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [i + 1, taskStateSchema(i + 1)]))
+    const previous = defineReader({ namespace: TASK_NAMESPACE, writes: 10, minVersion: 1, kinds: { [TASK_STATE_KIND]: { schemas } } })
+    host.ctx.registry.delete(SupervisorPlugin)
+    host.ctx.plugin((ctx: Context) => {
+      ctx.inject(['admission'], (ctx) => {
+        ctx.admission.registerReader(previous)
+        ctx.admission.registerReader(reviewJobReader)
+      })
+    })
+    await until(() => ranges(host).includes(`${TASK_NAMESPACE} 1-10`), 'the previous readers')
+    const refusal = await host.ctx.admission.refusal(session)
+    expect(refusal?.code).to.equal('READER_UNAVAILABLE')
+    expect(refusal?.message).to.include(`${TASK_NAMESPACE} v11`)
+    expect(await host.ctx.admission.check(session)).to.deep.equal([{ namespace: TASK_NAMESPACE, schemaVersion: 11, firstSeq: 1 }])
     await host.ctx.agents.resume(session.id).then(() => expect.fail('resume should be refused'), (error) => {
       expect(error.code).to.equal('READER_UNAVAILABLE')
     })

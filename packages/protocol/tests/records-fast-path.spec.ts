@@ -13,7 +13,7 @@ import { isEnvelopeShape } from '../src/records/shape'
 import { setRecordFastPath } from '../src/records/reader'
 import { repairReader } from '../src/repair'
 import {
-  applyPlanReview, applySupervisorEvent, approve, clear, foldSupervisorEvents, initSupervisorState, isReviewJobV1, isTaskStateV10, newTask,
+  applyPlanReview, applySupervisorEvent, approve, clear, foldSupervisorEvents, initSupervisorState, isReviewJobV1, isTaskStateV11, newTask,
   pause, resume, reviewJobEnvelope, reviewJobReader, reworkNode, submitPlan, taskReader, TASK_NAMESPACE, type ReviewJob,
 } from '../src/task'
 import { DIAMOND, Driver, job } from './fixtures/task'
@@ -132,15 +132,18 @@ function olderAndInvalidEnvelopes(): RecordEnvelope[] {
     state(9, { ...base, revision: 2, phase: 'paused', pauseReason: 'recovery', resumePhase: 'active', nodeRuns: {} }),
     state(9, { ...base, revision: 1, phase: 'planning', nodeRuns: {}, acceptanceCycle: 4 }),
     state(1, { ...base, revision: 1, phase: 'reviewing', nodeRuns: [] }),
-    state(11, { ...base, revision: 1, phase: 'planning', nodeRuns: {} }),
-    state(10, { ...base, revision: 1, phase: 'planning', nodeRuns: {} }, 'other'),
-    state(10, { ...base, revision: 1, phase: 'planning', nodeRuns: {} }, 'constructor'),
-    state(10, { ...base, revision: 0, phase: 'planning', nodeRuns: {} }),
-    state(10, { ...base, revision: 1, phase: 'planning', nodeRuns: { __proto__x: { attempt: 1, status: 'pending' } } }),
-    state(10, { ...base, revision: 1, phase: 'planning', nodeRuns: {}, pauseReason: null, plan: null }),
-    state(10, null),
-    state(10, 'a string'),
-    state(10, []),
+    state(10, { ...base, revision: 3, phase: 'paused', pauseReason: 'recovery', resumePhase: 'active', nodeRuns: {} }),
+    // `budget` is a schema-11 pause reason: a schema-10 record cannot hold it.
+    state(10, { ...base, revision: 3, phase: 'paused', pauseReason: 'budget', resumePhase: 'active', nodeRuns: {} }),
+    state(12, { ...base, revision: 1, phase: 'planning', nodeRuns: {} }),
+    state(11, { ...base, revision: 1, phase: 'planning', nodeRuns: {} }, 'other'),
+    state(11, { ...base, revision: 1, phase: 'planning', nodeRuns: {} }, 'constructor'),
+    state(11, { ...base, revision: 0, phase: 'planning', nodeRuns: {} }),
+    state(11, { ...base, revision: 1, phase: 'planning', nodeRuns: { __proto__x: { attempt: 1, status: 'pending' } } }),
+    state(11, { ...base, revision: 1, phase: 'planning', nodeRuns: {}, pauseReason: null, plan: null }),
+    state(11, null),
+    state(11, 'a string'),
+    state(11, []),
   ]
 }
 
@@ -224,7 +227,7 @@ describe('record readers: the today fast path reads exactly what the schema read
       'dsh-task-supervisor-review/job', 'dsh-task-supervisor/state',
     ])
     const states = records.filter((event) => (event.data as RecordEnvelope).namespace === TASK_NAMESPACE)
-    expect(states.every((event) => isTaskStateV10((event.data as RecordEnvelope).payload))).to.equal(true)
+    expect(states.every((event) => isTaskStateV11((event.data as RecordEnvelope).payload))).to.equal(true)
     const phases = new Set(states.map((event) => ((event.data as RecordEnvelope).payload as { phase: string }).phase))
     expect([...phases].sort()).to.deep.equal(['active', 'awaiting-approval', 'cleared', 'complete', 'paused', 'planning', 'reviewing'])
   })
@@ -244,7 +247,7 @@ describe('record readers: the today fast path reads exactly what the schema read
     }
   })
 
-  it('records of versions 1–9 and invalid records: same value or same RECORD_UNSUPPORTED refusal with its seq', () => {
+  it('records of versions 1–10 and invalid records: same value or same RECORD_UNSUPPORTED refusal with its seq', () => {
     let refusals = 0
     olderAndInvalidEnvelopes().forEach((envelope, i) => {
       const seq = 100 + i
@@ -264,7 +267,7 @@ describe('record readers: the today fast path reads exactly what the schema read
     let accepted = 0
     for (const event of covering(records.filter((e) => (e.data as RecordEnvelope).namespace !== repairReader.namespace))) {
       const envelope = event.data as RecordEnvelope
-      const today = envelope.namespace === TASK_NAMESPACE ? isTaskStateV10 : isReviewJobV1
+      const today = envelope.namespace === TASK_NAMESPACE ? isTaskStateV11 : isReviewJobV1
       for (const payload of mutations(envelope.payload)) {
         expectSame(() => readEither({ ...envelope, payload }, event.seq), () => `mutation of seq ${event.seq}: ${JSON.stringify(payload)}`)
         compared++

@@ -120,10 +120,10 @@ describe('supervisor projection fold', () => {
     it('a record the reader cannot read, and every later event is ignored', () => {
       const driver = new Driver()
       driver.start('T')
-      const seq = driver.log.record({ namespace: 'dsh-task-supervisor', schemaVersion: 11, kind: 'state', recordId: 'x', payload: {} }).seq
+      const seq = driver.log.record({ namespace: 'dsh-task-supervisor', schemaVersion: 12, kind: 'state', recordId: 'x', payload: {} }).seq
       driver.step((t, at) => startNode(t, { nodeId: 'a' }, at))
       const state = fold(driver.log)
-      expectPoison(state, seq, /outside 1\.\.10/)
+      expectPoison(state, seq, /outside 1\.\.11/)
       expect(state.current!.nodeRuns.a.status).to.equal('pending')
       expect(state.asOfSeq).to.equal(seq + 1)
     })

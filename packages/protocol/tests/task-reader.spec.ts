@@ -11,7 +11,7 @@ const NEW_FIELDS = ['acceptanceCycle', 'completedAt', 'reopenedFromProposalId', 
 const base = { id: 'old', objective: 'legacy work', enabled: true }
 const linearPlan = { acceptanceCriteria: ['works'], nodes: [{ id: 'a', title: 'first' }, { id: 'b', title: 'second' }] }
 
-describe('task state reader (schema 1–10)', () => {
+describe('task state reader (schema 1–11)', () => {
   it('reads a v1 record: run array becomes a record, nothing is invented', () => {
     const task = readTaskState(envelope(1, {
       ...base, revision: 4, phase: 'active', plan: linearPlan,
@@ -86,7 +86,8 @@ describe('task state reader (schema 1–10)', () => {
     }
     refuse(envelope(1, { ...base, revision: 1, phase: 'reviewing', nodeRuns: [] }))
     refuse(envelope(7, { ...base, revision: 1, phase: 'paused', pauseReason: 'recovery', nodeRuns: {} }))
-    refuse(envelope(11, { ...base, revision: 1, phase: 'planning', nodeRuns: {} }))
+    refuse(envelope(10, { ...base, revision: 1, phase: 'paused', pauseReason: 'budget', nodeRuns: {} }))
+    refuse(envelope(12, { ...base, revision: 1, phase: 'planning', nodeRuns: {} }))
     refuse(envelope(10, { ...base, revision: 1, phase: 'planning', nodeRuns: {} }, 'other'))
     refuse(envelope(10, { ...base, revision: 0, phase: 'planning', nodeRuns: {} }))
     refuse(envelope(10, { ...base, revision: 1, phase: 'planning', nodeRuns: { __proto__x: { attempt: 1, status: 'pending' } } }))
@@ -101,10 +102,27 @@ describe('task state reader (schema 1–10)', () => {
     expect(task).not.to.have.property('acceptanceCycle')
   })
 
-  it('writers always write schema 10 with only defined optional fields; reading gives the same task', () => {
+  it('reads a schema-10 paused record as written: its pause reason stays what it was, never `budget`', () => {
+    // Before schema 11 a budget STOP paused as `recovery` and the token budget as `user`.
+    for (const pauseReason of ['recovery', 'user'] as const) {
+      const task = readTaskState(envelope(10, { ...base, revision: 7, phase: 'paused', pauseReason, resumePhase: 'active', plan: linearPlan,
+        nodeRuns: { a: { attempt: 2, status: 'running' }, b: { attempt: 1, status: 'pending' } }, acceptanceCycle: 1 }), 1)
+      expect(task).to.include({ phase: 'paused', pauseReason, resumePhase: 'active' })
+    }
+    // A schema-10 record cannot hold the schema-11 reason: refused, not read as something else.
+    expect(() => readTaskState(envelope(10, { ...base, revision: 7, phase: 'paused', pauseReason: 'budget', nodeRuns: {} }), 4))
+      .to.throw(TaskwardError, /seq 4/).with.property('code', 'RECORD_UNSUPPORTED')
+  })
+
+  it('reads a schema-11 budget pause', () => {
+    const task = readTaskState(envelope(11, { ...base, revision: 7, phase: 'paused', pauseReason: 'budget', resumePhase: 'active', nodeRuns: {} }), 1)
+    expect(task).to.include({ phase: 'paused', pauseReason: 'budget', resumePhase: 'active' })
+  })
+
+  it('writers always write schema 11 with only defined optional fields; reading gives the same task', () => {
     const task: Task = { ...base, revision: 1, phase: 'planning', nodeRuns: {}, pauseReason: undefined, plan: undefined }
     const env = taskStateEnvelope(task)
-    expect(env).to.include({ namespace: TASK_NAMESPACE, schemaVersion: 10, kind: 'state', recordId: 'old:1' })
+    expect(env).to.include({ namespace: TASK_NAMESPACE, schemaVersion: 11, kind: 'state', recordId: 'old:1' })
     expect(Object.keys(env.payload)).to.deep.equal(['id', 'revision', 'objective', 'phase', 'enabled', 'nodeRuns'])
     expect(isDeepStrictEqual(readTaskState(structuredClone(env), 1), env.payload)).to.equal(true)
   })

@@ -48,6 +48,16 @@ export const PHASE_LABELS = {
   cleared: 'Cleared',
 }
 
+/** Why a task is paused (`pauseReason`), as the task page says it. */
+export const PAUSE_LABELS = {
+  user: 'paused by the user',
+  decision: 'a reviewer asked for your decision',
+  'review-fault': 'a review failed',
+  restart: 'the host restarted',
+  recovery: 'stopped by the recovery controller',
+  budget: 'a budget is used up; raise it, then /task resume',
+}
+
 export const STATUS_LABELS = {
   pending: 'pending',
   running: 'running',

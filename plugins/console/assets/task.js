@@ -1,12 +1,13 @@
 // One task's details: phase, cycle, plan, DAG, nodes, reviews, repair cycles and the propose form.
 // Used for the current task and, read-only apart from the form, for every task in history.
-import { h, section, time, PHASE_LABELS, STATUS_LABELS } from './dom.js'
+import { h, section, time, PAUSE_LABELS, PHASE_LABELS, STATUS_LABELS } from './dom.js'
 import { renderDag } from './dag.js'
 
 export function renderTaskSummary(task) {
   return h('dl', { class: 'facts task-facts' },
     h('dt', {}, 'Phase'), h('dd', {}, h('span', { class: `phase ph-${task.phase}`, 'data-phase': task.phase }, PHASE_LABELS[task.phase] ?? task.phase),
-      task.pauseReason ? ` (${task.pauseReason})` : '', task.enabled ? '' : ' — supervision off'),
+      task.pauseReason ? [' (', h('span', { class: 'pause-reason', 'data-pause-reason': task.pauseReason }, PAUSE_LABELS[task.pauseReason] ?? task.pauseReason), ')'] : '',
+      task.enabled ? '' : ' — supervision off'),
     h('dt', {}, 'Acceptance cycle'), h('dd', { class: 'cycle', 'data-cycle': task.acceptanceCycle },
       String(task.acceptanceCycle), task.cycleRecorded ? '' : ' (implicit first cycle)'),
     h('dt', {}, 'Revision'), h('dd', {}, String(task.revision)),

@@ -8,8 +8,9 @@ import {
  * `maxTokensPerTask`: the tokens a supervised task used (its main session's and its reviewers'
  * `model/usage` events since the task's first record) against a budget. Past it, every step of the
  * task's agents is refused with TOKEN_BUDGET_EXHAUSTED and the task pauses (a main-agent step pauses
- * it through the supervisor; a refused reviewer ends in a review fault, which pauses it too).
- * Nothing is lost: the log and the task stay; raising the budget and `/task resume` continue it.
+ * it through the supervisor, reason `budget`; a refused reviewer ends in a review fault, which pauses it
+ * too). `/task resume` is refused with the same code while the budget is still used up. Nothing is
+ * lost: the log and the task stay; raising the budget and `/task resume` continue it.
  */
 
 export interface TaskTokens {
@@ -67,6 +68,11 @@ export function registerTokenBudget(ctx: Context, budget: number) {
     return total
   }
 
+  const exhausted = (taskId: string, tokens: number, state: string) => new TaskwardError('TOKEN_BUDGET_EXHAUSTED',
+    `Task ${taskId} used ${tokens} tokens, its budget is ${budget} (openai maxTokensPerTask); ${state}. `
+    + `Raise maxTokensPerTask in the openai configuration (cordis.yml) above ${tokens} and restart the host, then /task resume.`,
+    { taskId, tokens, budget, key: 'maxTokensPerTask' })
+
   ctx.inject(['supervisor', 'agents'], (ctx) => {
     const supervisor = (ctx as any).supervisor
     // A step guard, called directly by every turn (an `agent/before-step` listener costs an event dispatch per step).
@@ -81,13 +87,16 @@ export function registerTokenBudget(ctx: Context, budget: number) {
       const tokens = await used(main, state, task.id)
       if (tokens < budget) return
       if (session.role === 'main') {
-        await supervisor.apply(main, (current: any, at: any) => current && LIVE_PHASES.includes(current.phase) ? pause(current, { reason: 'user' }, at) : current)
+        await supervisor.apply(main, (current: any, at: any) => current && LIVE_PHASES.includes(current.phase) ? pause(current, { reason: 'budget' }, at) : current)
           .catch((error: unknown) => ctx.logger('openai').warn('task %s: pausing after the token budget failed: %s', task.id, error))
       }
-      return new TaskwardError('TOKEN_BUDGET_EXHAUSTED',
-        `Task ${task.id} used ${tokens} tokens, its budget is ${budget} (maxTokensPerTask); the task is paused and nothing is lost. `
-        + 'Raise maxTokensPerTask, then /task resume.',
-        { taskId: task.id, tokens, budget })
+      return exhausted(task.id, tokens, 'the task is paused and nothing is lost')
+    })
+    // Resuming a task whose tokens are still past the budget would only be refused at its first step.
+    supervisor.registerResumeGuard(async (session: Session, task: { id: string }) => {
+      if (session.role !== 'main') return
+      const tokens = await used(session, await supervisor.state(session), task.id)
+      return tokens < budget ? undefined : exhausted(task.id, tokens, 'the task stays paused and nothing is lost')
     })
   })
 }

@@ -12,14 +12,18 @@ const taskRecord = (id: string): SessionEvent => ({
   seq: seq++, type: RECORD_EVENT_TYPE, time: 0, data: { namespace: TASK_NAMESPACE, kind: TASK_STATE_KIND, schemaVersion: 10, recordId: id, payload: { id } },
 })
 
-/** A host whose openai route (on `mock`) has maxTokensPerTask 300, with the supervisor, and a workspace. */
-async function bootBudgetHost(mock: OpenAIMock) {
+/**
+ * A host whose openai route (on `mock`) has maxTokensPerTask `budget` (300), with the supervisor, and a
+ * workspace; on `dataDir` it starts on another host's data (a restart with other config).
+ */
+async function bootBudgetHost(mock: OpenAIMock, budget = 300, dataDir?: string) {
   const host = await TestHost.boot({
     plugins: [
       [SupervisorPlugin, { reviewerModel: 'scripted', automaticContinuation: true }],
-      [OpenAIPlugin, { routes: [{ route: 'mock', baseURL: mock.baseURL, apiKey: 'sk-budget', maxRetries: 0 }], maxTokensPerTask: 300 }],
+      [OpenAIPlugin, { routes: [{ route: 'mock', baseURL: mock.baseURL, apiKey: 'sk-budget', maxRetries: 0 }], maxTokensPerTask: budget }],
     ],
     waitFor: ['supervisor'],
+    ...dataDir ? { dataDir } : {},
   })
   await until(() => host.ctx.models.routes().includes('openai'))
   return { host, cwd: await tempWorkspace() }
@@ -67,12 +71,33 @@ describe('token budget per task', () => {
       const task = (await host.ctx.supervisor.state(session)).current!
       expect(task.plan?.nodes.map((n) => n.id)).to.deep.equal(['a', 'b'])
       expect(task.nodeRuns.a.status).to.equal('running')
-      expect(task.resumePhase).to.equal('active')
-      // Resuming without more budget is refused again at the first step: no request reaches the endpoint.
-      await host.ctx.commands.input(session, '/task resume')
+      expect(task).to.include({ pauseReason: 'budget', resumePhase: 'active' })
+      expect((await host.ctx.supervisor.status(session)).task).to.include({ phase: 'paused', pauseReason: 'budget' })
+      // Resuming without more budget is refused, naming the budget: the task stays paused, no request reaches the endpoint.
+      const resumed = await host.ctx.commands.input(session, '/task resume')
+      expect(resumed?.error?.code).to.equal('TOKEN_BUDGET_EXHAUSTED')
+      expect(resumed?.error?.message).to.include(`Task ${task.id} used 330 tokens, its budget is 300 (openai maxTokensPerTask); the task stays paused`)
+        .and.to.include('Raise maxTokensPerTask')
+      expect(resumed?.error?.details).to.deep.equal({ taskId: task.id, tokens: 330, budget: 300, key: 'maxTokensPerTask' })
       await new Promise((resolve) => setTimeout(resolve, 50))
       await agent.whenIdle()
+      expect((await host.ctx.supervisor.state(session)).current).to.deep.equal(task)
       expect(mock.requests).to.have.length(3)
+
+      // Raising maxTokensPerTask (config, then a restart on the same data) makes /task resume work again.
+      await host.stop()
+      const raised = await bootBudgetHost(mock, 10_000, host.dataDir)
+      try {
+        const restored = await raised.host.ctx.sessions.get(session.id)
+        const again = await raised.host.ctx.commands.input(restored, '/task resume')
+        expect(again?.error).to.equal(undefined)
+        expect((await raised.host.ctx.supervisor.state(restored)).current).to.include({ phase: 'active', id: task.id })
+        await until(() => mock.requests.length > 3, 'a request after the resume')
+        await raised.host.ctx.agents.get(restored.id)?.whenIdle()
+      } finally {
+        await raised.host.dispose()
+        await removeTree(raised.cwd)
+      }
     })
   })
 

@@ -5,7 +5,7 @@ import {
 } from '@taskward/protocol'
 import { readCandidate } from './candidate'
 import type { Recovery } from './service'
-import { cancelMainAgent, stopCode, stopExecution, stopMessage } from './stop'
+import { cancelMainAgent, stopCode, stopExecution, stopMessage, stopPauseReason } from './stop'
 
 function failing(attempt: AttemptView | undefined): string[] {
   return (attempt?.checks ?? []).filter((check) => check.verdict === 'FAIL').map((check) => check.checkId)
@@ -85,8 +85,8 @@ export class CompletionGate {
         // The agent stops now (its turn must not go on writing the preserved candidate); the pause is a
         // supervisor transition, so it follows once the gate has returned.
         cancelMainAgent(this.recovery, session)
-        this.recovery.track(new Promise((resolve) => setImmediate(resolve)).then(() => stopExecution(this.recovery, session, task.id)))
-        return new TaskwardError(stopCode(decision), stopMessage(decision), details)
+        this.recovery.track(new Promise((resolve) => setImmediate(resolve)).then(() => stopExecution(this.recovery, session, task.id, stopPauseReason(decision))))
+        return new TaskwardError(stopCode(decision), stopMessage(decision, this.recovery.config.budgets), details)
       default:
         // REVERIFY never reaches here (verify loops until another action).
         return new TaskwardError('VALIDATION_MISSING', `Completion refused: the recovery decision is ${decision.action}. Wait for the controller to re-verify.`, details)

@@ -1,14 +1,20 @@
 import type { Session } from '@taskward/host'
 import {
-  pause, RECORD_EVENT_TYPE, TASK_NAMESPACE, TaskwardError, type DecisionPayload, type ErrorCode, type Task,
+  budgetAtStop, exhaustedBudgetText, pause, RECORD_EVENT_TYPE, standingBudgetStop, TASK_NAMESPACE, TaskwardError,
+  type Budgets, type BudgetsUsed, type DecisionPayload, type ErrorCode, type ExhaustedBudget, type PauseReason, type Task,
 } from '@taskward/protocol'
 import type { Recovery } from './service'
 
 /** Phases a task can be paused from (the protocol's `pause` refuses the others). */
 const PAUSABLE: readonly Task['phase'][] = ['planning', 'awaiting-approval', 'active', 'reviewing']
 
-/** What names a STOP: its reason code and the rule's reason. */
-type StopFacts = Pick<DecisionPayload, 'reason' | 'stopReason'>
+/** What names a STOP: its reason code, the rule's reason and what it had used. */
+type StopFacts = Pick<DecisionPayload, 'reason' | 'stopReason'> & { budgetsUsed: BudgetsUsed }
+
+/** Why a STOP pauses the task: `budget` for a used-up budget (resume is refused until it is raised), else `recovery`. */
+export function stopPauseReason(decision: Pick<DecisionPayload, 'action' | 'stopReason'>): PauseReason {
+  return decision.action === 'STOP' && decision.stopReason?.startsWith('budget_exhausted:') ? 'budget' : 'recovery'
+}
 
 /** The refusal code of a STOP, by its stop reason. */
 export function stopCode(decision: StopFacts): ErrorCode {
@@ -28,15 +34,32 @@ const STOP_ADVICE: Record<string, string> = {
   stagnation: 'The same failure keeps coming back and no strategy change is left. A person has to decide how to continue; /task resume after changing the approach or the budgets.',
 }
 
-/** What to do after a STOP, by its reason. */
-export function stopAdvice(decision: StopFacts): string {
+/** What to do after a STOP, by its reason; a budget stop names the budget, its use and limit (under `budgets`). */
+export function stopAdvice(decision: StopFacts, budgets: Partial<Budgets>): string {
   const reason = decision.stopReason ?? 'stopped'
+  const exhausted = budgetAtStop(decision, budgets)
+  if (exhausted) return `The task ${exhaustedBudgetText(exhausted)}`
   return STOP_ADVICE[reason] ?? `The ${reason.replace('budget_exhausted:', '')} budget is used up. The candidate is preserved, not completed; raise the budget or continue by hand, then /task resume.`
 }
 
 /** The message of a STOP, naming its reason. */
-export function stopMessage(decision: StopFacts): string {
-  return `Recovery stopped the task (${decision.stopReason ?? 'stopped'}, ${decision.reason}); it is paused. ${stopAdvice(decision)}`
+export function stopMessage(decision: StopFacts, budgets: Partial<Budgets>): string {
+  return `Recovery stopped the task (${decision.stopReason ?? 'stopped'}, ${decision.reason}); it is paused. ${stopAdvice(decision, budgets)}`
+}
+
+/** The refusal of resuming a task whose budget STOP still stands (`BUDGET_EXHAUSTED`, naming the budget). */
+export function budgetRefusal(taskId: string, exhausted: ExhaustedBudget): TaskwardError {
+  return new TaskwardError('BUDGET_EXHAUSTED', `Task ${taskId} stays paused: ${exhaustedBudgetText(exhausted)}`, { taskId, ...exhausted })
+}
+
+/**
+ * The resume guard: `/task resume` of a task whose latest recovery decision is a budget STOP is refused
+ * while that budget, as configured now, is still used up — whichever way the task came to be paused.
+ */
+export async function resumeRefusal(recovery: Recovery, session: Session, task: Task): Promise<TaskwardError | undefined> {
+  if (session.role !== 'main') return
+  const exhausted = standingBudgetStop(await recovery.usable(session), task.id, recovery.config.budgets)
+  return exhausted ? budgetRefusal(task.id, exhausted) : undefined
 }
 
 /**
@@ -48,15 +71,15 @@ export function cancelMainAgent(recovery: Recovery, session: Session) {
 }
 
 /**
- * What a STOP does: cancel the agent, pause the task (reason 'recovery') with the candidate left as it
- * is, disarm automatic continuation, and cancel again (a turn queued meanwhile is dropped too). Must
- * not run inside a completion gate or the recovery lock: it is a supervisor transition.
+ * What a STOP does: cancel the agent, pause the task (reason `stopPauseReason(decision)`) with the
+ * candidate left as it is, disarm automatic continuation, and cancel again (a turn queued meanwhile is
+ * dropped too). Must not run inside a completion gate or the recovery lock: it is a supervisor transition.
  */
-export async function stopExecution(recovery: Recovery, session: Session, taskId: string) {
+export async function stopExecution(recovery: Recovery, session: Session, taskId: string, reason: PauseReason = 'recovery') {
   cancelMainAgent(recovery, session)
   const supervisor = recovery.home.supervisor
   await supervisor.apply(session, (current, at) => current && current.id === taskId && current.enabled && PAUSABLE.includes(current.phase)
-    ? pause(current, { reason: 'recovery' }, at)
+    ? pause(current, { reason }, at)
     : current!)
   supervisor.controller.disarm(session.id)
   cancelMainAgent(recovery, session)
@@ -102,15 +125,28 @@ export class StopReplay {
     return { task, decision }
   }
 
-  /** Re-apply a STOP that was recorded but not acted on; the refusal to answer with when it did. */
-  async replay(session: Session): Promise<TaskwardError | undefined> {
+  /**
+   * Re-apply a STOP that was recorded but not acted on; the refusal to answer with when it did. A budget
+   * STOP is answered as the resume guard answers the paused task (`BUDGET_EXHAUSTED` naming the budget as
+   * configured now). When that budget has been raised since and `resuming` (`agent/before-resume`), the
+   * pause is still recorded but nothing is refused: the caller (`/task resume`) then finds the task
+   * paused and resumes it past the guard, exactly as when the pause had been recorded before the crash.
+   */
+  async replay(session: Session, resuming = false): Promise<TaskwardError | undefined> {
     const stop = await this.pending(session)
     if (!stop) return
-    await stopExecution(this.recovery, session, stop.task.id)
-    this.acted.add(`${session.id}\0${stop.decision.decisionId}`)
-    return new TaskwardError(stopCode(stop.decision),
-      `Recovery stopped task ${stop.task.id} (${stop.decision.stopReason ?? 'stopped'}, ${stop.decision.reason}) and its pause had not been recorded `
-      + `(the host may have gone down in between): the task is paused now and nothing ran. ${stopAdvice(stop.decision)}`,
-      { taskId: stop.task.id, decisionId: stop.decision.decisionId, stopReason: stop.decision.stopReason })
+    const { task, decision } = stop
+    await stopExecution(this.recovery, session, task.id, stopPauseReason(decision))
+    this.acted.add(`${session.id}\0${decision.decisionId}`)
+    const lead = `Recovery stopped task ${task.id} (${decision.stopReason ?? 'stopped'}, ${decision.reason}) and its pause had not been recorded `
+      + '(the host may have gone down in between): the task is paused now and nothing ran'
+    const details = { taskId: task.id, decisionId: decision.decisionId, stopReason: decision.stopReason }
+    if (stopPauseReason(decision) === 'budget') {
+      const exhausted = standingBudgetStop(await this.recovery.usable(session), task.id, this.recovery.config.budgets)
+      if (exhausted) return new TaskwardError('BUDGET_EXHAUSTED', `${lead}; ${exhaustedBudgetText(exhausted)}`, { ...details, ...exhausted })
+      if (resuming) return
+      return new TaskwardError(stopCode(decision), `${lead}. Its budget has been raised since: /task resume continues it.`, details)
+    }
+    return new TaskwardError(stopCode(decision), `${lead}. ${stopAdvice(decision, decision.budgets ?? this.recovery.config.budgets)}`, details)
   }
 }

@@ -7,7 +7,7 @@ import {
 } from '@taskward/protocol'
 import { CompletionGate } from './gate'
 import type { Recovery } from './service'
-import { stopExecution, StopReplay } from './stop'
+import { resumeRefusal, stopExecution, stopPauseReason, StopReplay } from './stop'
 import { stampPinned } from './pins'
 
 const MAX_TEXT = 2000
@@ -119,7 +119,7 @@ function onStageReported(recovery: Recovery, session: Session, event: SessionEve
       return recovery.budgetStopAfterProgress(resolved, taskId)
     })
     // Outside the recovery lock: stopping is a supervisor transition.
-    if (stop) await stopExecution(recovery, session, taskId)
+    if (stop) await stopExecution(recovery, session, taskId, stopPauseReason(stop))
   })())
 }
 
@@ -141,7 +141,7 @@ function registerProgressSource(ctx: Context, recovery: Recovery) {
     })
     // A used-up budget stops the task before the supervisor continues it or asks for a review (both
     // skip a paused task).
-    if (measured?.stop) await stopExecution(recovery, session, task.id)
+    if (measured?.stop) await stopExecution(recovery, session, task.id, stopPauseReason(measured.stop))
     return measured?.signal
   })
 }
@@ -153,6 +153,8 @@ export function wireRecovery(ctx: Context, recovery: Recovery) {
   registerAgentTools(ctx, recovery)
   registerChecksCommand(ctx, recovery)
   registerProgressSource(ctx, recovery)
+  // A budget STOP refuses /task resume until the budget is raised (on every path to the paused task).
+  ctx.supervisor.registerResumeGuard((session, task) => resumeRefusal(recovery, session, task))
   // An observer, not a `session/event` listener: a direct call on every append (see `sessions.observe`).
   ctx.sessions.observe((session, event) => onStageReported(recovery, session, event))
   // Resume reconciles the candidate journal before anything else is decided, and re-applies a STOP
@@ -162,7 +164,7 @@ export function wireRecovery(ctx: Context, recovery: Recovery) {
     if (session.role !== 'main') return
     try {
       await recovery.reconcile(session)
-      return await stops.replay(session)
+      return await stops.replay(session, true)
     } catch (error) {
       return TaskwardError.is(error) ? error : new TaskwardError('INTERNAL', `Recovery could not reconcile the candidate journal: ${(error as Error).message}`)
     }

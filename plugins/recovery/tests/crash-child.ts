@@ -3,7 +3,9 @@
  * completion, and SIGKILLs itself right after the candidate-journal record of the given stage is durable
  * (stage `stop`: right after a STOP decision record, before the pause that acts on it; stage
  * `review-stop`: the completion reviewer passes after editing README.md, the gate STOPs (pin_changed),
- * and the kill comes right after the task state record the verdict writes, still before the pause).
+ * and the kill comes right after the task state record the verdict writes, still before the pause;
+ * stage `budget-stop`: as `stop`, on a host whose maxAttempts is 1, so the completion request's attempt
+ * is a budget STOP).
  * Usage: node --import tsx --conditions source crash-child.ts <dataDir> <sessionId> <stage>
  */
 import { writeFileSync } from 'node:fs'
@@ -13,7 +15,7 @@ import { TestHost } from '@taskward/testkit'
 import { plugins } from './fixtures'
 
 const [dataDir, sessionId, stage] = process.argv.slice(2)
-const host = await TestHost.boot({ plugins: plugins(), waitFor: ['workspace', 'supervisor', 'recovery'], dataDir })
+const host = await TestHost.boot({ plugins: plugins(stage === 'budget-stop' ? { budgets: { maxAttempts: 1 } } : {}), waitFor: ['workspace', 'supervisor', 'recovery'], dataDir })
 let stopped = false
 host.ctx.on('session/event', (_session, event) => {
   const data = event.data
@@ -23,7 +25,7 @@ host.ctx.on('session/event', (_session, event) => {
     return
   }
   if (event.type !== RECORD_EVENT_TYPE || data?.namespace !== RECOVERY_NAMESPACE) return
-  if (stage === 'stop' ? data.kind === 'decision' && data.payload.action === 'STOP' : data.kind === 'candidate' && data.payload.stage === stage) {
+  if (stage === 'stop' || stage === 'budget-stop' ? data.kind === 'decision' && data.payload.action === 'STOP' : data.kind === 'candidate' && data.payload.stage === stage) {
     process.kill(process.pid, 'SIGKILL')
   }
 })

@@ -89,6 +89,27 @@ export async function readyTask(host: TestHost, cwd: string, checks?: object[]):
   return { session, task }
 }
 
+/**
+ * A two-node task on a host with the answer check and maxAttempts 2: its two stage reports are two
+ * progress attempts, the second a budget STOP, and the task pauses (waited for).
+ */
+export async function budgetStoppedTask(host: TestHost, cwd: string): Promise<Session> {
+  const { session } = await host.ctx.supervisor.startSession({ cwd })
+  await command(host, session, '/task new get the answer right')
+  scriptReview(host, 'pass')
+  await ok(host, session, 'task_submit_plan', { acceptanceCriteria: ['answer is right'], nodes: [{ id: 'a', title: 'first' }, { id: 'b', title: 'second' }] })
+  await reviewsSettled(host, session)
+  await command(host, session, '/task approve')
+  for (const nodeId of ['a', 'b']) {
+    await ok(host, session, 'task_start_node', { nodeId })
+    scriptReview(host, 'pass')
+    await ok(host, session, 'task_report_stage', { nodeId })
+    await reviewsSettled(host, session)
+  }
+  await until(async () => (await phase(host, session)).phase === 'paused', 'the budget stop to pause the task')
+  return session
+}
+
 export async function allEvents(session: Session): Promise<SessionEvent[]> {
   const events: SessionEvent[] = []
   for await (const event of session.events()) events.push(event)

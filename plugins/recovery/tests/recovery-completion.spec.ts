@@ -137,12 +137,14 @@ describe('recovery: the completion gate through a real host', () => {
     expect(outcome.error?.code).to.equal('BUDGET_EXHAUSTED')
     expect(outcome.error?.message).to.match(/budget_exhausted:attempts/)
     await host.ctx.recovery.settled()
-    expect(await phase(host, again)).to.include({ phase: 'paused', pauseReason: 'recovery' })
-    // Resuming resets nothing: the next failing attempt is still over budget; nothing was promoted.
-    await command(host, again, '/task resume')
-    await setAnswer(cwd, 'gamma')
-    expect((await call(host, again, 'task_request_completion', {})).error?.code).to.equal('BUDGET_EXHAUSTED')
-    expect((await host.ctx.recovery.state(again)).authoritative).to.equal(undefined)
+    expect(await phase(host, again)).to.include({ phase: 'paused', pauseReason: 'budget' })
+    // Resuming resets nothing: the budget is still used up, so /task resume is refused; nothing was promoted.
+    const resumed = await host.ctx.commands.input(again, '/task resume')
+    expect(resumed?.error?.code).to.equal('BUDGET_EXHAUSTED')
+    expect(resumed?.error?.details).to.include({ budget: 'attempts', limit: 2, used: 2 })
+    await host.restart()
+    expect((await host.ctx.commands.input(await host.ctx.sessions.get(session.id), '/task resume'))?.error?.code).to.equal('BUDGET_EXHAUSTED')
+    expect((await host.ctx.recovery.state(session.id)).authoritative).to.equal(undefined)
   })
 
   it('records a progress attempt when a stage is reported, and the agent tools only record', async () => {

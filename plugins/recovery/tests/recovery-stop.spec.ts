@@ -2,7 +2,7 @@ import { expect } from 'chai'
 import { readFile } from 'node:fs/promises'
 import { removeTree, type TestHost } from '@taskward/testkit'
 import {
-  allEvents, ANSWER_CHECK, answerWorkspace, bootRecovery, command, ok, phase, readyTask, recoveryRecords, reviewsSettled,
+  allEvents, ANSWER_CHECK, answerWorkspace, bootRecovery, budgetStoppedTask, command, ok, phase, readyTask, recoveryRecords, reviewsSettled,
   scriptReview, until, type RecoveryConfig,
 } from './fixtures'
 
@@ -17,7 +17,7 @@ describe('recovery: stopping execution, budgets of progress attempts, per-task e
     cwd = await answerWorkspace('alpha')
   }
   afterEach(async () => {
-    await host?.ctx.recovery.settled()
+    await host?.ctx.recovery?.settled()
     await host?.dispose()
     if (cwd) await removeTree(cwd)
   })
@@ -45,22 +45,15 @@ describe('recovery: stopping execution, budgets of progress attempts, per-task e
     expect(decision.payload).to.include({ action: 'STOP', stopReason: 'unverified' })
   })
 
-  it('progress attempts alone use up maxAttempts: the task stops and pauses without any completion request', async () => {
+  /** A two-node task whose two stage reports (progress attempts) use up maxAttempts 2: it stops and pauses. */
+  async function stoppedByProgress() {
     await boot({ checks: [ANSWER_CHECK], budgets: { maxAttempts: 2 } })
-    const { session } = await host.ctx.supervisor.startSession({ cwd })
-    await command(host, session, '/task new get the answer right')
-    scriptReview(host, 'pass')
-    await ok(host, session, 'task_submit_plan', { acceptanceCriteria: ['answer is right'], nodes: [{ id: 'a', title: 'first' }, { id: 'b', title: 'second' }] })
-    await reviewsSettled(host, session)
-    await command(host, session, '/task approve')
-    for (const nodeId of ['a', 'b']) {
-      await ok(host, session, 'task_start_node', { nodeId })
-      scriptReview(host, 'pass')
-      await ok(host, session, 'task_report_stage', { nodeId })
-      await reviewsSettled(host, session)
-    }
-    await until(async () => (await phase(host, session)).phase === 'paused', 'the budget stop to pause the task')
-    expect(await phase(host, session)).to.include({ pauseReason: 'recovery' })
+    return budgetStoppedTask(host, cwd)
+  }
+
+  it('progress attempts alone use up maxAttempts: the task stops and pauses without any completion request', async () => {
+    const session = await stoppedByProgress()
+    expect(await phase(host, session)).to.include({ pauseReason: 'budget' })
     const attempts = await recoveryRecords(session, 'attempt')
     expect(attempts.map((a) => a.payload.agentClaim)).to.deep.equal(['progress', 'progress'])
     const decisions = await recoveryRecords(session, 'decision')
@@ -69,6 +62,41 @@ describe('recovery: stopping execution, budgets of progress attempts, per-task e
     expect(decisions[0].payload.budgets).to.include({ maxAttempts: 2 })
     const state = await host.ctx.supervisor.state(session)
     expect(state.reviews.some((job) => job.kind === 'completion')).to.equal(false)
+  })
+
+  it('/task resume of a task paused for budget is refused BUDGET_EXHAUSTED naming the budget; raising it makes resume work', async () => {
+    const session = await stoppedByProgress()
+    const paused = await phase(host, session)
+    expect(paused).to.include({ phase: 'paused', pauseReason: 'budget', resumePhase: 'active' })
+    const status = await host.ctx.supervisor.status(session)
+    expect(status.task).to.include({ pauseReason: 'budget' })
+    expect(status.blockedReason).to.include('paused (budget)')
+
+    const refused = await host.ctx.commands.input(session, '/task resume')
+    expect(refused?.error?.code).to.equal('BUDGET_EXHAUSTED')
+    expect(refused?.error?.message).to.include(`Task ${paused.id} stays paused: its attempts budget is used up (2 of 2, recovery budgets.maxAttempts)`)
+      .and.to.include('Raise budgets.maxAttempts in the recovery configuration')
+    expect(refused?.error?.details).to.deep.equal({ taskId: paused.id, budget: 'attempts', key: 'maxAttempts', limit: 2, used: 2 })
+    // Refused means unchanged: no resume, no revision, and no attempt or decision was spent on it.
+    expect(await phase(host, session)).to.deep.equal(paused)
+    expect(await recoveryRecords(session, 'attempt')).to.have.length(2)
+    expect(await recoveryRecords(session, 'decision')).to.have.length(1)
+
+    // The operator raises the budget (the recovery config) and restarts on the same data.
+    await host.ctx.recovery.settled()
+    await host.stop()
+    const raised = await bootRecovery({ checks: [ANSWER_CHECK], budgets: { maxAttempts: 4 } }, host.dataDir)
+    try {
+      const restored = await raised.ctx.sessions.get(session.id)
+      raised.scripted.script('main', [{ text: 'continuing' }])
+      const resumed = await raised.ctx.commands.input(restored, '/task resume')
+      expect(resumed?.error).to.equal(undefined)
+      expect(await phase(raised, restored)).to.include({ phase: 'active', id: paused.id })
+      expect(await phase(raised, restored)).to.not.have.property('pauseReason')
+    } finally {
+      await raised.ctx.recovery.settled()
+      await raised.dispose()
+    }
   })
 
   it('a progress attempt within budget records no decision', async () => {

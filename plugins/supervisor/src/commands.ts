@@ -100,9 +100,16 @@ export function registerTaskCommand(ctx: Context, supervisor: Supervisor) {
  * a review whose reviewer is gone (after a restart or fault), arm the controller and follow up.
  */
 async function resumeTask(ctx: Context, supervisor: Supervisor, session: Session, binding: TaskBinding | undefined) {
+  boundLive((await supervisor.state(session)).current, binding)
+  const agent = supervisor.mainAgent(session.id) ?? (session.model ? await ctx.agents.resume(session.id) : undefined)
+  // Bringing the agent back may have changed the task (recovery re-applies a STOP whose pause was lost):
+  // decide on the task as it is now, so that every path to a paused task meets the same resume guards.
   const state = await supervisor.state(session)
   const current = boundLive(state.current, binding)
-  const agent = supervisor.mainAgent(session.id) ?? (session.model ? await ctx.agents.resume(session.id) : undefined)
+  if (current.phase === 'paused') {
+    const refusal = await supervisor.resumeRefusal(session, current)
+    if (refusal) throw refusal
+  }
   const pending = current.pendingReview
   const reviewerGone = current.phase === 'reviewing' && pending
     && !(ctx.agents.get(state.reviews.find((job) => job.jobId === pending.jobId)?.reviewerSessionId ?? ''))

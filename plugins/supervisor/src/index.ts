@@ -1,7 +1,7 @@
 import { Supervisor } from './service'
 
 export { Config } from './config'
-export { Supervisor, type CompletionGate, type TaskSubcommand, type TaskTransition, type Transaction } from './service'
+export { Supervisor, type CompletionGate, type ResumeGuard, type TaskSubcommand, type TaskTransition, type Transaction } from './service'
 export { Controller, type ControllerStatus } from './continuation'
 export { Reviews, REVIEW_PAGE_LIMIT, VERDICT_REPAIR_PROMPT, isPendingJob, jobOfReviewer, type VerdictInput } from './reviews'
 export { REVIEWER_TOOLS } from './guard'

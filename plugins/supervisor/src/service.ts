@@ -35,6 +35,12 @@ const TRANSACT_ATTEMPTS = 5
 
 export type CompletionGate = (session: Session, task: Task) => Promise<TaskwardError | undefined>
 
+/**
+ * Asked before `/task resume` resumes a paused task (see `registerResumeGuard`): a refusal leaves the
+ * task paused and is the command's answer (a budget that is still used up, say).
+ */
+export type ResumeGuard = (session: Session, task: Task) => Promise<TaskwardError | undefined> | TaskwardError | undefined
+
 /** An extra `/task <name> …` subcommand another plugin adds (recovery's `/task checks`). */
 /** Measures objective progress of a task (see `registerProgressSignal`); undefined when it cannot. */
 export type ProgressSource = (session: Session, task: Task) => Promise<ProgressSignal | undefined>
@@ -89,6 +95,7 @@ export class Supervisor extends Service {
   private readonly locks = new KeyedLock()
   private readonly mirrors = new Map<string, SupervisorState>()
   private readonly gates = new Set<CompletionGate>()
+  private readonly resumeGuards = new Set<ResumeGuard>()
   private readonly subcommands = new Map<string, TaskSubcommand>()
   private readonly progressSources = new Set<ProgressSource>()
   private readonly home: Context
@@ -211,6 +218,27 @@ export class Supervisor extends Service {
       gates.add(gate)
       return () => gates.delete(gate)
     })
+  }
+
+  /**
+   * Add a resume guard for as long as the calling plugin is loaded: asked, in registration order, before
+   * `/task resume` resumes a paused task. Returns the disposer.
+   */
+  registerResumeGuard(guard: ResumeGuard) {
+    const guards = this.resumeGuards
+    return this.ctx.effect(() => {
+      guards.add(guard)
+      return () => guards.delete(guard)
+    })
+  }
+
+  /** The first refusal of a resume guard, or undefined. A guard that throws refuses (closed) with its error. */
+  async resumeRefusal(session: Session, task: Task): Promise<TaskwardError | undefined> {
+    for (const guard of [...this.resumeGuards]) {
+      const refusal = await Promise.resolve().then(() => guard(session, task)).catch((error: unknown) => TaskwardError.is(error) ? error
+        : new TaskwardError('INTERNAL', `A resume guard failed: ${(error as Error)?.message ?? error}. The task stays paused; retry /task resume.`, { taskId: task.id }))
+      if (refusal) return refusal
+    }
   }
 
   /**

@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import type { Session } from '@taskward/host'
-import { foldSupervisorEvents, SUPERVISOR_PROJECTION_KEY, type SessionEvent } from '@taskward/protocol'
+import { foldSupervisorEvents, SUPERVISOR_PROJECTION_KEY, SUPERVISOR_PROJECTION_VERSION, type SessionEvent } from '@taskward/protocol'
 import type { TestHost } from '@taskward/testkit'
 import {
   command, commandError, ok, PLAN, refused, reviewsSettled, scriptReviews, supervisorOf, useSupervisedSession, verdict,
@@ -105,7 +105,8 @@ describe('supervisor: a task through its lifecycle', () => {
     const rebuilt = await state()
     expect(rebuilt).to.deep.equal(before)
     expect(rebuilt).to.deep.equal(foldSupervisorEvents(await allEvents(session)))
-    expect(await host.ctx.projections.describe(session, SUPERVISOR_PROJECTION_KEY)).to.deep.equal({ version: 11, asOfSeq: session.seq - 1 })
+    expect(await host.ctx.projections.describe(session, SUPERVISOR_PROJECTION_KEY)).to.deep.equal({ version: SUPERVISOR_PROJECTION_VERSION, asOfSeq: session.seq - 1 })
+    expect(SUPERVISOR_PROJECTION_VERSION).to.equal(12)
   })
 
   it('a rebuild that reads only records still stands at the log\'s last seq when the last events are not records', async () => {

@@ -5,7 +5,7 @@ import { removeTree, type TestHost } from '@taskward/testkit'
 import { bootSupervisor, refused, supervisorOf, workspace } from './fixtures'
 
 /*
- * Older task records (schema 1–9) appended to a session and read back through the plugin: every field
+ * Older task records (schema 1–10) appended to a session and read back through the plugin: every field
  * the old shape lacked stays absent (no timestamps, cycles, evidence or pause reasons are invented).
  */
 
@@ -41,9 +41,12 @@ const FIXTURES: [number, object, object][] = [
   [9, { ...base, phase: 'paused', pauseReason: 'recovery', resumePhase: 'active', plan, nodeRuns: { a: { attempt: 1, status: 'passed' }, b: { attempt: 1, status: 'pending' } },
     acceptanceCycle: 3 },
   { ...base, phase: 'paused', pauseReason: 'recovery', resumePhase: 'active', plan, nodeRuns: { a: { attempt: 1, status: 'passed' }, b: { attempt: 1, status: 'pending' } } }],
+  // A schema-10 budget stop was paused as `recovery`: it reads as written, never as the schema-11 `budget`.
+  [10, { ...base, phase: 'paused', pauseReason: 'recovery', resumePhase: 'active', plan, nodeRuns: { a: { attempt: 1, status: 'running' }, b: { attempt: 1, status: 'pending' } } },
+    { ...base, phase: 'paused', pauseReason: 'recovery', resumePhase: 'active', plan, nodeRuns: { a: { attempt: 1, status: 'running' }, b: { attempt: 1, status: 'pending' } } }],
 ]
 
-describe('supervisor: records of schema 1–9 through the plugin', () => {
+describe('supervisor: records of schema 1–10 through the plugin', () => {
   let host: TestHost
   let cwd: string
 
@@ -81,11 +84,19 @@ describe('supervisor: records of schema 1–9 through the plugin', () => {
     expect(status.result.task).to.include({ acceptanceCycle: 1, phase: 'complete' }).and.not.have.property('completedAt')
   })
 
-  it('a record of an unknown version (11) poisons the projection and blocks execution', async () => {
-    const session = await sessionWith(11, { ...base, phase: 'planning', nodeRuns: {} })
+  it('a schema-10 paused record shows its own pause reason in /task status', async () => {
+    const [, payload] = FIXTURES.find(([v]) => v === 10)!
+    const session = await sessionWith(10, payload)
+    const status = await supervisorOf(host).status(session)
+    expect(status.task).to.include({ phase: 'paused', pauseReason: 'recovery' })
+    expect(status.blockedReason).to.include('paused (recovery)')
+  })
+
+  it('a record of an unknown version (12) poisons the projection and blocks execution', async () => {
+    const session = await sessionWith(12, { ...base, phase: 'planning', nodeRuns: {} })
     const state = await supervisorOf(host).state(session)
     expect(state.poisoned?.seq).to.equal(1)
-    expect(state.poisoned?.message).to.match(/schema version 11/)
+    expect(state.poisoned?.message).to.match(/schema version 12/)
     await refused(host, session, 'write', { path: 'x.md', content: 'x' }, 'SUPERVISOR_POISONED')
   })
 })

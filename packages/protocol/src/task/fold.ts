@@ -24,7 +24,7 @@ import { isTerminal, type Task } from './types'
  */
 
 /** Cache version of this projection; bumping it rebuilds every state from the log. */
-export const SUPERVISOR_PROJECTION_VERSION = 11
+export const SUPERVISOR_PROJECTION_VERSION = 12
 export const SUPERVISOR_PROJECTION_KEY = 'dsh-task-supervisor'
 export const REVIEW_WINDOW = 50
 

@@ -4,7 +4,7 @@ import { defineReader, type RecordReader } from '../records/reader'
 import { canonicalTask } from './canonical'
 import { pruneToSchema } from './prune'
 import { TASK_MIN_SCHEMA_VERSION, TASK_NAMESPACE, TASK_SCHEMA_VERSION, TASK_STATE_KIND, taskStateSchema } from './schemas'
-import { isTaskStateV10 } from './state-shape'
+import { isTaskStateV11 } from './state-shape'
 import type { Task } from './types'
 
 /** v4 → v5: the run array becomes an object keyed by node id. Nothing else changes. */
@@ -31,15 +31,15 @@ for (let v = TASK_MIN_SCHEMA_VERSION; v <= TASK_SCHEMA_VERSION; v++) {
 }
 
 /**
- * Reads `dsh-task-supervisor` `state` records of versions 1–10 into today's `Task`. Fields an older
+ * Reads `dsh-task-supervisor` `state` records of versions 1–11 into today's `Task`. Fields an older
  * record lacks stay absent; the result is canonical (see canonical.ts). Throws `RECORD_UNSUPPORTED`.
- * Schema-10 records are checked by `isTaskStateV10` first and reach schemastery only when it refuses.
+ * Schema-11 records are checked by `isTaskStateV11` first and reach schemastery only when it refuses.
  */
 export const taskReader: RecordReader = defineReader({
   namespace: TASK_NAMESPACE,
   writes: TASK_SCHEMA_VERSION,
   minVersion: TASK_MIN_SCHEMA_VERSION,
-  kinds: { [TASK_STATE_KIND]: { schemas, upgrades, today: isTaskStateV10, canonical: canonicalTask } },
+  kinds: { [TASK_STATE_KIND]: { schemas, upgrades, today: isTaskStateV11, canonical: canonicalTask } },
 })
 
 /** Read a state record's task (shorthand for `taskReader.read<Task>(envelope, seq).payload`). */
@@ -48,7 +48,7 @@ export function readTaskState(envelope: RecordEnvelope, seq: number): Task {
 }
 
 /**
- * The envelope that persists `task` (always schema 10, canonical payload). `recordId` is chosen by the
+ * The envelope that persists `task` (always schema 11, canonical payload). `recordId` is chosen by the
  * caller (ids are never generated here); `${task.id}:${task.revision}` is a natural choice.
  */
 export function taskStateEnvelope(task: Task, recordId = `${task.id}:${task.revision}`): RecordEnvelope<Task> {

@@ -2,7 +2,7 @@ import Schema from 'schemastery'
 import { optional } from '../records/reader'
 
 /*
- * Payload schemas of `dsh-task-supervisor` `state` records, versions 1–10. Each version is the
+ * Payload schemas of `dsh-task-supervisor` `state` records, versions 1–11. Each version is the
  * previous one plus what it added, so one factory describes them all:
  *
  *   v1  linear plans (nodes without `dependsOn`), `nodeRuns` as an array of `{nodeId, attempt, status}`,
@@ -17,13 +17,14 @@ import { optional } from '../records/reader'
  *   v8  `completionReview` gains `evidenceSeqs` and `cutoffSeq`.
  *   v9  pause reason `recovery`, review kind `progress`.
  *   v10 `acceptanceCycle`, `completedAt`, `reopenedFromProposalId`, `repairHistory`.
+ *   v11 pause reason `budget` (a recovery budget or the token budget stopped the task).
  *
  * Every field a version lacks is simply not in its schema; upgrades never add it.
  */
 
 export const TASK_NAMESPACE = 'dsh-task-supervisor'
 export const TASK_STATE_KIND = 'state'
-export const TASK_SCHEMA_VERSION = 10
+export const TASK_SCHEMA_VERSION = 11
 export const TASK_MIN_SCHEMA_VERSION = 1
 
 /** Node ids are short identifiers; they key `nodeRuns`, so object-prototype names cannot occur. */
@@ -121,9 +122,9 @@ function repairHistoryEntry() {
   })
 }
 
-/** The payload schema of a `state` record written at version `v` (1–10). */
+/** The payload schema of a `state` record written at version `v` (1–11). */
 export function taskStateSchema(v: number): Schema<any, any> {
-  const pauseReasons = ['user', 'decision', 'review-fault', 'restart', ...(v >= 9 ? ['recovery'] : [])]
+  const pauseReasons = ['user', 'decision', 'review-fault', 'restart', ...(v >= 9 ? ['recovery'] : []), ...(v >= 11 ? ['budget'] : [])]
   return Schema.object({
     id: nonEmpty().required(),
     revision: positive().required(),

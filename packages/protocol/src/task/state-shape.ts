@@ -3,8 +3,8 @@ import { NODE_ID_PATTERN } from './schemas'
 import { NODE_RUN_STATUSES, PAUSE_REASONS, RESUMABLE_PHASES, REVIEW_KINDS, REVIEW_VERDICTS, TASK_PHASES, type Task } from './types'
 
 /*
- * Today's (schema 10) `state` payload, checked without throwing: the fast path of the task reader.
- * It mirrors `taskStateSchema(10)` field by field and accepts only what that schema accepts, so a
+ * Today's (schema 11) `state` payload, checked without throwing: the fast path of the task reader.
+ * It mirrors `taskStateSchema(11)` field by field and accepts only what that schema accepts, so a
  * payload it accepts is read exactly as the schema would read it; everything else (older versions,
  * `null`s, invalid data) goes through the schema, which reads it or words the refusal.
  * `tests/records-fast-path.spec.ts` holds the two to each other over fixtures and mutations.
@@ -82,8 +82,8 @@ function isRepairHistoryEntry(value: unknown): boolean {
     && isNatural(value.confirmedAt) && isNatural(value.confirmationSeq)
 }
 
-/** Whether `payload` is a schema-10 task exactly as `taskStateSchema(10)` would accept it. */
-export function isTaskStateV10(payload: unknown): payload is Task {
+/** Whether `payload` is a schema-11 task exactly as `taskStateSchema(11)` would accept it. */
+export function isTaskStateV11(payload: unknown): payload is Task {
   if (!isObject(payload)) return false
   const task = payload
   return isNonEmpty(task.id) && isPositive(task.revision) && isString(task.objective)

@@ -1,5 +1,5 @@
 /**
- * Today's (schema 10) shape of a supervised task. A task is a value: every transition returns a new
+ * Today's (schema 11) shape of a supervised task. A task is a value: every transition returns a new
  * task with `revision + 1`, and the controller persists the whole snapshot as a `state` record.
  * Optional fields are absent (never `undefined`, never invented) when they do not apply or when an
  * older record did not know them.
@@ -18,9 +18,11 @@ export const TERMINAL_PHASES: readonly TaskPhase[] = ['complete', 'cleared']
 /**
  * Why a task is paused: `user` (/task pause), `decision` (a reviewer asked for the user), `review-fault`
  * (a reviewer failed), `restart` (host restarted; waits for /task resume), `recovery` (the recovery
- * controller stopped execution).
+ * controller stopped execution), `budget` (a budget is used up: the recovery controller's attempts or
+ * steps, or the token budget; resuming is refused until it is raised). Records before schema 11 have
+ * no `budget`: a budget stop there was paused as `recovery` or `user`, and is read as written.
  */
-export const PAUSE_REASONS = ['user', 'decision', 'review-fault', 'restart', 'recovery'] as const
+export const PAUSE_REASONS = ['user', 'decision', 'review-fault', 'restart', 'recovery', 'budget'] as const
 export type PauseReason = typeof PAUSE_REASONS[number]
 
 export const NODE_RUN_STATUSES = ['pending', 'running', 'reviewing', 'passed', 'needs-revision', 'awaiting-user'] as const

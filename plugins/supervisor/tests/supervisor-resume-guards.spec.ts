@@ -1,0 +1,59 @@
+import { expect } from 'chai'
+import type { Session } from '@taskward/host'
+import { TaskwardError, type Task } from '@taskward/protocol'
+import type { TestHost } from '@taskward/testkit'
+import { approvedTask, command, commandError, supervisorOf, useSupervisedSession } from './fixtures'
+
+describe('supervisor: resume guards added by other plugins', () => {
+  let host: TestHost
+  let session: Session
+  useSupervisedSession((env) => ({ host, session } = env))
+
+  const current = async () => (await supervisorOf(host).state(session)).current!
+
+  /** Load a plugin whose resume guard answers with `guard`; returns its fork and the tasks it was asked about. */
+  async function guarded(guard: (task: Task) => TaskwardError | undefined) {
+    const asked: Task[] = []
+    const fork = host.ctx.plugin({
+      name: 'test-resume-guard',
+      inject: ['supervisor'],
+      apply: (ctx) => {
+        ctx.supervisor.registerResumeGuard((_session, task) => {
+          asked.push(task)
+          return guard(task)
+        })
+      },
+    })
+    await new Promise((resolve) => setTimeout(resolve, 0))
+    return { fork, asked }
+  }
+
+  it('a refusal is the answer of /task resume and leaves the task paused; disposing the plugin withdraws the guard', async () => {
+    await approvedTask(host, session)
+    await command(host, session, '/task pause')
+    const paused = await current()
+    const { fork, asked } = await guarded((task) => new TaskwardError('BUDGET_EXHAUSTED', `Task ${task.id} stays paused: test budget.`, { taskId: task.id }))
+    const refusal = await commandError(host, session, '/task resume')
+    expect(refusal).to.include({ code: 'BUDGET_EXHAUSTED', message: `Task ${paused.id} stays paused: test budget.` })
+    expect(asked.map((task) => task.revision)).to.deep.equal([paused.revision])
+    expect(await current()).to.deep.equal(paused)
+    expect(supervisorOf(host).controller.status(session.id, paused).armed).to.equal(false)
+
+    fork.dispose()
+    expect((await command(host, session, '/task resume')).phase).to.equal('active')
+  })
+
+  it('a guard that throws refuses (closed) with INTERNAL; a task that is not paused is not asked about', async () => {
+    await approvedTask(host, session)
+    const { fork, asked } = await guarded(() => { throw new Error('guard broke') })
+    expect((await command(host, session, '/task resume')).phase).to.equal('active')
+    expect(asked).to.have.length(0)
+    await command(host, session, '/task pause')
+    const paused = await current()
+    const refusal = await commandError(host, session, '/task resume')
+    expect(refusal.code).to.equal('INTERNAL')
+    expect(refusal.message).to.include('guard broke').and.to.include('The task stays paused')
+    expect(await current()).to.deep.equal(paused)
+    fork.dispose()
+  })
+})
