@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { hostConfigFile } from './host-config.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -44,7 +44,9 @@ env.NODE_OPTIONS = [env.NODE_OPTIONS, '--import tsx', '--conditions source'].fil
 // The CLI forks the host worker; both stay in this process group, so a terminal's Ctrl-C reaches the
 // worker directly. A signal sent to this script alone is forwarded to the CLI, and the worker shuts
 // down cleanly when the CLI goes away (the host listens for the daemon's IPC channel closing).
-const child = spawn(process.execPath, [cli, 'start', config ?? hostConfigFile(root, env)], { cwd: root, env, stdio: 'inherit' })
+// Refusals (TaskwardErrors) are logged as `CODE: message`, without a stack (scripts/coded-errors.mjs).
+const codedErrors = pathToFileURL(join(root, 'scripts', 'coded-errors.mjs')).href
+const child = spawn(process.execPath, [cli, 'start', config ?? hostConfigFile(root, env), '--import', codedErrors], { cwd: root, env, stdio: 'inherit' })
 let stopping = false
 let exitCode
 for (const signal of ['SIGINT', 'SIGTERM']) {
