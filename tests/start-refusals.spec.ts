@@ -1,5 +1,6 @@
 import { expect } from 'chai'
 import { spawn } from 'node:child_process'
+import { createServer } from 'node:net'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
@@ -10,9 +11,9 @@ const ROOT = join(import.meta.dirname, '..')
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** `npm start -- --no-demo …` on `data`, in its own process group; `until` ends the wait early. */
-async function npmStart(data: string, args: string[] = [], until?: (output: string) => boolean) {
+async function npmStart(data: string, args: string[] = [], until?: (output: string) => boolean, port?: number) {
   const child = spawn('npm', ['start', '--', '--no-demo', ...args], {
-    cwd: ROOT, env: { ...process.env, PORT: String(await freePort()), TASKWARD_DATA: data }, stdio: ['ignore', 'pipe', 'pipe'], detached: true,
+    cwd: ROOT, env: { ...process.env, PORT: String(port ?? await freePort()), TASKWARD_DATA: data }, stdio: ['ignore', 'pipe', 'pipe'], detached: true,
   })
   let output = ''
   child.stdout.on('data', (chunk) => output += chunk)
@@ -63,6 +64,19 @@ describe('npm start: a refused start logs its code, not a stack', function () {
     } finally {
       first.child.kill('SIGKILL')
       await first.exited
+    }
+  })
+
+  it('the port is taken by another program: a line naming the port and what to do, exit 1 (never 0)', async () => {
+    const port = await freePort()
+    const other = createServer()
+    await new Promise<void>((resolve) => other.listen(port, '127.0.0.1', resolve))
+    try {
+      const { code, output } = await npmStart(data, [], undefined, port)
+      expect(code, output).to.equal(1)
+      expect(output).to.include(`The host ended during its start: port ${port} on 127.0.0.1 is in use by another program, so the server could not listen. Stop that program, or start on another port: npm start -- --port N.`)
+    } finally {
+      await new Promise((resolve) => other.close(resolve))
     }
   })
 
