@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process'
 import { createServer } from 'node:net'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { basename, join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import { freePort } from '@taskward/testkit'
 import { hostProcess } from '../plugins/database/tests/store-processes'
 
@@ -64,6 +64,24 @@ describe('npm start: a refused start logs its code, not a stack', function () {
     } finally {
       first.child.kill('SIGKILL')
       await first.exited
+    }
+  })
+
+  it('MySQL/MariaDB that does not answer: one STORE_UNAVAILABLE line naming the server, exit 52 (not a hang)', async () => {
+    const closed = await freePort()
+    const config = join(ROOT, '.scratch', `cordis-mysql-down-${process.pid}-${Date.now()}.yml`)
+    await mkdir(dirname(config), { recursive: true })
+    const yaml = (await readFile(join(ROOT, 'cordis.yml'), 'utf8'))
+      .replace('    driver: sqlite\n    path: taskward.db\n', `    driver: mysql\n    host: 127.0.0.1\n    port: ${closed}\n    user: taskward\n    password: not-printed-4711\n    database: taskward\n`)
+    expect(yaml).to.include(`port: ${closed}`)
+    await writeFile(config, yaml)
+    try {
+      const { code, output } = await npmStart(data, ['--config', config])
+      expect(code, output).to.equal(52)
+      expectCodedLine(output, 'STORE_UNAVAILABLE', new RegExp(`MySQL/MariaDB at 127\\.0\\.0\\.1:${closed} \\(database taskward\\) did not let the host start: .*ECONNREFUSED.*Start the server`))
+      expect(output).to.not.include('not-printed-4711')
+    } finally {
+      await rm(config, { force: true })
     }
   })
 
