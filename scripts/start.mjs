@@ -7,11 +7,12 @@
 // row's history and exit 0 without starting), --demo-only (run the demo on an empty database, then stop:
 // exit 0 when it ends on its pending repair proposal, 1 otherwise).
 import { spawn } from 'node:child_process'
+import { createServer } from 'node:net'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { dumpHostConfig, hostConfigFile, orExit } from './host-config.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -68,7 +69,9 @@ env.NODE_OPTIONS = [env.NODE_OPTIONS, '--import tsx', '--conditions source'].fil
 // The CLI forks the host worker; both stay in this process group, so a terminal's Ctrl-C reaches the
 // worker directly. A signal sent to this script alone is forwarded to the CLI, and the worker shuts
 // down cleanly when the CLI goes away (the host listens for the daemon's IPC channel closing).
-const child = spawn(process.execPath, [cli, 'start', hostConfigFile(dirname(config), env, layers)], { cwd: root, env, stdio: 'inherit' })
+// Refusals (TaskwardErrors) are logged as `CODE: message`, without a stack (scripts/coded-errors.mjs).
+const codedErrors = pathToFileURL(join(root, 'scripts', 'coded-errors.mjs')).href
+const child = spawn(process.execPath, [cli, 'start', hostConfigFile(dirname(config), env, layers), '--import', codedErrors], { cwd: root, env, stdio: 'inherit' })
 let stopping = false
 let exitCode
 for (const signal of ['SIGINT', 'SIGTERM']) {
@@ -77,11 +80,30 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
     child.kill(signal)
   })
 }
-child.on('exit', (code) => {
+child.on('exit', async (code) => {
   if (resultDir) rmSync(resultDir, { recursive: true, force: true })
   if (exitCode === undefined && demoOnly) console.error('The host stopped before the demo finished.')
+  // A host serves until it is stopped: one that ended by itself with status 0 did not come up (the
+  // server row failing to listen leaves nothing running). Say why when the port is taken; never exit 0.
+  if (!stopping && code === 0) {
+    const host = env.TASKWARD_HOST || '127.0.0.1'
+    const port = Number(env.PORT || 5140)
+    console.error(await portInUse(host, port)
+      ? `The host ended during its start: port ${port} on ${host} is in use by another program, so the server could not listen. Stop that program, or start on another port: npm start -- --port N.`
+      : 'The host ended by itself without being stopped: a plugin of cordis.yml failed to start (the log above names it).')
+    process.exit(1)
+  }
   process.exit(exitCode ?? (stopping ? 0 : demoOnly ? 1 : code ?? 1))
 })
+
+/** Whether another program listens on `host:port` (the address cordis.yml's server row takes by default). */
+function portInUse(host, port) {
+  return new Promise((resolve) => {
+    const probe = createServer()
+    probe.once('error', (error) => resolve(error.code === 'EADDRINUSE'))
+    probe.listen(port, host, () => probe.close(() => resolve(false)))
+  })
+}
 
 if (demoOnly) {
   const DEMO_TIMEOUT_MS = 300_000

@@ -131,6 +131,16 @@ export interface ErrorBody {
   details?: Record<string, unknown>
 }
 
+/**
+ * Set to `true` on `globalThis` by a process whose log an operator reads (`npm start`'s host worker, through
+ * scripts/coded-errors.mjs) before any TaskwardError is made: every TaskwardError's `stack` is then its one
+ * line `CODE: message`, so each log of a refusal — cordis logging a plugin's failed start, a warning — names
+ * its code and leaves out the frames. A TaskwardError is an expected refusal; where it was thrown tells the
+ * operator nothing. `INTERNAL` (a bug) and every other error keep their stacks. Unset (tests, embedding),
+ * stacks stay whole.
+ */
+export const CODED_STACKS = Symbol.for('taskward.coded-stacks')
+
 export class TaskwardError extends Error {
   override name = 'TaskwardError'
 
@@ -141,6 +151,9 @@ export class TaskwardError extends Error {
   ) {
     super(message)
     Object.defineProperty(this, BRAND, { value: true })
+    if ((globalThis as Record<symbol, unknown>)[CODED_STACKS] === true && code !== 'INTERNAL') {
+      Object.defineProperty(this, 'stack', { value: `${code}: ${message}`, writable: true, configurable: true })
+    }
   }
 
   /** `{error, code, details?}`: what an HTTP body carries. */

@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import {
-  asTaskwardError, defineErrorCode, errorBody, errorResult, httpStatusOf, isErrorCode, TaskwardError, type ErrorCode,
+  asTaskwardError, CODED_STACKS, defineErrorCode, errorBody, errorResult, httpStatusOf, isErrorCode, TaskwardError, type ErrorCode,
 } from '@taskward/protocol'
 
 /** The same source loaded as a second module instance: what an ESM + CJS pair of a package amounts to. */
@@ -72,5 +72,21 @@ describe('protocol: error codes open to plugins', () => {
     // @ts-expect-error an unnamespaced code Taskward does not define is not an ErrorCode
     const unknown: ErrorCode = 'CHANGELOG_MISSING'
     expect([known, plugin, unknown]).to.have.length(3)
+  })
+})
+
+describe('protocol: coded stacks for an operator\'s log', () => {
+  const flag = globalThis as Record<symbol, unknown>
+  afterEach(() => { delete flag[CODED_STACKS] })
+
+  it('with CODED_STACKS set, a TaskwardError\'s stack is its one line CODE: message; INTERNAL and other errors keep theirs', async () => {
+    expect(new TaskwardError('STORE_CORRUPT', 'damaged').stack).to.match(/^TaskwardError: damaged\n\s+at /)
+    flag[CODED_STACKS] = true
+    expect(new TaskwardError('STORE_CORRUPT', 'damaged').stack).to.equal('STORE_CORRUPT: damaged')
+    // A copy of the module (the ESM and CJS builds) reads the same flag.
+    const copy = await secondCopy()
+    expect(new copy.TaskwardError('CONFIG_INVALID', 'bad key').stack).to.equal('CONFIG_INVALID: bad key')
+    expect(new TaskwardError('INTERNAL', 'a bug').stack).to.match(/^TaskwardError: a bug\n\s+at /)
+    expect(new Error('a bug').stack).to.match(/^Error: a bug\n\s+at /)
   })
 })

@@ -96,8 +96,12 @@ export class DataDirLock {
       nonce: randomBytes(12).toString('hex'),
     }
     const temp = `${this.file}.${holder.nonce}.tmp`
-    writeLockFile(temp, holder)
     try {
+      try {
+        writeLockFile(temp, holder)
+      } catch (error) {
+        throw this.unusable(error)
+      }
       for (let attempt = 0; attempt < 5; attempt++) {
         try {
           linkSync(temp, this.file)
@@ -105,12 +109,21 @@ export class DataDirLock {
           heldHere.add(this.file)
           return holder
         } catch (error: any) {
-          if (error?.code !== 'EEXIST') throw error
+          if (error?.code !== 'EEXIST') throw this.unusable(error)
         }
-        const current = readHolder(this.file)
+        let current: ReturnType<typeof readHolder>
+        try {
+          current = readHolder(this.file)
+        } catch (error) {
+          throw this.unusable(error)
+        }
         if (current === undefined) continue
         if (current !== 'unreadable' && holderAlive(this.file, current)) throw this.locked(current)
-        this.takeOver(current)
+        try {
+          this.takeOver(current)
+        } catch (error) {
+          throw this.unusable(error)
+        }
       }
       throw new TaskwardError('STORE_LOCKED', `Could not take the lock ${this.file}: other hosts keep starting on ${this.what} at the same time. Start one host only.`, { lockFile: this.file })
     } finally {
@@ -133,6 +146,17 @@ export class DataDirLock {
       try { linkSync(aside, this.file) } catch {}
     }
     try { unlinkSync(aside) } catch {}
+  }
+
+  /** The directory cannot hold a lock file (missing, not a directory, not writable, the lock a directory…). */
+  private unusable(error: any) {
+    const message = String(error?.message ?? error)
+    // Node's fs messages start with their code already ("ENOENT: no such file or directory, open …").
+    const reason = error?.code && !message.startsWith(error.code) ? `${error.code}: ${message}` : message
+    return new TaskwardError('STORE_UNAVAILABLE',
+      `${this.what} cannot hold the lock file ${this.file} (${reason}). It must be a directory this user can read and write, `
+      + 'and the lock file, when there, a file: fix the permissions or choose another --data directory; `npm run doctor` checks it.',
+      { lockFile: this.file, ...error?.code ? { cause: error.code } : {} })
   }
 
   private locked(holder: LockHolder) {

@@ -1,6 +1,8 @@
 // Named, not default: the default import breaks in the CommonJS build (esbuild interop); the named export is the same class.
 import { MySQLDriver } from '@minatojs/driver-mysql'
+import type { Context } from 'cordis'
 import type { Driver } from 'minato'
+import { TaskwardError } from '@taskward/protocol'
 
 interface IndexColumn {
   INDEX_NAME: string
@@ -17,8 +19,31 @@ const quote = (name: string) => '`' + name.replace(/`/g, '``') + '`'
  * methods fill the gap with information_schema and plain DDL, so the pinned pair works together.
  */
 export class TaskwardMySQLDriver extends (MySQLDriver as any) {
-  declare config: { database: string }
+  declare config: { host: string, port: number, database: string }
   declare queue: <T = any>(sql: string, values?: any) => Promise<T>
+  declare ctx: Context
+
+  /**
+   * Connect, or refuse the start: a server that does not answer, or refuses the login or the database,
+   * is `STORE_UNAVAILABLE` naming the server and what to do (never the password). Under the cordis CLI
+   * (`npm start`) the host ends with it, code 52, as the SQLite store's refusals do.
+   */
+  async start() {
+    try {
+      return await (MySQLDriver.prototype as any).start.call(this)
+    } catch (error: any) {
+      await Promise.resolve().then(() => (MySQLDriver.prototype as any).stop.call(this)).catch(() => {})
+      const { host, port, database } = this.config
+      const refusal = new TaskwardError('STORE_UNAVAILABLE',
+        `MySQL/MariaDB at ${host}:${port} (database ${database}) did not let the host start: ${error?.message ?? error}. `
+        + 'Start the server, or fix host, port, user, password and database in the database row of cordis.yml '
+        + '(docs/operations.md, "MySQL / MariaDB"); the host did not start.',
+        { host, port, database, ...error?.code ? { cause: error.code } : {} })
+      this.ctx.emit(this.ctx, 'database/refused', refusal)
+      if (this.ctx.get('loader')) setTimeout(() => process.exit(52), 50)
+      throw refusal
+    }
+  }
 
   /**
    * Writes that must reach the server before the pool closes: a host releases its session leases

@@ -133,9 +133,9 @@ export class TaskwardSQLiteDriver extends (SQLiteDriver as any as typeof SQLiteD
     this.lock?.release()
   }
 
+  /** The refusal itself is logged once, by cordis, as the start's error (under `npm start`: `CODE: message`). */
   private refuse(error: TaskwardError) {
-    this.logger.error(error.message)
-    ;this.ctx.emit(this.ctx, 'database/refused', error)
+    this.ctx.emit(this.ctx, 'database/refused', error)
     // Under the cordis CLI (`npm start`), the host ends with it: the daemon does not restart code 52.
     if ((this.ctx as any).get('loader')) setTimeout(() => process.exit(52), 50)
   }

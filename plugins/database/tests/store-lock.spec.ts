@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { createHash } from 'node:crypto'
-import { readdir, readFile, writeFile } from 'node:fs/promises'
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { freePort, TestHost, tempWorkspace, removeTree } from '@taskward/testkit'
 import { DataDirLock, readHolder } from '../src'
@@ -104,6 +104,22 @@ describe('store: one host per data directory', function () {
     await writeFile(file, '')
     lock.acquire()
     lock.release()
+  })
+
+  it('a directory that cannot hold the lock is STORE_UNAVAILABLE naming it, never a raw ENOENT or a "damaged" database', async () => {
+    const missing = new DataDirLock(join(dataDir, 'gone', 'taskward.db.lock'), 'The data directory gone')
+    const error = (() => { try { missing.acquire() } catch (caught) { return caught as any } })()
+    expect(error?.code, String(error)).to.equal('STORE_UNAVAILABLE')
+    expect(error.message).to.include(`The data directory gone cannot hold the lock file ${join(dataDir, 'gone', 'taskward.db.lock')} (ENOENT`)
+    expect(error.details).to.include({ cause: 'ENOENT' })
+    expect(missing.held).to.equal(false)
+
+    // A host started on a data directory whose lock is a directory: refused for that, not for damage.
+    await mkdir(join(dataDir, 'taskward.db.lock'))
+    const refusal = await TestHost.boot({ dataDir }).then(() => undefined, (caught) => caught)
+    expect(refusal?.code, String(refusal)).to.equal('STORE_UNAVAILABLE')
+    expect(refusal.message).to.include('(EISDIR')
+    expect(await readdir(dataDir)).to.deep.equal(['taskward.db.lock'])
   })
 })
 

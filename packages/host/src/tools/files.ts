@@ -73,7 +73,7 @@ export function registerFileTools(ctx: Context) {
     readOnly: true,
     parameters: Schema.object({ pattern: Schema.string().required(), include: Schema.string().default('**/*') }),
     async execute({ pattern, include }, { session, signal }) {
-      const files = await listFiles(session.cwd, include, { signal })
+      const files = await listFiles(session.cwd, include, { signal, argument: 'include' })
       const matcher = new LineMatcher(pattern, { signal })
       const matches: { path: string, line: number, text: string }[] = []
       // Files `read` would refuse (special, hard-linked, too large, gone) are skipped and named.

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
 import { TaskwardError } from '@taskward/protocol'
+import { controlCharacterRefusal } from './paths'
 
 /** Longest glob pattern the file tools accept. */
 export const MAX_GLOB_LENGTH = 1000
@@ -21,6 +22,8 @@ let tinyglobbyPath: string | undefined
 
 export interface ListOptions {
   signal?: AbortSignal
+  /** The tool argument the pattern came from, for the refusal's details (default `pattern`). */
+  argument?: string
   deadlineMs?: number
 }
 
@@ -29,9 +32,11 @@ export interface ListOptions {
  * is skipped. A glob is compiled to a backtracking JavaScript regular expression (`*a*a*a*a*!` against a
  * long file name the model can create takes minutes), so the listing runs in a worker thread that the
  * deadline and the caller's `signal` end at once: `PATTERN_REJECTED` (reason `deadline`) or `ABORTED`.
- * An escaping, overlong or unparsable pattern is refused up front.
+ * An escaping, overlong or unparsable pattern, or one holding a control character, is refused up front.
  */
 export function listFiles(cwd: string, pattern: string, options: ListOptions = {}): Promise<string[]> {
+  const control = controlCharacterRefusal(pattern, 'The glob pattern', options.argument ?? 'pattern')
+  if (control) return Promise.reject(control)
   if (pattern.startsWith('/') || pattern.split('/').includes('..')) {
     return Promise.reject(new TaskwardError('PATH_OUTSIDE_WORKSPACE', `Pattern "${pattern.slice(0, 100)}" must stay inside the working directory.`))
   }

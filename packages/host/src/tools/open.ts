@@ -2,7 +2,7 @@ import { constants, type Stats } from 'node:fs'
 import { lstat, mkdir, open, readlink, realpath, type FileHandle } from 'node:fs/promises'
 import { isAbsolute, relative, resolve, sep } from 'node:path'
 import { TaskwardError } from '@taskward/protocol'
-import { gitRefusal, isGitName } from './paths'
+import { controlCharacterRefusal, gitRefusal, isGitName } from './paths'
 
 const { O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY } = constants
 const O_CLOEXEC = (constants as Record<string, number>).O_CLOEXEC ?? 0o2000000
@@ -100,7 +100,8 @@ function special(stats: Stats): string | undefined {
  *
  * Refusals: outside the cwd `PATH_OUTSIDE_WORKSPACE`; inside a `.git` directory (write, edit)
  * `PATH_FORBIDDEN`; a FIFO, socket or device, or a regular file with more than one hard link
- * `FILE_UNSUPPORTED`; missing `NOT_FOUND` (read, edit); a symlink loop `TOOL_INVALID_ARGS`.
+ * `FILE_UNSUPPORTED`; missing `NOT_FOUND` (read, edit); a control character in the path or a symlink loop
+ * `TOOL_INVALID_ARGS`.
  * `write` creates missing directories and the file.
  */
 export async function openInside(cwd: string, path: string, mode: OpenMode): Promise<OpenedFile> {
@@ -110,7 +111,9 @@ export async function openInside(cwd: string, path: string, mode: OpenMode): Pro
   const outside = () => new TaskwardError('PATH_OUTSIDE_WORKSPACE',
     `Path "${path}" is outside the session's working directory; use a relative path inside it.`, { path })
   const writing = mode !== 'read'
-  if (isAbsolute(path) || path.includes('\0')) throw outside()
+  const control = controlCharacterRefusal(path, 'Path', 'path')
+  if (control) throw control
+  if (isAbsolute(path)) throw outside()
   const tooDeep = () => new TaskwardError('TOOL_INVALID_ARGS',
     `Path "${path.slice(0, 80)}${path.length > 80 ? '…' : ''}" goes deeper than ${MAX_DEPTH} directories; the file tools do not go that deep.`, { path: path.slice(0, 200) })
   if (Buffer.byteLength(path) > MAX_PATH_BYTES) {
