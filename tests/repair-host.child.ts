@@ -1,6 +1,6 @@
 /**
- * Child process of tests/repair-two-hosts.spec.ts: a real host with supervisor, workspace, admission
- * and repair and an HTTP server, on the MariaDB store of TASKWARD_TEST_MYSQL, driven by one command
+ * Child process of tests/repair-two-hosts.spec.ts: a real host with supervisor, workspace, admission,
+ * repair and the web console and an HTTP server, on the MariaDB store of TASKWARD_TEST_MYSQL, driven by one command
  * per stdin line (see tests/host-process.ts):
  *   ready <pid> <url> <operatorToken>     (printed once booted)
  *   setup <cwd>  → a main session on cwd (this host takes its lease), a DIAMOND task driven to
@@ -12,10 +12,14 @@
 import { createInterface } from 'node:readline'
 import { TestHost, mysqlTestConfig } from '@taskward/testkit'
 import { RepairPlugin } from '../plugins/repair/src'
+import { WebConsole } from '../plugins/console/src'
 import { allIdle, completeDiamond, mainSession, proposeRepair, repairPlugins } from '../plugins/repair/tests/fixtures'
 
 const [leaseDuration, leaseRenewInterval, clickRelayTimeout] = process.argv.slice(2).map(Number)
-const plugins = repairPlugins().map(([plugin, config]): [any, any] => plugin === RepairPlugin ? [plugin, { ...config, clickRelayTimeout }] : [plugin, config])
+const plugins = [
+  ...repairPlugins().map(([plugin, config]): [any, any] => plugin === RepairPlugin ? [plugin, { ...config, clickRelayTimeout }] : [plugin, config]),
+  [WebConsole, {}] as [any, any],
+]
 const host = await TestHost.boot({
   plugins,
   waitFor: ['supervisor', 'repair'],

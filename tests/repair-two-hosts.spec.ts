@@ -74,13 +74,26 @@ describe('repair: two host processes on one MariaDB store', function () {
     return { host, status: response.status, body: await response.json() as any }
   }
 
-  /** What a host's console shows: GET /api/sessions/:id/repairs. */
+  const get = async (host: RepairHost, path: string) => {
+    const response = await fetch(`${host.url}${path}`, { headers: { 'authorization': `Bearer ${host.token}` } })
+    expect(response.status, path).to.equal(200)
+    return await response.json() as any
+  }
+
+  /**
+   * What a host shows of the proposal and the current task, through GET /api/sessions/:id/repairs
+   * and the console's GET /api/console/sessions/:id/view, which must agree.
+   */
   const view = async (host: RepairHost, { sessionId, binding }: Setup) => {
-    const response = await fetch(`${host.url}/api/sessions/${sessionId}/repairs`, { headers: { 'authorization': `Bearer ${host.token}` } })
-    expect(response.status).to.equal(200)
-    const body = await response.json() as any
-    const tracked = body.proposals.find((entry: any) => entry.proposal.id === binding.proposalId)
-    return { status: tracked?.status, current: body.current }
+    // The console's view first: it must catch up by itself, not through the repairs read after it.
+    const page = await get(host, `/api/console/sessions/${sessionId}/view`)
+    const repairs = await get(host, `/api/sessions/${sessionId}/repairs`)
+    const status = repairs.proposals.find((entry: any) => entry.proposal.id === binding.proposalId)?.status
+    expect({
+      status: page.proposals.find((entry: any) => entry.id === binding.proposalId)?.status,
+      current: page.current && { taskId: page.current.id, revision: page.current.revision, phase: page.current.phase },
+    }, 'the console view').to.deep.equal({ status, current: repairs.current })
+    return { status, current: repairs.current }
   }
 
   /** Every record of the session, read through a third host that holds no lease. */
@@ -118,6 +131,17 @@ describe('repair: two host processes on one MariaDB store', function () {
     const after = await recordsOf(session)
     expect(receipts(after.records)).to.have.length(1)
     expect(reopenedStates(after.records)).to.have.length(reopenedStates(before.records).length + 1)
+  })
+
+  it('B, having shown the proposal pending, shows it applied and the task reopened once A alone confirmed it (console view and repairs view)', async () => {
+    const [a, b] = await Promise.all([start(15_000, 5000, 30_000), start(15_000, 5000, 30_000)])
+    const session = await setup(a)
+    const pending = await view(b, session)
+    expect(pending).to.deep.include({ status: 'pending' })
+    expect(pending.current).to.include({ revision: session.binding.revision, phase: 'complete' })
+    expect((await click(a, session)).body).to.include({ outcome: 'reopened' })
+    // Each view reads first on its own (the console's before the repairs read), see `view`.
+    expect(await view(b, session)).to.deep.equal({ status: 'applied', current: { taskId: session.binding.taskId, revision: session.binding.revision + 1, phase: 'active' } })
   })
 
   it('a click on B while A is frozen answers LEASE_HELD naming A and writes nothing (not even once A thaws); once A is killed, B takes over and reopens', async () => {
