@@ -1,6 +1,7 @@
 import { expect } from 'chai'
 import { fileURLToPath } from 'node:url'
 import { TestHost, removeTree, mysqlTestConfig } from '@taskward/testkit'
+import { storeDriver } from '@taskward/host'
 import { REPAIR_NAMESPACE, TASK_NAMESPACE } from '@taskward/protocol'
 import { workspace } from '../plugins/repair/tests/fixtures'
 import { HostProcess } from './host-process'
@@ -11,7 +12,8 @@ import { HostProcess } from './host-process'
  * decided in A's maintenance window, and answers what A decided; both hosts read the session's state
  * from the store, so neither shows a state the log has moved past. A click on B while A is frozen
  * answers LEASE_HELD naming A and writes nothing; once A is killed, B takes the session over and
- * decides the click itself. Runs when TASKWARD_TEST_MYSQL is set (as the MySQL suite).
+ * decides the click itself. A click A claimed but never answered (its lease lapsed) answers LEASE_HELD
+ * saying so. Runs when TASKWARD_TEST_MYSQL is set (as the MySQL suite).
  */
 const url = process.env.TASKWARD_TEST_MYSQL
 const CHILD = fileURLToPath(new URL('./repair-host.child.ts', import.meta.url))
@@ -96,10 +98,12 @@ describe('repair: two host processes on one MariaDB store', function () {
     return { status, current: repairs.current }
   }
 
-  /** Every record of the session, read through a third host that holds no lease. */
+  /** A third host on the store, holding no lease: it reads the log and the relay's rows. */
+  const readerHost = async () => reader ??= await TestHost.boot({ database: mysqlTestConfig(url!) })
+
+  /** Every record of the session, read through the third host. */
   const recordsOf = async ({ sessionId }: Setup) => {
-    reader ??= await TestHost.boot({ database: mysqlTestConfig(url!) })
-    const session = await reader.ctx.sessions.get(sessionId)
+    const session = await (await readerHost()).ctx.sessions.get(sessionId)
     const events = await session.read({ from: 0, limit: 100_000 })
     return { events, records: events.filter((event) => event.type === 'extension/record') }
   }
@@ -169,5 +173,29 @@ describe('repair: two host processes on one MariaDB store', function () {
     expect(taken.body, JSON.stringify(taken.body)).to.include({ outcome: 'reopened', revision: session.binding.revision + 1 })
     expect(await view(b, session)).to.deep.include({ status: 'applied' })
     expect(receipts((await recordsOf(session)).records)).to.have.length(1)
+  })
+
+  it('a relayed click the driving host claimed but never answered (frozen, its lease lapsed) answers LEASE_HELD saying so, and writes nothing', async () => {
+    const [a, b] = await Promise.all([start(3000, 500, 60_000), start(3000, 500, 60_000)])
+    const session = await setup(a)
+    const before = await recordsOf(session)
+    const { pool } = storeDriver((await readerHost()).ctx)
+    const query = (sql: string, values: unknown[]) => new Promise<any>((resolve, reject) => pool.query(sql, values, (error: any, rows: any) => error ? reject(error) : resolve(rows)))
+
+    // A freezes right after claiming the click: the claim is made here, as A's conditional update would.
+    a.process.child.kill('SIGSTOP')
+    const clicked = click(b, session)
+    let claimed = 0
+    for (const deadline = Date.now() + 10_000; !claimed && Date.now() < deadline; await sleep(20)) {
+      claimed = (await query('UPDATE `taskward_repair_click` SET `state` = \'claimed\' WHERE `sessionId` = ? AND `state` = \'pending\'', [session.sessionId])).affectedRows
+    }
+    expect(claimed, 'B relayed the click').to.equal(1)
+    const held = await clicked
+    expect(held.status).to.equal(409)
+    expect(held.body.code).to.equal('LEASE_HELD')
+    expect(held.body.error).to.include(`${a.process.pid}@`).and.include('lost its lease before it answered').and.include('wrote nothing')
+    expect((await recordsOf(session)).events.length).to.equal(before.events.length)
+    // B removed its row: nothing is left for A to find when it thaws.
+    expect(await query('SELECT `id` FROM `taskward_repair_click` WHERE `sessionId` = ?', [session.sessionId])).to.have.length(0)
   })
 })
