@@ -6,6 +6,7 @@
  *   setup <cwd>  → a main session on cwd (this host takes its lease), a DIAMOND task driven to
  *                  complete, and a repair of node b proposed by the main agent:
  *                  `ok setup <sessionId> <proposalId> <taskId> <revision>`
+ *   resume <sessionId> → agents.resume (takes or renews the lease, or refuses: `err resume LEASE_HELD …`)
  *   dispose      → stops the host (releases its leases) and exits
  * argv: leaseDuration renewInterval clickRelayTimeout
  */
@@ -38,6 +39,9 @@ for await (const line of createInterface({ input: process.stdin })) {
       await allIdle(host, session)
       const answer = await proposeRepair(host, session, ['b'])
       say(`ok setup ${session.id} ${answer.proposalId} ${answer.taskId} ${answer.revision}`)
+    } else if (command === 'resume') {
+      await host.ctx.agents.resume(arg)
+      say('ok resume')
     } else if (command === 'dispose') {
       await host.dispose()
       say('ok dispose')

@@ -198,4 +198,23 @@ describe('repair: two host processes on one MariaDB store', function () {
     // B removed its row: nothing is left for A to find when it thaws.
     expect(await query('SELECT `id` FROM `taskward_repair_click` WHERE `sessionId` = ?', [session.sessionId])).to.have.length(0)
   })
+
+  it('a host whose live agent lost the lease relays the click to the host that took it: reopened there, both hosts show it', async () => {
+    const [a, b] = await Promise.all([start(3000, 500, 30_000), start(3000, 500, 30_000)])
+    // B drives first; frozen past its lease, A takes the session over.
+    const session = await setup(b)
+    b.process.child.kill('SIGSTOP')
+    let resumed = await a.process.send(`resume ${session.sessionId}`)
+    for (const deadline = Date.now() + 30_000; !resumed.ok && Date.now() < deadline; await sleep(250)) {
+      expect(resumed.code).to.equal('LEASE_HELD')
+      resumed = await a.process.send(`resume ${session.sessionId}`)
+    }
+    expect(resumed).to.include({ ok: true })
+    // Thawed, B still has its agent, under a lease it no longer holds.
+    b.process.child.kill('SIGCONT')
+    const taken = await click(b, session)
+    expect(taken.body, JSON.stringify(taken.body)).to.include({ outcome: 'reopened', revision: session.binding.revision + 1 })
+    for (const host of [a, b]) expect(await view(host, session)).to.deep.include({ status: 'applied' })
+    expect(receipts((await recordsOf(session)).records)).to.have.length(1)
+  })
 })

@@ -62,7 +62,16 @@ export async function confirmRepair(service: RepairService, main: Session, bindi
   }
   if (!agent) return decide()
   await agent.whenIdle()
-  return agent.runMaintenance(decide)
+  try {
+    return await agent.runMaintenance(decide)
+  } catch (error) {
+    // This host's agent lost the lease to another host (a fenced append refused, nothing written by
+    // it): the click goes to the host that drives the session now.
+    if (options.relayed || !TaskwardError.is(error, 'LEASE_LOST')) throw error
+    const held = await service.relay.heldElsewhere(main)
+    if (!held) throw error
+    return service.relay.relay(main, binding, held)
+  }
 }
 
 async function reopenInWindow(service: RepairService, main: Session, binding: RepairBinding): Promise<ConfirmOutcome> {

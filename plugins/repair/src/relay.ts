@@ -44,7 +44,7 @@ export type ConfirmHere = (sessionId: string, binding: RepairBinding) => Promise
  * Relays Confirm clicks between hosts sharing one MySQL/MariaDB store, through the store itself (no
  * host needs another's address or token). A host that does not hold the session's lease writes the
  * click — its binding, nothing decided — as a `taskward_repair_click` row and waits for the answer;
- * the host that drives the session polls for rows of the main sessions whose agents it runs, claims
+ * the host that drives the session polls for rows of the main sessions it drives, claims
  * each (a conditional update: a click is taken once, or withdrawn once, never both), confirms it in
  * its own maintenance window exactly as a click of its own, and writes the answer back. On SQLite
  * (one host) nothing polls and nothing is relayed. See docs/operations.md.
@@ -89,6 +89,18 @@ export class ClickRelay {
     }
   }
 
+  /**
+   * `LEASE_HELD` naming the host whose lease on `main` is live now, for a click whose append this
+   * host's (former) lease could no longer make; undefined when nobody holds a live lease.
+   */
+  async heldElsewhere(main: Session): Promise<TaskwardError | undefined> {
+    const lease = await leaseOf(this.ctx, main.id)
+    if (!lease || lease.expiresInMs <= 0) return undefined
+    return new TaskwardError('LEASE_HELD',
+      `Session ${main.id} is driven by host ${lease.holder}; its lease lapses in ${(lease.expiresInMs / 1000).toFixed(1)} s unless that host renews it.`,
+      { sessionId: main.id, holder: lease.holder, expiresInMs: lease.expiresInMs })
+  }
+
   private async answerOf(id: string, sessionId: string, holder: string): Promise<ConfirmOutcome> {
     const deadline = Date.now() + this.config.clickRelayTimeout
     for (;;) {
@@ -126,16 +138,25 @@ export class ClickRelay {
       { sessionId, holder: current?.holder ?? holder, expiresInMs: current?.expiresInMs ?? 0 })
   }
 
-  /** Take the clicks relayed to the main sessions whose agents run here. */
+  /** Take the clicks relayed to the main sessions this host drives (their agents run here, under the current lease). */
   private async poll() {
     if (this.polling || !this.shared) return
-    const live = this.ctx.agents.list().filter((agent) => agent.session.role === 'main').map((agent) => agent.session.id)
-    if (!live.length) return
+    const live = new Map(this.ctx.agents.list().filter((agent) => agent.session.role === 'main').map((agent) => [agent.session.id, agent.session]))
+    if (!live.size) return
     this.polling = true
     try {
-      const rows = await this.ctx.database.get(TABLE, { sessionId: { $in: live }, state: 'pending' })
-      // Each is decided on its own: the clicks of one session queue on its repair lock like local ones.
-      for (const row of rows) void this.decide(row)
+      const rows = await this.ctx.database.get(TABLE, { sessionId: { $in: [...live.keys()] }, state: 'pending' })
+      const drives = new Map<string, Promise<boolean>>()
+      for (const row of rows) {
+        // A live agent is not enough: one that lost its lease (its host was paused) must leave the
+        // click to the host that took it — which may be where the click was made. The token grows on
+        // every take, so only the current holder's fence has the lease row's token.
+        const session = live.get(row.sessionId)!
+        let current = drives.get(row.sessionId)
+        if (!current) drives.set(row.sessionId, current = leaseOf(this.ctx, row.sessionId).then((lease) => !!lease && lease.token === session.fence?.token))
+        // Each is decided on its own: the clicks of one session queue on its repair lock like local ones.
+        if (await current) void this.decide(row)
+      }
     } catch (error: any) {
       this.ctx.logger('repair').warn('could not read the relayed Confirm clicks: %s', error?.message ?? error)
     } finally {
