@@ -37,6 +37,9 @@ type Answer = { outcome: ConfirmOutcome } | { error: { code: string, message: st
 
 const TABLE = 'taskward_repair_click'
 
+/** How often a host waiting on a claimed click reads the driving host's lease. */
+const LEASE_READ_INTERVAL_MS = 1000
+
 /** Confirms a click on behalf of the driving host (`confirmRepair` with `relayed`: never relayed again). */
 export type ConfirmHere = (sessionId: string, binding: RepairBinding) => Promise<ConfirmOutcome>
 
@@ -103,6 +106,7 @@ export class ClickRelay {
 
   private async answerOf(id: string, sessionId: string, holder: string): Promise<ConfirmOutcome> {
     const deadline = Date.now() + this.config.clickRelayTimeout
+    let leaseReadAt = 0
     for (;;) {
       await this.ctx.sleep(this.config.clickRelayPollInterval)
       const [row] = await this.ctx.database.get(TABLE, { id })
@@ -117,6 +121,9 @@ export class ClickRelay {
       }
       // Claimed: the driving host decides (it may wait for its agent to be idle). It is alive while
       // it renews its lease; once the lease lapses or passes to another host, no answer will come.
+      // Read once a second at most: renewals come seconds apart anyway.
+      if (Date.now() - leaseReadAt < LEASE_READ_INTERVAL_MS) continue
+      leaseReadAt = Date.now()
       const lease = await leaseOf(this.ctx, sessionId)
       if (!lease || lease.holder !== holder || lease.expiresInMs <= 0) {
         throw new TaskwardError('LEASE_HELD',
