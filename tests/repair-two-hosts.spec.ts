@@ -137,12 +137,23 @@ describe('repair: two host processes on one MariaDB store', function () {
     expect(reopenedStates(after.records)).to.have.length(reopenedStates(before.records).length + 1)
   })
 
-  it('B, having shown the proposal pending, shows it applied and the task reopened once A alone confirmed it (console view and repairs view)', async () => {
+  it('B, having shown the proposal pending, shows it applied and the task reopened once A alone confirmed it (console view and repairs view); a click orphaned long ago is not carried out', async () => {
     const [a, b] = await Promise.all([start(15_000, 5000, 30_000), start(15_000, 5000, 30_000)])
     const session = await setup(a)
     const pending = await view(b, session)
     expect(pending).to.deep.include({ status: 'pending' })
     expect(pending.current).to.include({ revision: session.binding.revision, phase: 'complete' })
+
+    // A click relayed ten minutes ago by a host that died waiting is not carried out by A.
+    const { pool } = storeDriver((await readerHost()).ctx)
+    const query = (sql: string, values: unknown[]) => new Promise<any>((resolve, reject) => pool.query(sql, values, (error: any, rows: any) => error ? reject(error) : resolve(rows)))
+    const { proposalId, taskId, revision } = session.binding
+    await query('INSERT INTO `taskward_repair_click` (`id`, `sessionId`, `holder`, `proposalId`, `taskId`, `revision`, `state`, `answer`, `requestedAt`) VALUES (?, ?, ?, ?, ?, ?, \'pending\', NULL, ?)',
+      [`orphan-${session.sessionId}`, session.sessionId, 'a host that died', proposalId, taskId, revision, Date.now() - 600_000])
+    await sleep(1500)
+    expect(await query('SELECT `state` FROM `taskward_repair_click` WHERE `sessionId` = ?', [session.sessionId])).to.deep.equal([{ state: 'pending' }])
+    expect(receipts((await recordsOf(session)).records)).to.have.length(0)
+
     expect((await click(a, session)).body).to.include({ outcome: 'reopened' })
     // Each view reads first on its own (the console's before the repairs read), see `view`.
     expect(await view(b, session)).to.deep.equal({ status: 'applied', current: { taskId: session.binding.taskId, revision: session.binding.revision + 1, phase: 'active' } })

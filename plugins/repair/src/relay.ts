@@ -40,6 +40,16 @@ const TABLE = 'taskward_repair_click'
 /** How often a host waiting on a claimed click reads the driving host's lease. */
 const LEASE_READ_INTERVAL_MS = 1000
 
+/**
+ * How far hosts' clocks may differ. `requestedAt` is the clicking host's clock: a pending click older
+ * than its timeout plus this was withdrawn, or its host died waiting — nobody waits for its answer.
+ */
+const CLOCK_SKEW_MS = 30_000
+
+/** Rows of clicks nobody reads any more (a host killed while it waited) are removed after this. */
+const ROW_LIFETIME_MS = 3_600_000
+const SWEEP_INTERVAL_MS = 60_000
+
 /** Confirms a click on behalf of the driving host (`confirmRepair` with `relayed`: never relayed again). */
 export type ConfirmHere = (sessionId: string, binding: RepairBinding) => Promise<ConfirmOutcome>
 
@@ -54,6 +64,7 @@ export type ConfirmHere = (sessionId: string, binding: RepairBinding) => Promise
  */
 export class ClickRelay {
   private polling = false
+  private sweptAt = Date.now()
 
   constructor(private ctx: Context, private config: Config, private confirmHere: ConfirmHere) {
     ctx.database.extend(TABLE, {
@@ -152,7 +163,16 @@ export class ClickRelay {
     if (!live.size) return
     this.polling = true
     try {
-      const rows = await this.ctx.database.get(TABLE, { sessionId: { $in: [...live.keys()] }, state: 'pending' })
+      const sessionIds = [...live.keys()]
+      const now = Date.now()
+      if (now - this.sweptAt >= SWEEP_INTERVAL_MS) {
+        this.sweptAt = now
+        await this.ctx.database.remove(TABLE, { sessionId: { $in: sessionIds }, state: { $ne: 'claimed' }, requestedAt: { $lt: now - ROW_LIFETIME_MS } })
+      }
+      // A click made long ago by a host that died waiting is not carried out: nobody would get its answer.
+      const rows = await this.ctx.database.get(TABLE, {
+        sessionId: { $in: sessionIds }, state: 'pending', requestedAt: { $gte: now - this.config.clickRelayTimeout - CLOCK_SKEW_MS },
+      })
       const drives = new Map<string, Promise<boolean>>()
       for (const row of rows) {
         // A live agent is not enough: one that lost its lease (its host was paused) must leave the
