@@ -1,10 +1,10 @@
 import { expect } from 'chai'
-import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { randomUUID } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import { TestHost, mysqlTestConfig } from '@taskward/testkit'
 import { storeDriver } from '@taskward/host'
+import { HostProcess, type Answer } from './host-process'
 
 /*
  * Several hosts on one MariaDB store, one driver per session: two real host processes contend for a
@@ -16,71 +16,8 @@ const url = process.env.TASKWARD_TEST_MYSQL
 const CHILD = fileURLToPath(new URL('./lease-host.child.ts', import.meta.url))
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-interface Answer { ok: boolean, code?: string, message: string, seq?: number }
-
 /** A host process answering one line per command (tests/lease-host.child.ts). */
-class HostProcess {
-  readonly child: ChildProcess
-  private lines: string[] = []
-  private waiters: ((line: string) => void)[] = []
-  private output = ''
-
-  constructor(leaseDuration: number, renewInterval: number) {
-    this.child = spawn(process.execPath, ['--import', 'tsx', '--conditions', 'source', CHILD, String(leaseDuration), String(renewInterval)], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-      env: { ...process.env, TASKWARD_LOG_LEVEL: 'warn' },
-    })
-    let partial = ''
-    this.child.stdout!.on('data', (chunk) => {
-      this.output += chunk
-      partial += chunk
-      const lines = partial.split('\n')
-      partial = lines.pop()!
-      for (const line of lines) {
-        // Log lines (warnings) share stdout; answers start with a verb.
-        if (!/^(ready|ok|err) /.test(line)) continue
-        const waiter = this.waiters.shift()
-        if (waiter) waiter(line)
-        else this.lines.push(line)
-      }
-    })
-    this.child.stderr!.on('data', (chunk) => this.output += chunk)
-  }
-
-  get pid() {
-    return this.child.pid!
-  }
-
-  private next(timeout = 60_000): Promise<string> {
-    const line = this.lines.shift()
-    if (line !== undefined) return Promise.resolve(line)
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no answer from host ${this.pid}; output:\n${this.output}`)), timeout)
-      this.waiters.push((answer) => { clearTimeout(timer); resolve(answer) })
-    })
-  }
-
-  async ready() {
-    expect(await this.next()).to.equal(`ready ${this.pid}`)
-  }
-
-  async send(command: string): Promise<Answer> {
-    this.child.stdin!.write(command + '\n')
-    const line = await this.next()
-    const ok = /^ok (\w+)(?: (\d+))?$/.exec(line)
-    if (ok) return { ok: true, message: line, seq: ok[2] === undefined ? undefined : Number(ok[2]) }
-    const err = /^err \w+ (\w+) (.*)$/.exec(line)
-    if (!err) throw new Error(`unexpected answer from host ${this.pid}: ${line}`)
-    return { ok: false, code: err[1], message: err[2] }
-  }
-
-  kill() {
-    if (this.child.exitCode === null && this.child.signalCode === null) {
-      this.child.kill('SIGCONT')
-      this.child.kill('SIGKILL')
-    }
-  }
-}
+const hostProcess = (leaseDuration: number, renewInterval: number) => new HostProcess(CHILD, [String(leaseDuration), String(renewInterval)])
 
 const mysqlConfig = () => mysqlTestConfig(url!)
 
@@ -95,13 +32,13 @@ describe('leases: two host processes on one MariaDB store', function () {
     this.skip()
   })
   afterEach(async () => {
-    for (const host of processes.splice(0)) host.kill()
+    await Promise.all(processes.splice(0).map((host) => host.kill()))
     await reader?.dispose()
     reader = undefined
   })
 
   const start = async (leaseDuration: number, renewInterval: number) => {
-    const host = new HostProcess(leaseDuration, renewInterval)
+    const host = hostProcess(leaseDuration, renewInterval)
     processes.push(host)
     await host.ready()
     return host
@@ -198,8 +135,7 @@ describe('leases: two host processes on one MariaDB store', function () {
     // Alive (even frozen), A keeps it.
     a.child.kill('SIGSTOP')
     expect(await b.send(`resume ${id}`)).to.include({ ok: false, code: 'LEASE_HELD' })
-    a.child.kill('SIGKILL')
-    await new Promise((resolve) => a.child.exitCode !== null || a.child.signalCode !== null ? resolve(undefined) : a.child.once('exit', resolve))
+    await a.kill()
     expect(await b.send(`resume ${id}`)).to.include({ ok: true })
     expect(await b.send(`append ${id} b1`)).to.include({ ok: true, seq: 1 })
 

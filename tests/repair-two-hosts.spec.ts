@@ -1,22 +1,40 @@
 import { expect } from 'chai'
+import { fileURLToPath } from 'node:url'
 import { TestHost, removeTree, mysqlTestConfig } from '@taskward/testkit'
-import {
-  allIdle, completeDiamond, mainSession, proposeRepair, receipts, reopens, repairPlugins, workspace,
-} from '../plugins/repair/tests/fixtures'
+import { storeDriver } from '@taskward/host'
+import { REPAIR_NAMESPACE, TASK_NAMESPACE } from '@taskward/protocol'
+import { workspace } from '../plugins/repair/tests/fixtures'
+import { HostProcess } from './host-process'
 
 /*
- * Two hosts sharing one MariaDB store, many Confirm clicks on both at once: exactly one receipt and
- * one reopen, and every losing click answers what docs/repair.md promises — `already-applied` — never
- * `REPAIR_STALE` ("decided meanwhile"); a click that would wake the agent on the host without the
- * session's lease answers `LEASE_HELD` instead. Runs when TASKWARD_TEST_MYSQL is set (as the MySQL suite).
+ * Two real host processes sharing one MariaDB store (tests/repair-host.child.ts); A creates the main
+ * session, so A holds its lease and drives it. A Confirm click on B is relayed through the store to A,
+ * decided in A's maintenance window, and answers what A decided; both hosts read the session's state
+ * from the store, so neither shows a state the log has moved past. A click on B while A is frozen
+ * answers LEASE_HELD naming A and writes nothing; once A is killed, B takes the session over and
+ * decides the click itself. A click A claimed but never answered (its lease lapsed) answers LEASE_HELD
+ * saying so. Runs when TASKWARD_TEST_MYSQL is set (as the MySQL suite).
  */
 const url = process.env.TASKWARD_TEST_MYSQL
+const CHILD = fileURLToPath(new URL('./repair-host.child.ts', import.meta.url))
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-const mysqlConfig = () => mysqlTestConfig(url!)
+/** A repair host process and its HTTP address. */
+interface RepairHost {
+  process: HostProcess
+  url: string
+  token: string
+}
 
-describe('repair: two hosts on one MariaDB store', function () {
-  this.timeout(120_000)
-  const hosts: TestHost[] = []
+interface Setup {
+  sessionId: string
+  binding: { proposalId: string, taskId: string, revision: number }
+}
+
+describe('repair: two host processes on one MariaDB store', function () {
+  this.timeout(180_000)
+  const hosts: RepairHost[] = []
+  let reader: TestHost | undefined
   let cwd: string | undefined
 
   before(function () {
@@ -25,46 +43,189 @@ describe('repair: two hosts on one MariaDB store', function () {
     this.skip()
   })
   afterEach(async () => {
-    await Promise.all(hosts.splice(0).map((host) => host.dispose()))
+    await Promise.all(hosts.splice(0).map((host) => host.process.kill()))
+    await reader?.dispose()
+    reader = undefined
     if (cwd) await removeTree(cwd)
+    cwd = undefined
   })
 
-  const boot = async () => {
-    const host = await TestHost.boot({ plugins: repairPlugins(), waitFor: ['supervisor', 'repair'], database: mysqlConfig() })
+  const start = async (leaseDuration: number, renewInterval: number, relayTimeout: number): Promise<RepairHost> => {
+    const child = new HostProcess(CHILD, [String(leaseDuration), String(renewInterval), String(relayTimeout)])
+    const host = { process: child, url: '', token: '' }
     hosts.push(host)
+    ;[host.url, host.token] = await child.ready()
     return host
   }
 
-  it('50 clicks on Confirm over both hosts: one reopen, every other click answers already-applied (or LEASE_HELD on the host without the lease)', async () => {
-    const [a, b] = [await boot(), await boot()]
+  /** A: a main session with a complete DIAMOND task and a pending repair of b, proposed on A. */
+  const setup = async (a: RepairHost): Promise<Setup> => {
     cwd = await workspace()
-    const session = await mainSession(a, cwd)
-    await completeDiamond(a, session)
-    await allIdle(a, session)
-    const answer = await proposeRepair(a, session, ['b'])
-    const body = { action: 'confirm', proposalId: answer.proposalId, taskId: answer.taskId, revision: answer.revision }
+    const answer = await a.process.send(`setup ${cwd}`)
+    expect(answer, answer.message).to.include({ ok: true })
+    const [sessionId, proposalId, taskId, revision] = answer.words
+    return { sessionId, binding: { proposalId, taskId, revision: Number(revision) } }
+  }
 
-    const clicks = await Promise.all(Array.from({ length: 50 }, async (_, i) => {
-      const host = i % 2 ? b : a
-      const response = await host.http.post(`/api/sessions/${session.id}/repair`, body)
-      return { host, status: response.status, body: await response.json() as any }
-    }))
+  const click = async (host: RepairHost, { sessionId, binding }: Setup) => {
+    const response = await fetch(`${host.url}/api/sessions/${sessionId}/repair`, {
+      method: 'POST',
+      headers: { 'authorization': `Bearer ${host.token}`, 'content-type': 'application/json', 'origin': host.url },
+      body: JSON.stringify({ action: 'confirm', ...binding }),
+    })
+    return { host, status: response.status, body: await response.json() as any }
+  }
 
-    // One driver per session (docs/operations.md): host A holds the main session's lease, so a click
-    // on B that would wake the agent there is refused with LEASE_HELD, writing nothing; once the
-    // repair is applied, B answers already-applied from the log like A.
-    const held = clicks.filter((click) => click.status === 409 && click.body.code === 'LEASE_HELD')
-    for (const click of held) expect(click.host).to.equal(b)
-    const refused = clicks.filter((click) => click.status !== 200 && !held.includes(click))
-    expect(refused.map((click) => `${click.status} ${click.body.code}: ${click.body.error}`)).to.deep.equal([])
-    const answered = clicks.filter((click) => click.status === 200)
-    const outcomes = answered.map((click) => click.body.outcome)
+  const get = async (host: RepairHost, path: string) => {
+    const response = await fetch(`${host.url}${path}`, { headers: { 'authorization': `Bearer ${host.token}` } })
+    expect(response.status, path).to.equal(200)
+    return await response.json() as any
+  }
+
+  /**
+   * What a host shows of the proposal and the current task, through GET /api/sessions/:id/repairs
+   * and the console's GET /api/console/sessions/:id/view, which must agree.
+   */
+  const view = async (host: RepairHost, { sessionId, binding }: Setup) => {
+    // The console's view first: it must catch up by itself, not through the repairs read after it.
+    const page = await get(host, `/api/console/sessions/${sessionId}/view`)
+    const repairs = await get(host, `/api/sessions/${sessionId}/repairs`)
+    const status = repairs.proposals.find((entry: any) => entry.proposal.id === binding.proposalId)?.status
+    expect({
+      status: page.proposals.find((entry: any) => entry.id === binding.proposalId)?.status,
+      current: page.current && { taskId: page.current.id, revision: page.current.revision, phase: page.current.phase },
+    }, 'the console view').to.deep.equal({ status, current: repairs.current })
+    return { status, current: repairs.current }
+  }
+
+  /** A third host on the store, holding no lease: it reads the log and the relay's rows. */
+  const readerHost = async () => reader ??= await TestHost.boot({ database: mysqlTestConfig(url!) })
+
+  /** Every record of the session, read through the third host. */
+  const recordsOf = async ({ sessionId }: Setup) => {
+    const session = await (await readerHost()).ctx.sessions.get(sessionId)
+    const events = await session.read({ from: 0, limit: 100_000 })
+    return { events, records: events.filter((event) => event.type === 'extension/record') }
+  }
+  const receipts = (records: any[]) => records.filter((event) => event.data.namespace === REPAIR_NAMESPACE && event.data.kind === 'confirm')
+  const reopenedStates = (records: any[]) => records.filter((event) => event.data.namespace === TASK_NAMESPACE && event.data.payload?.phase === 'active')
+
+  it('50 concurrent clicks split over the driving host A and host B: one reopened, 49 already-applied, no LEASE_HELD; both hosts show the reopened task', async () => {
+    const [a, b] = await Promise.all([start(15_000, 5000, 30_000), start(15_000, 5000, 30_000)])
+    const session = await setup(a)
+    const before = await recordsOf(session)
+    // B has not seen the session before: it reads it from the store.
+    expect(await view(b, session)).to.deep.include({ status: 'pending' })
+
+    const clicks = await Promise.all(Array.from({ length: 50 }, (_, i) => click(i % 2 ? b : a, session)))
+
+    expect(clicks.filter((c) => c.status !== 200).map((c) => `${c.host === a ? 'A' : 'B'}: ${c.status} ${c.body.code}: ${c.body.error}`)).to.deep.equal([])
+    const outcomes = clicks.map((c) => c.body.outcome)
     expect(outcomes.filter((o) => o === 'reopened')).to.have.length(1)
-    expect(outcomes.filter((o) => o === 'already-applied')).to.have.length(answered.length - 1)
-    for (const click of answered) {
-      expect(click.body).to.include({ taskId: answer.taskId, revision: answer.revision + 1 })
+    expect(outcomes.filter((o) => o === 'already-applied')).to.have.length(49)
+    const revision = session.binding.revision + 1
+    for (const c of clicks) expect(c.body).to.include({ taskId: session.binding.taskId, revision })
+
+    // Both hosts show what the log says now: applied, and the task reopened at the next revision.
+    for (const host of [a, b]) {
+      expect(await view(host, session)).to.deep.equal({ status: 'applied', current: { taskId: session.binding.taskId, revision, phase: 'active' } })
     }
-    expect(await receipts(session)).to.have.length(1)
-    expect(await reopens(session)).to.have.length(1)
+    // A click after the reopen answers already-applied on either host.
+    for (const host of [b, a]) expect((await click(host, session)).body).to.include({ outcome: 'already-applied', revision })
+    const after = await recordsOf(session)
+    expect(receipts(after.records)).to.have.length(1)
+    expect(reopenedStates(after.records)).to.have.length(reopenedStates(before.records).length + 1)
+  })
+
+  it('B, having shown the proposal pending, shows it applied and the task reopened once A alone confirmed it (console view and repairs view); a click orphaned long ago is not carried out', async () => {
+    const [a, b] = await Promise.all([start(15_000, 5000, 30_000), start(15_000, 5000, 30_000)])
+    const session = await setup(a)
+    const pending = await view(b, session)
+    expect(pending).to.deep.include({ status: 'pending' })
+    expect(pending.current).to.include({ revision: session.binding.revision, phase: 'complete' })
+
+    // A click relayed ten minutes ago by a host that died waiting is not carried out by A.
+    const { pool } = storeDriver((await readerHost()).ctx)
+    const query = (sql: string, values: unknown[]) => new Promise<any>((resolve, reject) => pool.query(sql, values, (error: any, rows: any) => error ? reject(error) : resolve(rows)))
+    const { proposalId, taskId, revision } = session.binding
+    await query('INSERT INTO `taskward_repair_click` (`id`, `sessionId`, `holder`, `proposalId`, `taskId`, `revision`, `state`, `answer`, `requestedAt`) VALUES (?, ?, ?, ?, ?, ?, \'pending\', NULL, ?)',
+      [`orphan-${session.sessionId}`, session.sessionId, 'a host that died', proposalId, taskId, revision, Date.now() - 600_000])
+    await sleep(1500)
+    expect(await query('SELECT `state` FROM `taskward_repair_click` WHERE `sessionId` = ?', [session.sessionId])).to.deep.equal([{ state: 'pending' }])
+    expect(receipts((await recordsOf(session)).records)).to.have.length(0)
+
+    expect((await click(a, session)).body).to.include({ outcome: 'reopened' })
+    // Each view reads first on its own (the console's before the repairs read), see `view`.
+    expect(await view(b, session)).to.deep.equal({ status: 'applied', current: { taskId: session.binding.taskId, revision: session.binding.revision + 1, phase: 'active' } })
+  })
+
+  it('a click on B while A is frozen answers LEASE_HELD naming A and writes nothing (not even once A thaws); once A is killed, B takes over and reopens', async () => {
+    const [a, b] = await Promise.all([start(120_000, 5000, 1500), start(120_000, 5000, 1500)])
+    const session = await setup(a)
+    const before = await recordsOf(session)
+
+    a.process.child.kill('SIGSTOP')
+    const held = await click(b, session)
+    expect(held.status).to.equal(409)
+    expect(held.body.code).to.equal('LEASE_HELD')
+    expect(held.body.error).to.include(`${a.process.pid}@`).and.include('nothing was written').and.include('Retry')
+    expect(held.body.details.holder).to.match(new RegExp(`^${a.process.pid}@`))
+    expect(held.body.details.expiresInMs).to.be.above(0)
+
+    // Thawed, A finds the click withdrawn and carries out nothing.
+    a.process.child.kill('SIGCONT')
+    await sleep(1500)
+    expect((await recordsOf(session)).events.length).to.equal(before.events.length)
+    for (const host of [a, b]) expect(await view(host, session)).to.deep.include({ status: 'pending' })
+
+    // Killed on this machine, A's lease is taken at once: B drives the session and decides the click.
+    await a.process.kill()
+    const taken = await click(b, session)
+    expect(taken.body, JSON.stringify(taken.body)).to.include({ outcome: 'reopened', revision: session.binding.revision + 1 })
+    expect(await view(b, session)).to.deep.include({ status: 'applied' })
+    expect(receipts((await recordsOf(session)).records)).to.have.length(1)
+  })
+
+  it('a relayed click the driving host claimed but never answered (frozen, its lease lapsed) answers LEASE_HELD saying so, and writes nothing', async () => {
+    const [a, b] = await Promise.all([start(3000, 500, 60_000), start(3000, 500, 60_000)])
+    const session = await setup(a)
+    const before = await recordsOf(session)
+    const { pool } = storeDriver((await readerHost()).ctx)
+    const query = (sql: string, values: unknown[]) => new Promise<any>((resolve, reject) => pool.query(sql, values, (error: any, rows: any) => error ? reject(error) : resolve(rows)))
+
+    // A freezes right after claiming the click: the claim is made here, as A's conditional update would.
+    a.process.child.kill('SIGSTOP')
+    const clicked = click(b, session)
+    let claimed = 0
+    for (const deadline = Date.now() + 10_000; !claimed && Date.now() < deadline; await sleep(20)) {
+      claimed = (await query('UPDATE `taskward_repair_click` SET `state` = \'claimed\' WHERE `sessionId` = ? AND `state` = \'pending\'', [session.sessionId])).affectedRows
+    }
+    expect(claimed, 'B relayed the click').to.equal(1)
+    const held = await clicked
+    expect(held.status).to.equal(409)
+    expect(held.body.code).to.equal('LEASE_HELD')
+    expect(held.body.error).to.include(`${a.process.pid}@`).and.include('lost its lease before it answered').and.include('wrote nothing')
+    expect((await recordsOf(session)).events.length).to.equal(before.events.length)
+    // B removed its row: nothing is left for A to find when it thaws.
+    expect(await query('SELECT `id` FROM `taskward_repair_click` WHERE `sessionId` = ?', [session.sessionId])).to.have.length(0)
+  })
+
+  it('a host whose live agent lost the lease relays the click to the host that took it: reopened there, both hosts show it', async () => {
+    const [a, b] = await Promise.all([start(3000, 500, 30_000), start(3000, 500, 30_000)])
+    // B drives first; frozen past its lease, A takes the session over.
+    const session = await setup(b)
+    b.process.child.kill('SIGSTOP')
+    let resumed = await a.process.send(`resume ${session.sessionId}`)
+    for (const deadline = Date.now() + 30_000; !resumed.ok && Date.now() < deadline; await sleep(250)) {
+      expect(resumed.code).to.equal('LEASE_HELD')
+      resumed = await a.process.send(`resume ${session.sessionId}`)
+    }
+    expect(resumed).to.include({ ok: true })
+    // Thawed, B still has its agent, under a lease it no longer holds.
+    b.process.child.kill('SIGCONT')
+    const taken = await click(b, session)
+    expect(taken.body, JSON.stringify(taken.body)).to.include({ outcome: 'reopened', revision: session.binding.revision + 1 })
+    for (const host of [a, b]) expect(await view(host, session)).to.deep.include({ status: 'applied' })
+    expect(receipts((await recordsOf(session)).records)).to.have.length(1)
   })
 })

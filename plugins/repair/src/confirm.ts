@@ -21,6 +21,11 @@ function notReopenable(binding: RepairBinding, why: string) {
     { proposalId: binding.proposalId })
 }
 
+export interface ConfirmOptions {
+  /** Carried out for the host the user clicked on (see relay.ts): answered here, never relayed on. */
+  relayed?: boolean
+}
+
 /**
  * The user's Confirm click. Refusals that need no waiting answer at once (unknown or mismatched
  * proposal, a final status, another live task, a changed revision, supervision off); an applied
@@ -28,8 +33,10 @@ function notReopenable(binding: RepairBinding, why: string) {
  * once the main agent is idle and inside its maintenance window (or the session's repair lock when no
  * agent is live), every check runs again, the workspace is stamped and compared, and the receipt and
  * the reopened state are appended; finally the follow-up turn is queued. A failed check writes nothing.
+ * When another host drives the session (`LEASE_HELD` on MySQL/MariaDB), the click is relayed to it
+ * and answers what it decided; this host writes nothing to the log.
  */
-export async function confirmRepair(service: RepairService, main: Session, binding: RepairBinding): Promise<ConfirmOutcome> {
+export async function confirmRepair(service: RepairService, main: Session, binding: RepairBinding, options: ConfirmOptions = {}): Promise<ConfirmOutcome> {
   const state = await service.readState(main)
   const early = boundProposal(state, binding)
   if (early.status === 'applied') return { outcome: 'already-applied', ...appliedOutcome(state, early) }
@@ -45,10 +52,26 @@ export async function confirmRepair(service: RepairService, main: Session, bindi
   // The remaining state checks, at once: waiting for the agent cannot make a stale or disabled target confirmable.
   confirmDecision(state, binding)
   const decide = () => service.locks.run(main.id, () => reopenInWindow(service, main, binding))
-  const agent = await service.mainAgent(main)
+  let agent
+  try {
+    agent = await service.mainAgent(main)
+  } catch (error) {
+    // Another host drives the session: only its maintenance window may write the receipt.
+    if (options.relayed || !TaskwardError.is(error, 'LEASE_HELD')) throw error
+    return service.relay.relay(main, binding, error)
+  }
   if (!agent) return decide()
   await agent.whenIdle()
-  return agent.runMaintenance(decide)
+  try {
+    return await agent.runMaintenance(decide)
+  } catch (error) {
+    // This host's agent lost the lease to another host (a fenced append refused, nothing written by
+    // it): the click goes to the host that drives the session now.
+    if (options.relayed || !TaskwardError.is(error, 'LEASE_LOST')) throw error
+    const held = await service.relay.heldElsewhere(main)
+    if (!held) throw error
+    return service.relay.relay(main, binding, held)
+  }
 }
 
 async function reopenInWindow(service: RepairService, main: Session, binding: RepairBinding): Promise<ConfirmOutcome> {

@@ -4,9 +4,10 @@ import type {} from '@taskward/plugin-supervisor'
 import type {} from '@taskward/plugin-workspace'
 import { loadedConfig, repairReader, TaskwardError, type RecordReader, type RepairBinding, type SupervisorState, type WorkspaceStamp } from '@taskward/protocol'
 import { Config } from './config'
-import { KeyedLock } from '@taskward/host'
+import { catchUpWithStore, KeyedLock } from '@taskward/host'
 import { proposeRepair, type ProposeOutcome, type ProposeRequest } from './propose'
 import { confirmRepair, declineRepair, type ConfirmOutcome, type DeclineOutcome } from './confirm'
+import { ClickRelay } from './relay'
 import { repairsView, type RepairsView } from './view'
 import { registerRepairTools } from './tools'
 import { registerRepairRoutes } from './routes'
@@ -30,6 +31,7 @@ interface ReaderRegistry {
 export class RepairService extends Service {
   static [Service.provide] = 'repair'
   static inject = {
+    database: { required: true },
     supervisor: { required: true },
     sessions: { required: true },
     agents: { required: true },
@@ -43,7 +45,11 @@ export class RepairService extends Service {
 
   /** Serializes the repair decisions of each main session. */
   readonly locks = new KeyedLock()
+  /** Confirm clicks between hosts that share a MySQL/MariaDB store (see relay.ts). */
+  readonly relay: ClickRelay
   private readonly home: Context
+
+  declare config: Config
 
   constructor(ctx: Context, config: Partial<Config> = {}) {
     super(ctx, 'repair', true)
@@ -55,6 +61,8 @@ export class RepairService extends Service {
     })
     registerRepairTools(ctx, this)
     registerRepairRoutes(ctx, this)
+    this.relay = new ClickRelay(ctx, this.config, async (sessionId, binding) =>
+      confirmRepair(this, await this.mainSession(sessionId), binding, { relayed: true }))
   }
 
   get supervisor() {
@@ -73,12 +81,17 @@ export class RepairService extends Service {
     return this.home.agents.resume(main.id)
   }
 
-  /** A main session by id (`SESSION_NOT_FOUND`, or `BAD_REQUEST` for another kind of session). */
+  /**
+   * A main session by id (`SESSION_NOT_FOUND`, or `BAD_REQUEST` for another kind of session), caught
+   * up with the store's log: on a store shared by several hosts every repair read and decision starts
+   * from what the other hosts appended, not from what this host last saw.
+   */
   async mainSession(sessionId: string): Promise<Session> {
     const session = await this.home.sessions.get(sessionId)
     if (session.role !== 'main') {
       throw new TaskwardError('BAD_REQUEST', `Session ${sessionId} is a ${session.role} session; repairs belong to main sessions.`, { sessionId })
     }
+    await catchUpWithStore(this.home, session)
     return session
   }
 

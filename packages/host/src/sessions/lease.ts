@@ -219,3 +219,28 @@ export class SessionLeases {
     })))
   }
 }
+
+/** A session's lease as the store holds it now (see `leaseOf`). */
+export interface LeaseView {
+  holder: string
+  token: number
+  /** Until it lapses, on the store's clock; 0 or less once lapsed (or released). */
+  expiresInMs: number
+}
+
+/**
+ * Who drives `sessionId` now, read from the store (MySQL/MariaDB): for a host that does not hold
+ * the lease and waits on the one that does. Undefined on SQLite, or when nobody ever took it.
+ */
+export async function leaseOf(ctx: Context, sessionId: string): Promise<LeaseView | undefined> {
+  const driver = storeDriver(ctx)
+  if (typeof driver?.pool?.query !== 'function') return undefined
+  await ctx.database.prepared()
+  const rows: any[] = await new Promise((resolve, reject) => {
+    driver.pool.query(`SELECT \`holder\`, \`token\`, \`expiresAt\` - ${NOW_MS} AS \`remaining\` FROM \`taskward_lease\` WHERE \`sessionId\` = ?`,
+      [sessionId], (error: any, results: any) => error ? reject(error) : resolve(results))
+  })
+  const [row] = rows
+  if (!row?.holder) return undefined
+  return { holder: row.holder, token: Number(row.token), expiresInMs: Math.ceil(Number(row.remaining)) }
+}

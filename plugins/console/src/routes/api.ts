@@ -1,5 +1,5 @@
 import type { Context } from 'cordis'
-import type { Session } from '@taskward/host'
+import { catchUpWithStore, type Session } from '@taskward/host'
 import type {} from '@taskward/plugin-supervisor'
 import type { CheckSpec, SessionEvent } from '@taskward/protocol'
 import { REFUSAL_ADVICE } from '../view/advice'
@@ -37,6 +37,8 @@ export async function readChecks(ctx: Context, session: Session, taskId: string 
 /** The task view of one session, with its evidence quotes read from the log. */
 export async function readSessionView(ctx: Context, sessionId: string) {
   const session = await ctx.sessions.get(sessionId)
+  // Other hosts sharing the store may have appended (e.g. the reopen of a repair confirmed there).
+  await catchUpWithStore(ctx, session)
   const status = await ctx.supervisor.status(session)
   const state = await ctx.supervisor.state(session)
   const events = new Map<number, SessionEvent>()
@@ -52,6 +54,7 @@ export async function readSessionView(ctx: Context, sessionId: string) {
 export async function readSessionList(ctx: Context) {
   const sessions = (await ctx.sessions.list()).filter((s) => s.role === 'main').reverse().slice(0, SESSION_LIST_LIMIT)
   return Promise.all(sessions.map(async (session) => {
+    await catchUpWithStore(ctx, session)
     const state = await ctx.supervisor.state(session)
     const task = state.current
     const waiting = state.proposals.findLast((p) => p.status === 'pending' || p.status === 'confirmed')
