@@ -289,8 +289,8 @@ export interface TaskPlayerOptions {
 }
 
 /**
- * A stateless model that plays a supervised task from what the adapter sends: the task state in
- * the system message, the turn's input and the tool results since. Main agent: plan, start each
+ * A stateless model that plays a supervised task from what the adapter sends: the latest task-state note
+ * (after the transcript), the turn's input and the tool results since. Main agent: plan, start each
  * ready node, write `<node>.txt`, report it citing the write's seq, request completion; a user
  * message asking to "propose a repair" reads `a.txt` and proposes reworking node `a`. Reviewer:
  * read the log, then pass. Any tool error ends the turn with a text answer (never a loop).
@@ -331,12 +331,11 @@ export function taskPlayer(options: TaskPlayerOptions = {}) {
       }
       return text('Proposed the repair; it waits for your confirmation.')
     }
-    // The task state is the request's last message (what changes every step comes after the transcript).
-    const marker = '[host: current task state (task_status), as of this step]\n'
-    const stateMessage = String(messages.findLast((m) => m.role === 'user' && String(m.content).startsWith(marker))?.content ?? '')
+    // The task state: the latest state note (the adapter appends one after the transcript when it changed).
+    const stateMessage = String(messages.findLast((m) => m.role === 'user' && String(m.content).startsWith('[host: task state (task_status)'))?.content ?? '')
     let state: any
     try {
-      state = stateMessage ? JSON.parse(stateMessage.slice(marker.length)) : undefined
+      state = stateMessage ? JSON.parse(stateMessage.slice(stateMessage.indexOf('\n') + 1)) : undefined
     } catch {
       return text('The task state was cut; stopping.')
     }

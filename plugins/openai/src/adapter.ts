@@ -4,7 +4,7 @@ import type { Context } from 'cordis'
 import type { ModelAdapter, ModelRequest, Session } from '@taskward/host'
 import { TaskwardError } from '@taskward/protocol'
 import type { ContextConfig, RouteConfig } from './config'
-import { cut, layoutMessages, type ChatMessage, type Layout } from './context'
+import { cut, layoutMessages, type ChatMessage, type Layout, type StateNote } from './context'
 import { bodyMessage, contextRefusal } from './context-limit'
 import { discoverContext } from './discovery'
 import { RouteContext, silentlyCut } from './route-context'
@@ -56,8 +56,8 @@ export class OpenAIRoute implements ModelAdapter {
   readonly counter: TokenCounter
   readonly limits: RouteContext
   private readonly windows: EventWindows
-  /** Per session: the seq its shown transcript starts at (context.ts keeps it stable). */
-  private readonly starts = new Map<string, number>()
+  /** Per session: the seq its shown transcript starts at and its task-state notes (context.ts keeps both stable). */
+  private readonly starts = new Map<string, { keepFrom: number, notes: StateNote[] }>()
   /** The host's tool registry, read once: `ctx.tools` goes through cordis' tracing proxy (~0.1 ms a read). */
   private readonly registry: Context['tools']
   private toolCache?: { defs: unknown[], tools: { type: 'function', function: { name: string, description: string, parameters: JsonSchema } }[], raw: number }
@@ -161,12 +161,12 @@ export class OpenAIRoute implements ModelAdapter {
     // In raw counts: the room left by the tools, shrunk by the route's calibration and the margin.
     const room = Math.floor(limit / (this.counter.ratio * SAFETY_MARGIN)) - toolTokens
     const layout = layoutMessages(
-      { instructions: instructionsFor(request.role, session.cwd), taskState, events, unread, keepFrom: this.starts.get(session.id) },
+      { instructions: instructionsFor(request.role, session.cwd), taskState, events, unread, ...this.starts.get(session.id) },
       { contextTokens: Math.max(0, room), toolResultChars: this.context.toolResultChars, taskStateChars: this.context.taskStateChars, lowWater: this.context.lowWater },
       (message) => this.counter.message(message),
     )
     this.starts.delete(session.id)
-    this.starts.set(session.id, layout.keepFrom)
+    this.starts.set(session.id, { keepFrom: layout.keepFrom, notes: layout.notes })
     while (this.starts.size > WINDOWS) this.starts.delete(this.starts.keys().next().value!)
     if (layout.dropped) this.ctx.logger('openai').debug('route %s, session %s: window starts at seq %d now', this.config.route, session.id, layout.keepFrom)
     // Tools before messages: the serialized request, too, starts with what does not change.

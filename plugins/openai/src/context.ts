@@ -11,7 +11,10 @@ export { cut, shrink, eventsToGroups, type ChatMessage, type ChatToolCall, type 
  *   2. the transcript, append-only: the session's conversation from the window's start (`keepFrom`,
  *      a seq) on, with a note naming that start when earlier entries are not shown. The turn's input
  *      is always shown: in place, or pinned right after the note when it is older than the start;
- *   3. last, what changes every step: the task state (what `task_status` returns), cut at `taskStateChars`.
+ *   3. the task state (what `task_status` returns, cut at `taskStateChars`) as a note appended after the
+ *      transcript when it changed since the note last shown — and left where it was shown, so that a
+ *      step whose state did not change sends exactly the previous request plus what is new. Never
+ *      above the transcript's new entries, never rewritten.
  *
  * The window's start stays where it is while the transcript fits; once it does not, it moves forward
  * in one jump, down to `lowWater` of the room, so the prefix then stays put again for many steps
@@ -39,6 +42,8 @@ export interface ContextInput {
   unread?: number
   /** Where this session's window started on its previous step (undefined: no previous step known). */
   keepFrom?: number
+  /** The task-state notes shown on its previous step (`Layout.notes`). */
+  notes?: readonly StateNote[]
 }
 
 export interface Layout {
@@ -53,6 +58,8 @@ export interface Layout {
   fixed: number
   /** False when even `fixed` exceeds `contextTokens`: the turn's input cannot fit. */
   fits: boolean
+  /** The task-state notes shown: hand them back as `notes` next step. */
+  notes: StateNote[]
 }
 
 export const CHARS_PER_TOKEN = 4
@@ -66,36 +73,74 @@ export function estimateMessage(message: ChatMessage): number {
   return estimateTokens(text) + 4
 }
 
-/** The first line of the task-state message (what a reader of the request looks for). */
-export const TASK_STATE_HEADER = '[host: current task state (task_status), as of this step]\n'
+/** How a task-state note starts (what a reader of the request looks for); `seq`: the first event after it. */
+export const TASK_STATE_HEADER = '[host: task state (task_status)'
+const stateHeader = (beforeSeq: number) => `${TASK_STATE_HEADER} as of seq ${beforeSeq}; it holds until a newer one follows]\n`
+
+/**
+ * Where a task state was shown: before the event `beforeSeq` (the first event after it). A note stays
+ * where it was shown, so the transcript stays append-only; a new one is appended only when the state
+ * changed (or the window dropped the last one).
+ */
+export interface StateNote {
+  beforeSeq: number
+  /** The state as shown (JSON, cut at taskStateChars). */
+  state: string
+}
 
 /** Tokens kept for the note on dropped entries. */
 const NOTE_TOKENS = 32
 
 const isInput = (group: Group) => group.messages[0].role === 'user' && !/^(\[host:|\/)/.test(group.messages[0].content ?? '')
 
+/** One unit of the transcript as laid out: a group, or a state note (`seq` just below its `beforeSeq`). */
+interface Item {
+  seq: number
+  messages: ChatMessage[]
+  note?: StateNote
+}
+
 /** The messages of one model step, within the limits, in the cache-stable layout. */
 export function layoutMessages(input: ContextInput, limits: ContextLimits, count: (message: ChatMessage) => number = estimateMessage): Layout {
   const system: ChatMessage = { role: 'system', content: input.instructions }
-  const tail: ChatMessage | undefined = input.taskState === undefined ? undefined
-    : { role: 'user', content: TASK_STATE_HEADER + cut(json(input.taskState), limits.taskStateChars) }
   const groups = eventsToGroups(input.events, limits)
-  const cost = (group: Group) => group.messages.reduce((sum, message) => sum + count(message), 0)
+  const cost = (messages: ChatMessage[]) => messages.reduce((sum, message) => sum + count(message), 0)
+  const nextSeq = (input.events.at(-1)?.seq ?? -1) + 1
+  // The state notes: those kept from earlier steps (none past the log's end), and a new one at the end
+  // when the state is not the last one shown.
+  const notes = (input.notes ?? []).filter((note) => note.beforeSeq <= nextSeq)
+  const state = input.taskState === undefined ? undefined : cut(json(input.taskState), limits.taskStateChars)
+  if (state !== undefined && notes.at(-1)?.state !== state) notes.push({ beforeSeq: nextSeq, state })
+  const noteMessage = (note: StateNote): ChatMessage => ({ role: 'user', content: stateHeader(note.beforeSeq) + note.state })
+  const latest = state === undefined ? undefined : notes.at(-1)
+
   // The room of the conversation, independent of what changes per step (so the input's cut is stable).
   const room = limits.contextTokens - count(system) - NOTE_TOKENS
   // The newest user message is the turn's input: it always stays (cut to half the room at most).
   // Host notes and slash commands (run at once, often while a turn runs) are not a turn's input.
   const inputIndex = groups.findLastIndex(isInput)
-  let inputGroup: Group | undefined
+  let inputMessages: ChatMessage[] | undefined
   if (inputIndex >= 0) {
     const text = (groups[inputIndex].messages[0] as { content: string }).content
-    inputGroup = { seq: groups[inputIndex].seq, messages: [{ role: 'user', content: cut(text, Math.max(200, Math.floor(room / 2) * CHARS_PER_TOKEN)) }] }
+    inputMessages = [{ role: 'user', content: cut(text, Math.max(200, Math.floor(room / 2) * CHARS_PER_TOKEN)) }]
   }
-  const fixed = count(system) + NOTE_TOKENS + (inputGroup ? cost(inputGroup) : 0) + (tail ? count(tail) : 0)
+  // Groups and notes in order: a note goes before the first group at or after its seq.
+  const items: Item[] = []
+  let pending = 0
+  const older = state === undefined ? [] : notes.slice(0, -1)
+  for (const [index, group] of groups.entries()) {
+    while (pending < older.length && older[pending].beforeSeq <= group.seq) {
+      const note = older[pending++]
+      items.push({ seq: note.beforeSeq - 0.5, messages: [noteMessage(note)], note })
+    }
+    if (index !== inputIndex) items.push({ seq: group.seq, messages: group.messages })
+  }
+  for (; pending < older.length; pending++) items.push({ seq: older[pending].beforeSeq - 0.5, messages: [noteMessage(older[pending])], note: older[pending] })
+  const latestMessages = latest ? [noteMessage(latest)] : []
+  const fixed = count(system) + NOTE_TOKENS + (inputMessages ? cost(inputMessages) : 0) + cost(latestMessages)
   const budget = limits.contextTokens - fixed
-  const others = groups.filter((_, index) => index !== inputIndex)
-  const costs = others.map(cost)
-  const costFrom = (from: number) => others.reduce((sum, group, index) => group.seq >= from ? sum + costs[index] : sum, 0)
+  const costs = items.map((item) => cost(item.messages))
+  const costFrom = (from: number) => items.reduce((sum, item, index) => item.seq >= from ? sum + costs[index] : sum, 0)
 
   // The earliest start that still sees only events that were read (the caller's window slides once the
   // session is longer than it).
@@ -107,32 +152,47 @@ export function layoutMessages(input: ContextInput, limits: ContextLimits, count
     if (first && !input.unread && costFrom(0) <= budget) {
       keepFrom = 0
     } else {
-      // One jump, down to the low-water mark: newest groups first while they fit it.
+      // One jump, down to the low-water mark: newest items first while they fit it; the start is a group's.
       const target = budget * (limits.lowWater ?? 0.5)
-      let index = others.length
+      let index = items.length
       let kept = 0
       while (index > 0 && kept + costs[index - 1] <= target) kept += costs[--index]
-      let start = index < others.length ? others[index].seq : (input.events.at(-1)?.seq ?? -1) + 1
+      while (index < items.length && items[index].note) index++
+      let start = index < items.length ? items[index].seq : nextSeq
       // Far enough into a sliding read window that it can slide half its length before the next jump.
       if (input.unread && input.events.length) start = Math.max(start, input.events[Math.floor(input.events.length / 2)].seq)
-      dropped = start > (keepFrom ?? 0) || others.some((group) => group.seq < start)
+      dropped = start > (keepFrom ?? 0) || items.some((item) => item.seq < start)
       keepFrom = Math.max(start, keepFrom ?? 0)
     }
   }
   const from = keepFrom
-  const shown = groups.filter((group, index) => index === inputIndex ? group.seq >= from : group.seq >= from)
-  const pinned = inputGroup && inputGroup.seq < from ? inputGroup.messages : []
-  const note: ChatMessage[] = from > 0
-    ? [{ role: 'user', content: `[host: conversation entries before seq ${from} are not shown; the session log has them]` }] : []
-  const messages: ChatMessage[] = [
-    system,
-    ...note,
-    ...pinned,
-    ...shown.flatMap((group) => group === groups[inputIndex] ? inputGroup!.messages : group.messages),
-    ...(tail ? [tail] : []),
-  ]
+  // The latest state is always shown: where it was, or, dropped with its place, again at the end.
+  let shownLatest = latest
+  if (latest && latest.beforeSeq - 0.5 < from) {
+    shownLatest = { beforeSeq: nextSeq, state: latest.state }
+    notes[notes.length - 1] = shownLatest
+  }
+  // The input in place (or pinned after the drop note), the latest note in place (or last).
+  const inputSeq = inputIndex >= 0 ? groups[inputIndex].seq : undefined
+  const ordered: { seq: number, messages: ChatMessage[] }[] = items.filter((item) => item.seq >= from)
+  if (inputMessages && inputSeq !== undefined && inputSeq >= from) ordered.splice(insertAt(ordered, inputSeq), 0, { seq: inputSeq, messages: inputMessages })
+  if (shownLatest) ordered.splice(insertAt(ordered, shownLatest.beforeSeq - 0.5), 0, { seq: shownLatest.beforeSeq - 0.5, messages: [noteMessage(shownLatest)] })
+  const pinned = inputMessages && inputSeq !== undefined && inputSeq < from ? inputMessages : []
+  const dropNote: ChatMessage[] = from > 0
+    ? [{ role: 'user', content: `[host: conversation entries before seq ${Math.ceil(from)} are not shown; the session log has them]` }] : []
+  const messages: ChatMessage[] = [system, ...dropNote, ...pinned, ...ordered.flatMap((item) => item.messages)]
   const tokens = fixed + costFrom(from)
-  return { messages, keepFrom: from, dropped, tokens, fixed, fits: fixed <= limits.contextTokens }
+  return {
+    messages, keepFrom: from, dropped, tokens, fixed, fits: fixed <= limits.contextTokens,
+    // Notes the window dropped are not kept: they are never shown again.
+    notes: notes.filter((note) => note === shownLatest || note.beforeSeq - 0.5 >= from),
+  }
+}
+
+/** Where an item at `seq` goes among `items` (sorted by their position): before the first one past it. */
+function insertAt(items: { seq: number }[], seq: number) {
+  const index = items.findIndex((item) => item.seq > seq)
+  return index < 0 ? items.length : index
 }
 
 /** The messages of one model step (no window kept from a previous step). */

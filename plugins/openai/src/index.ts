@@ -7,7 +7,7 @@ import { Config, ContextConfig, type RouteConfig } from './config'
 
 export { Config, ContextConfig, RouteConfig } from './config'
 export { OpenAIRoute, type TaskStateSource } from './adapter'
-export { buildMessages, layoutMessages, eventsToGroups, cut, estimateTokens, TASK_STATE_HEADER, type ChatMessage, type ContextLimits, type Layout } from './context'
+export { buildMessages, layoutMessages, eventsToGroups, cut, estimateTokens, TASK_STATE_HEADER, type ChatMessage, type ContextLimits, type Layout, type StateNote } from './context'
 export { contextRefusal, bodyMessage, type ContextRefusal } from './context-limit'
 export { discoverContext, OLLAMA_DEFAULT_NUM_CTX } from './discovery'
 export { RouteContext, silentlyCut } from './route-context'
@@ -71,7 +71,11 @@ export function apply(ctx: Context, input: Config) {
     const main = session.role === 'main' ? session : session.parentId ? await ctx.sessions.get(session.parentId) : undefined
     if (!main || main.role !== 'main') return undefined
     const status = await supervisor.status(main)
-    return status?.task ? status : undefined
+    if (!status?.task) return undefined
+    // The continuation controller's counters change on every controller turn while the task does not:
+    // shown, they would make a new state note (and a cache miss) each time, and the model does not act on them.
+    const { controller: _controller, ...task } = status
+    return task
   }
 
   // A main turn that cannot fit the route's context pauses its task (nothing is lost; /task resume

@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import type { SessionEvent } from '@taskward/protocol'
-import { buildMessages, estimateTokens, layoutMessages, TASK_STATE_HEADER, type ChatMessage } from '../src'
+import { buildMessages, estimateTokens, layoutMessages, TASK_STATE_HEADER, type ChatMessage, type StateNote } from '../src'
 
 let seq = 0
 const ev = (type: string, data: any): SessionEvent => ({ seq: seq++, type, time: 0, data })
@@ -130,7 +130,7 @@ describe('model context (pure)', () => {
     expect(messages[0]).to.deep.equal({ role: 'system', content: 'sys' })
     const last = messages.at(-1) as any
     expect(last.role).to.equal('user')
-    expect(last.content.startsWith(TASK_STATE_HEADER + '{"task":{"id":"t1"')).to.equal(true)
+    expect(last.content.startsWith(TASK_STATE_HEADER + ' as of seq 2; it holds until a newer one follows]\n{"task":{"id":"t1"')).to.equal(true)
     expect(last.content).to.match(/not shown\]$/)
     expect(last.content.length).to.be.lessThan(400)
     expect(messages.map((m) => (m as any).content).slice(1, -1)).to.deep.equal(['go', 'ok'])
@@ -151,15 +151,36 @@ describe('model context (pure)', () => {
     }
   })
 
+  it('a task state unchanged since its note adds nothing; a changed one is appended after what is new, the old note left in place', () => {
+    const events: SessionEvent[] = [user('do it')]
+    const first = layoutMessages({ instructions: 'sys', taskState: { phase: 'active', node: 'a' }, events }, LIMITS)
+    events.push(ev('model/usage', {}), call('c0', 'read'), result('c0', 'read', 'x'))
+    const same = layoutMessages({ instructions: 'sys', taskState: { phase: 'active', node: 'a' }, events, keepFrom: first.keepFrom, notes: first.notes }, LIMITS)
+    // Exactly the previous request, then the new call and its result.
+    expect(same.messages.slice(0, first.messages.length)).to.deep.equal(first.messages)
+    expect(same.messages.slice(first.messages.length).map((m) => m.role)).to.deep.equal(['assistant', 'tool'])
+    events.push(ev('model/usage', {}), call('c1', 'write'), result('c1', 'write', 'ok'))
+    const changed = layoutMessages({ instructions: 'sys', taskState: { phase: 'reviewing', node: 'a' }, events, keepFrom: same.keepFrom, notes: same.notes }, LIMITS)
+    expect(changed.messages.slice(0, same.messages.length)).to.deep.equal(same.messages)
+    const notes = changed.messages.filter((m) => (m as any).content?.startsWith(TASK_STATE_HEADER)).map((m) => (m as any).content)
+    expect(notes).to.have.length(2)
+    expect(notes[1]).to.include('"reviewing"')
+    expect((changed.messages.at(-1) as any).content).to.equal(notes[1])
+  })
+
   it('once the window is full, drops down to the low-water mark in one jump, then keeps its start for many steps', () => {
     const events: SessionEvent[] = [user('THE INPUT')]
     let keepFrom: number | undefined
+    let notes: StateNote[] | undefined
     const starts: number[] = []
     const drops: number[] = []
     for (let step = 0; step < 120; step++) {
       events.push(said(`step ${step} ${'s'.repeat(300)}`), call(`k${step}`, 'read'), result(`k${step}`, 'read', 'r'.repeat(90)))
-      const layout = layoutMessages({ instructions: 'sys', taskState: { step }, events, keepFrom }, LIMITS)
+      // The state changes every other step: each change is a note; the current one is always shown.
+      const layout = layoutMessages({ instructions: 'sys', taskState: { half: Math.floor(step / 2) }, events, keepFrom, notes }, LIMITS)
+      notes = layout.notes
       expect(layout.tokens).to.be.at.most(LIMITS.contextTokens)
+      expect(JSON.stringify(layout.messages)).to.include(`{\\"half\\":${Math.floor(step / 2)}}`)
       expect(layout.messages.map((m) => (m as any).content)).to.include('THE INPUT')
       if (layout.dropped) drops.push(step)
       starts.push(layout.keepFrom)
