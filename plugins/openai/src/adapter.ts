@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks'
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai'
 import type { Context } from 'cordis'
 import type { ModelAdapter, ModelRequest, Session } from '@taskward/host'
@@ -24,8 +23,11 @@ export type TaskStateSource = (session: Session) => Promise<unknown>
 /** Called when a main session's turn ended MODEL_CONTEXT_EXCEEDED: pauses its task (index.ts). */
 export type ContextExceededHandler = (session: Session, error: TaskwardError) => Promise<void>
 
-/** The body of a refused request, read by the route's fetch (the SDK keeps only `error.message`). */
-const refusedBodies = new AsyncLocalStorage<{ body?: string }>()
+/**
+ * The step a request belongs to, for the route's fetch: a header it strips before sending. (An
+ * AsyncLocalStorage would do it too, but costs every promise of the step: ~1 ms a step.)
+ */
+const STEP_HEADER = 'x-taskward-step'
 
 /** Characters of a refused request's body kept (it is shown cut, redacted). */
 const BODY_CHARS = 8000
@@ -56,6 +58,9 @@ export class OpenAIRoute implements ModelAdapter {
   readonly counter: TokenCounter
   readonly limits: RouteContext
   private readonly windows: EventWindows
+  /** Steps in flight, by their STEP_HEADER id: where the route's fetch leaves a refused request's body. */
+  private readonly refusals = new Map<string, { body?: string }>()
+  private stepIds = 0
   /** Per session: the seq its shown transcript starts at and its task-state notes (context.ts keeps both stable). */
   private readonly starts = new Map<string, { keepFrom: number, notes: StateNote[] }>()
   /** The host's tool registry, read once: `ctx.tools` goes through cordis' tracing proxy (~0.1 ms a read). */
@@ -87,8 +92,18 @@ export class OpenAIRoute implements ModelAdapter {
       // A refused request's body is kept for the step that sent it: the SDK reads only `error.message`,
       // and vLLM's flat `{"object":"error","message":…}` would otherwise arrive as "(no body)".
       fetch: async (url: any, init?: any) => {
+        // The SDK hands its own Headers (or a record) per request: the id is taken out in place.
+        const headers = init?.headers
+        let id: string | null | undefined
+        if (headers instanceof Headers) {
+          id = headers.get(STEP_HEADER)
+          headers.delete(STEP_HEADER)
+        } else if (headers && typeof headers === 'object') {
+          id = headers[STEP_HEADER]
+          delete headers[STEP_HEADER]
+        }
         const response = await fetch(url, init)
-        const store = refusedBodies.getStore()
+        const store = id ? this.refusals.get(id) : undefined
         if (store && !response.ok) store.body = (await response.clone().text().catch(() => '')).slice(0, BODY_CHARS)
         return response
       },
@@ -242,10 +257,12 @@ export class OpenAIRoute implements ModelAdapter {
     const cancelled = new Promise<never>((_, reject) => abort.signal.addEventListener('abort', () => reject(new APIUserAbortError()), { once: true }))
     cancelled.catch(() => {})
     const refused: { body?: string } = {}
+    const stepId = String(++this.stepIds)
+    this.refusals.set(stepId, refused)
     try {
       const body = plan.body
       const stream = await Promise.race([
-        refusedBodies.run(refused, () => this.client.chat.completions.create(body as any as OpenAI.ChatCompletionCreateParamsStreaming, { signal: abort.signal })),
+        this.client.chat.completions.create(body as any as OpenAI.ChatCompletionCreateParamsStreaming, { signal: abort.signal, headers: { [STEP_HEADER]: stepId } }),
         cancelled,
       ])
       lastChunk = performance.now()
@@ -278,6 +295,7 @@ export class OpenAIRoute implements ModelAdapter {
       throw this.fault(error, stalled, refused.body, plan)
     } finally {
       clearTimeout(timer)
+      this.refusals.delete(stepId)
       request.signal.removeEventListener('abort', onCancel)
       // Closes the request on every way out; a shared reason spares an AbortError (and its stack) per step.
       if (!abort.signal.aborted) abort.abort(STEP_ENDED)

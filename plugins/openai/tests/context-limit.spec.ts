@@ -88,6 +88,8 @@ describe('plugin-openai: context limits against a loopback endpoint', function (
     expect(summary.error?.message).to.match(/answered 404: The model `qwen` does not exist/).and.not.match(/no body/)
     expect(summary.error?.message).to.not.include(KEY)
     expect(summary.error!.message.length).to.be.lessThan(800)
+    // The step id the route's fetch uses to keep the body never reaches the endpoint.
+    expect(mock.requests[0].headers).to.not.have.property('x-taskward-step')
   })
 
   it('Ollama\'s silent cut is detected: a coded warning in the log, and the next request fits its num_ctx', async () => {
