@@ -214,7 +214,7 @@ export class OpenAIRoute implements ModelAdapter {
         if (!(error instanceof TaskwardError) || error.code !== 'MODEL_CONTEXT_EXCEEDED') throw error
         // Learned: the next layout fits the limit the endpoint named (or, named none, three quarters of this request).
         const named = Number(error.details?.limit) || Math.floor(plan.estimate * 0.75)
-        this.limits.learn(named, 'a context-length refusal')
+        this.limits.learn(named, 'a context-length refusal', Number(error.details?.completion) || undefined)
         this.starts.delete(request.session.id)
         if (attempt === 0) {
           this.ctx.logger('openai').warn('route %s: the endpoint refused %d tokens (limit %s); retrying the step with a smaller window', this.config.route, plan.estimate, error.details?.limit ?? 'not named')
@@ -345,7 +345,7 @@ export class OpenAIRoute implements ModelAdapter {
         return new TaskwardError('MODEL_CONTEXT_EXCEEDED',
           `Model route "${route}" refused the request as longer than its context (${limit ? `limit ${limit} tokens` : 'no limit named'}, `
           + `request ${refusal.requested ?? `≈${plan.estimate}`} tokens). Nothing is lost: send a shorter message, or use a model with a larger context, then /task resume.`,
-          { route, status, reason: 'context', ...(limit ? { limit } : {}), requested: refusal.requested ?? plan.estimate })
+          { route, status, reason: 'context', ...(limit ? { limit } : {}), requested: refusal.requested ?? plan.estimate, ...(refusal.completion ? { completion: refusal.completion } : {}) })
       }
       // The SDK's message is empty when the endpoint's body is not `{error: {message}}` (vLLM's flat errors).
       const said = error.error ? error.message : body ? bodyMessage(body) : error.message

@@ -14,6 +14,8 @@ export interface ContextRefusal {
   limit?: number
   /** The request size it named, in tokens. */
   requested?: number
+  /** Of that, what it reserved for the completion (DeepSeek and vLLM name it: `… N in the completion`). */
+  completion?: number
 }
 
 const SIGNS = /context_length_exceeded|exceed_context_size|maximum context length|maximum model length|max_model_len|context (?:size|window|length)|too many tokens|prompt is too long/i
@@ -55,7 +57,8 @@ export function contextRefusal(status: number | undefined, body: string): Contex
   // Bounded: the patterns run over the first few kilobytes only (a body is the endpoint's, any size).
   const text = body.slice(0, 8000)
   if (!SIGNS.test(text)) return undefined
-  return { limit: first(text, LIMITS), requested: first(text, REQUESTED) }
+  const completion = first(text, [/(\d+) (?:tokens? )?in the completion/i])
+  return { limit: first(text, LIMITS), requested: first(text, REQUESTED), ...(completion ? { completion } : {}) }
 }
 
 /** What a refused request's body says, for a person: its `message` (flat or under `error`), else the text. */

@@ -23,9 +23,12 @@ export class RouteContext {
 
   constructor(private configured: number | undefined, private maxOutputTokens: number | undefined) {}
 
+  /** What the endpoint was seen to reserve for a completion when none is asked for (its default max_tokens). */
+  completion?: number
+
   /** What a window of a whole context of `tokens` leaves the prompt: the completion needs room too. */
   private prompt(tokens: number) {
-    const reserve = this.maxOutputTokens ?? Math.min(4096, Math.floor(tokens / 4))
+    const reserve = this.maxOutputTokens ?? Math.max(this.completion ?? 0, Math.min(4096, Math.floor(tokens / 4)))
     return Math.max(256, tokens - reserve)
   }
 
@@ -40,8 +43,12 @@ export class RouteContext {
     return size
   }
 
-  /** The endpoint showed it holds at most `tokens`; only ever lowers the limit. */
-  learn(tokens: number, source: string): boolean {
+  /**
+   * The endpoint showed it holds at most `tokens` (and, when named, reserves `completion` of them for the
+   * answer); only ever lowers the prompt's room.
+   */
+  learn(tokens: number, source: string, completion?: number): boolean {
+    if (completion && Number.isSafeInteger(completion) && completion < tokens) this.completion = Math.max(this.completion ?? 0, completion)
     if (!(Number.isSafeInteger(tokens) && tokens > 0)) return false
     if (this.learned && this.learned.tokens <= tokens) return false
     this.learned = { tokens, source }

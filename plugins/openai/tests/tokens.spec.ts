@@ -93,4 +93,19 @@ describe('context-length refusals (pure)', () => {
     expect(contextRefusal(500, "This model's maximum context length is 4096 tokens")).to.equal(undefined)
     expect(contextRefusal(400, '{"error":{"message":"temperature must be at most 2"}}')).to.equal(undefined)
   })
+
+  it('what the endpoint reserves for the completion is left free on the retry (DeepSeek\'s default max_tokens)', async () => {
+    const { contextRefusal, RouteContext } = await import('../src')
+    const { contextRefusalBody } = await import('@taskward/testkit')
+    const { status, body } = contextRefusalBody('deepseek', 65536, 40000, 32768)
+    const refusal = contextRefusal(status, JSON.stringify(body))!
+    expect(refusal).to.deep.equal({ limit: 65536, requested: 72768, completion: 32768 })
+    const route = new RouteContext(100_000, undefined)
+    route.learn(refusal.limit!, 'a refusal', refusal.completion)
+    expect(route.size().promptTokens).to.equal(65536 - 32768)
+    // A configured maxOutputTokens is what is asked for: it is the reserve.
+    const asked = new RouteContext(100_000, 1000)
+    asked.learn(refusal.limit!, 'a refusal', refusal.completion)
+    expect(asked.size().promptTokens).to.equal(64536)
+  })
 })
