@@ -1,4 +1,6 @@
 import { expect } from 'chai'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { diagnose, type Agent } from '@taskward/host'
 import { SupervisorPlugin } from '@taskward/plugin-supervisor'
 import type { SessionEvent } from '@taskward/protocol'
@@ -129,6 +131,25 @@ describe('plugin-openai: context limits against a loopback endpoint', function (
     const configured = host.ctx.models.get('mock') as OpenAIPlugin.OpenAIRoute
     await configured.prepare()
     expect(configured.describeContext()).to.match(/^context 16000 prompt tokens \(context\.contextTokens\)/)
+  })
+
+  it('reads OpenRouter\'s context_length, and an endpoint that does not answer discovers nothing within the timeout', async () => {
+    const server = createServer((req, res) => {
+      if (req.url === '/silent/v1/models') return // never answers
+      res.writeHead(req.url === '/v1/models' ? 200 : 404, { 'content-type': 'application/json' })
+      res.end(req.url === '/v1/models' ? JSON.stringify({ data: [{ id: 'openai/gpt-4o', context_length: 128000 }] }) : '{}')
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const port = (server.address() as AddressInfo).port
+    try {
+      expect(await OpenAIPlugin.discoverContext({ baseURL: `http://127.0.0.1:${port}/v1`, model: 'openai/gpt-4o', apiKey: KEY }))
+        .to.deep.equal({ tokens: 128000, source: `http://127.0.0.1:${port}/v1/models context_length` })
+      expect(await OpenAIPlugin.discoverContext({ baseURL: `http://127.0.0.1:${port}/v1`, model: 'other', apiKey: KEY })).to.equal(undefined)
+      expect(await OpenAIPlugin.discoverContext({ baseURL: `http://127.0.0.1:${port}/silent/v1`, model: 'x', apiKey: KEY, timeoutMs: 200 })).to.equal(undefined)
+    } finally {
+      server.closeAllConnections()
+      await new Promise((resolve) => server.close(resolve))
+    }
   })
 
   it('records the cached prompt tokens the endpoint reports (OpenAI/vLLM and DeepSeek fields) in model/usage', async () => {
