@@ -204,7 +204,7 @@ export class OpenAIRoute implements ModelAdapter {
       const plan = await this.plan(request)
       if (!plan.layout.fits) {
         throw await this.exceeded(request, new TaskwardError('MODEL_CONTEXT_EXCEEDED',
-          `The turn's input and task state alone are ≈${this.counter.calibrated(plan.layout.fixed + (this.toolCache?.raw ?? 0))} tokens; route "${this.config.route}" holds ${plan.limit} (${this.limits.size().source}). `
+          `The turn's input with the instructions, the tool schemas and the task state alone is ≈${this.counter.calibrated(plan.layout.fixed + (this.toolCache?.raw ?? 0))} tokens; route "${this.config.route}" holds ${plan.limit} (${this.limits.size().source}). `
           + 'Nothing is lost: send a shorter message, or use a model with a larger context (or raise context.contextTokens), then /task resume.',
           { route: this.config.route, limit: plan.limit, requested: this.counter.calibrated(plan.raw) }))
       }
