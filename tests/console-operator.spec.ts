@@ -77,7 +77,7 @@ function supervisedModel(gate: Promise<void>) {
             }
             request.onText?.(step.text.slice(8))
           }
-          return { ...step, usage: { promptTokens: 10, completionTokens: 5 } }
+          return { ...step, usage: { promptTokens: 10, completionTokens: 5, cachedTokens: 4 } }
         },
       })
       const verdict = (request: ModelRequest): ModelStep => {
@@ -166,6 +166,9 @@ describe('console: the operator drives a session in the browser', function () {
     await until(async () => Number(await page.getAttribute('#usage', 'data-total')) >= 45, 'the usage line')
     const usage = await op.host.ctx.operator.usage(session)
     expect(Number(await page.getAttribute('#usage', 'data-total'))).to.equal(usage.promptTokens + usage.completionTokens)
+    // The prompt tokens the endpoint served from its cache are shown too (4 a step here).
+    expect(Number(await page.getAttribute('#usage', 'data-cached'))).to.equal(4 * usage.steps)
+    expect(await page.textContent('#usage')).to.match(/of the prompt \d+ cached/)
     await screenshot(page, 'transcript')
     expect(await axeViolations(page)).to.deep.equal([])
   })

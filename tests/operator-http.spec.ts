@@ -181,7 +181,7 @@ describe('operator routes over HTTP', function () {
       await until(async () => (await events(id)).filter((e) => e.type === 'model/usage').length === 2, 'the second turn')
       const { body } = await http().json(`/api/sessions/${id}`)
       expect(body.usage).to.include({ steps: 2, promptTokens: 6, completionTokens: 4 })
-      expect(body.usage.byRoute['test-stream']).to.deep.equal({ steps: 2, promptTokens: 6, completionTokens: 4 })
+      expect(body.usage.byRoute['test-stream']).to.deep.equal({ steps: 2, promptTokens: 6, completionTokens: 4, cachedTokens: 0 })
     })
 
     it('runs slash commands and answers with their reply (or the coded refusal)', async () => {

@@ -48,6 +48,7 @@ export const ERROR_CODES = [
   'INTERNAL',
   // Models (plugin-openai and the agent loop)
   'MODEL_UNAVAILABLE',
+  'MODEL_CONTEXT_EXCEEDED',
   'TOKEN_BUDGET_EXHAUSTED',
   'REVIEW_FAULT',
   // The store (database, sessions, leases)

@@ -1,6 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { performance } from 'node:perf_hooks'
+import { contextRefusalBody, ollamaShow, vllmModels, type MockDialect } from './mock-dialects'
+import { loadMockEncoders, PrefixCache, promptTokens, textTokens } from './mock-tokens'
 
 /*
  * A loopback OpenAI-compatible server for tests: real HTTP on 127.0.0.1, `POST /v1/chat/completions`
@@ -30,8 +32,8 @@ export interface MockStream {
 
 export type MockReply =
   | MockStream
-  /** An error status (with `Retry-After` when given) and a JSON error body. */
-  | { kind: 'status', status: number, retryAfter?: string, message?: string }
+  /** An error status (with `Retry-After` when given) and a JSON error body (`body` as given, else `{error: {message}}`). */
+  | { kind: 'status', status: number, retryAfter?: string, message?: string, body?: unknown }
   /** Headers and `text` (if any) are sent, then nothing until the client gives up. */
   | { kind: 'stall', text?: string }
   /** The connection is destroyed before any answer. */
@@ -47,6 +49,10 @@ export interface MockRequest {
   firstByteAt?: number
   endedAt?: number
   reply?: MockReply
+  /** Prompt tokens as the endpoint counted them (mock-tokens.ts), when it counted. */
+  promptTokens?: number
+  /** True when the endpoint cut the prompt silently (the `ollama` dialect past its context). */
+  truncated?: boolean
 }
 
 export type MockScript = MockReply | ((request: MockRequest, index: number) => MockReply | Promise<MockReply>)
@@ -70,10 +76,18 @@ export class OpenAIMock {
   port = 0
   /** What is answered when the queue is empty: a 400 that says so (never retried, never silent). */
   fallback: MockScript = { kind: 'status', status: 400, message: 'openai-mock: no reply scripted for this request' }
+  /**
+   * The endpoint's context, as a server of `dialect` enforces it: a prompt past `tokens` is refused with
+   * that dialect's 400, or, for `ollama`, cut from the front silently (the usage reports what was kept).
+   * `discoverable`: `GET /v1/models` (vLLM dialects) or `POST /api/show` (ollama) tells the size.
+   */
+  context?: { tokens: number, dialect: MockDialect, discoverable?: boolean, model?: string }
+  /** Prefix caching: usage reports the prompt tokens served from it (DeepSeek's fields for `deepseek`). */
+  readonly cache = new PrefixCache()
 
   static async start(): Promise<OpenAIMock> {
     const mock = new OpenAIMock()
-    await mock.listen()
+    await Promise.all([mock.listen(), loadMockEncoders()])
     return mock
   }
 
@@ -121,6 +135,7 @@ export class OpenAIMock {
     const receivedAt = performance.now()
     let raw = ''
     for await (const chunk of req) raw += chunk
+    if (this.context?.discoverable && this.discovery(req, res)) return
     if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
       res.writeHead(404, { 'content-type': 'application/json' })
       res.end(JSON.stringify({ error: { message: `openai-mock: no route ${req.method} ${req.url}` } }))
@@ -140,13 +155,44 @@ export class OpenAIMock {
       if (!res.writableFinished) record.aborted = true
     })
     const index = this.served++
+    let cached = 0
+    if (this.context) {
+      const tokens = await promptTokens(body)
+      record.promptTokens = tokens.length
+      if (tokens.length > this.context.tokens) {
+        if (this.context.dialect !== 'ollama') {
+          const refusal = contextRefusalBody(this.context.dialect, this.context.tokens, tokens.length, Number(body.max_tokens) || 0)
+          res.writeHead(refusal.status, { 'content-type': 'application/json' })
+          res.end(JSON.stringify(refusal.body))
+          record.endedAt = performance.now()
+          return
+        }
+        // Ollama keeps the end of the prompt and drops the front: the system prompt first.
+        record.truncated = true
+        record.promptTokens = this.context.tokens
+      } else {
+        cached = this.cache.serve(tokens)
+      }
+    }
     const script = this.queue.shift() ?? this.fallback
     const reply = typeof script === 'function' ? await script(record, index) : script
     record.reply = reply
-    await this.answer(reply, record, res)
+    await this.answer(reply, record, res, cached)
   }
 
-  private async answer(reply: MockReply, record: MockRequest, res: ServerResponse) {
+  /** Answers a context-size question in the configured dialect; false when `req` is not one. */
+  private discovery(req: IncomingMessage, res: ServerResponse): boolean {
+    const { dialect, tokens, model } = this.context!
+    let answer: unknown
+    if (req.method === 'GET' && req.url?.endsWith('/v1/models') && dialect.startsWith('vllm')) answer = vllmModels(model ?? 'mock', tokens)
+    if (req.method === 'POST' && req.url === '/api/show' && dialect === 'ollama') answer = ollamaShow(tokens)
+    if (!answer) return false
+    res.writeHead(200, { 'content-type': 'application/json' })
+    res.end(JSON.stringify(answer))
+    return true
+  }
+
+  private async answer(reply: MockReply, record: MockRequest, res: ServerResponse, cached = 0) {
     const id = `chatcmpl-mock-${this.served}`
     const model = String(record.body.model ?? 'mock')
     const chunk = (delta: Record<string, unknown>, finish: string | null = null, extra: Record<string, unknown> = {}) => ({
@@ -169,7 +215,8 @@ export class OpenAIMock {
       const headers: Record<string, string> = { 'content-type': 'application/json' }
       if (reply.retryAfter !== undefined) headers['retry-after'] = reply.retryAfter
       res.writeHead(reply.status, headers)
-      res.end(JSON.stringify({ error: { message: reply.message ?? `openai-mock: status ${reply.status}`, type: 'mock_error' } }))
+      // `body`: sent as it is (vLLM's flat `{"object":"error","message":…}`, which the SDK does not read).
+      res.end(JSON.stringify(reply.body ?? { error: { message: reply.message ?? `openai-mock: status ${reply.status}`, type: 'mock_error' } }))
       record.endedAt = performance.now()
       return
     }
@@ -214,7 +261,17 @@ export class OpenAIMock {
     send(chunk({}, calls.length ? 'tool_calls' : 'stop'))
     const wantsUsage = record.body.stream_options?.include_usage
     if (wantsUsage && reply.usage !== false) {
-      const usage = reply.usage ?? { prompt_tokens: Math.ceil(JSON.stringify(record.body.messages ?? []).length / 4), completion_tokens: Math.ceil((text.length + JSON.stringify(calls).length) / 4) }
+      let usage: Record<string, unknown> & { prompt_tokens: number, completion_tokens: number }
+      if (reply.usage) {
+        usage = reply.usage
+      } else {
+        // Counted for real (mock-tokens.ts): the prompt as a chat template renders it, the output's text.
+        const prompt = record.promptTokens ?? (await promptTokens(record.body)).length
+        record.promptTokens = prompt
+        usage = { prompt_tokens: prompt, completion_tokens: await textTokens(model, text + calls.map((c) => typeof c.args === 'string' ? c.args : JSON.stringify(c.args)).join('')) }
+        if (this.context?.dialect === 'deepseek') Object.assign(usage, { prompt_cache_hit_tokens: cached, prompt_cache_miss_tokens: prompt - cached })
+        else if (this.context) usage.prompt_tokens_details = { cached_tokens: cached }
+      }
       send({ id, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model, choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } })
     }
     send('[DONE]')
@@ -227,11 +284,13 @@ export interface TaskPlayerOptions {
   plan?: { acceptanceCriteria: string[], nodes: { id: string, title: string, dependsOn?: string[] }[] }
   /** Usage reported per step (default: the mock's estimate). */
   usage?: { prompt_tokens: number, completion_tokens: number }
+  /** A file the main agent reads before writing each node's file (a long task's tool results). */
+  read?: string
 }
 
 /**
- * A stateless model that plays a supervised task from what the adapter sends: the task state in
- * the system message, the turn's input and the tool results since. Main agent: plan, start each
+ * A stateless model that plays a supervised task from what the adapter sends: the latest task-state note
+ * (after the transcript), the turn's input and the tool results since. Main agent: plan, start each
  * ready node, write `<node>.txt`, report it citing the write's seq, request completion; a user
  * message asking to "propose a repair" reads `a.txt` and proposes reworking node `a`. Reviewer:
  * read the log, then pass. Any tool error ends the turn with a text answer (never a loop).
@@ -272,11 +331,11 @@ export function taskPlayer(options: TaskPlayerOptions = {}) {
       }
       return text('Proposed the repair; it waits for your confirmation.')
     }
-    const marker = 'Current task state (task_status):\n'
-    const at = system.indexOf(marker)
+    // The task state: the latest state note (the adapter appends one after the transcript when it changed).
+    const stateMessage = String(messages.findLast((m) => m.role === 'user' && String(m.content).startsWith('[host: task state (task_status)'))?.content ?? '')
     let state: any
     try {
-      state = at >= 0 ? JSON.parse(system.slice(at + marker.length)) : undefined
+      state = stateMessage ? JSON.parse(stateMessage.slice(stateMessage.indexOf('\n') + 1)) : undefined
     } catch {
       return text('The task state was cut; stopping.')
     }
@@ -288,6 +347,7 @@ export function taskPlayer(options: TaskPlayerOptions = {}) {
     const running = state.nodes.find((n: any) => n.status === 'running')
     if (running) {
       if (calls.at(-1) === 'write') return call('task_report_stage', { nodeId: running.id, summary: `wrote ${running.id}.txt`, evidenceSeqs: [last?.seq] })
+      if (options.read && calls.at(-1) !== 'read') return call('read', { path: options.read })
       const why = state.task.reopenedFromProposalId ? 'repaired' : 'first pass'
       return call('write', { path: `${running.id}.txt`, content: `${running.id} done (${why}, attempt ${running.attempt ?? 1})\n` })
     }

@@ -13,7 +13,7 @@ export class Operate {
     this.sessionId = sessionId
     this.base = `/api/sessions/${encodeURIComponent(sessionId)}`
     this.transcript = new Transcript()
-    this.usage = { promptTokens: 0, completionTokens: 0, steps: 0 }
+    this.usage = { promptTokens: 0, completionTokens: 0, cachedTokens: 0, steps: 0 }
     this.usageAsOf = 0
     this.usageLine = h('p', { id: 'usage', class: 'usage muted' })
     this.queueList = h('ol', { id: 'queue-list', class: 'queue-list' })
@@ -52,7 +52,7 @@ export class Operate {
   /** Load the recent transcript, usage and queue. */
   async load() {
     const info = await getJson(this.base)
-    this.usage = { ...info.usage }
+    this.usage = { cachedTokens: 0, ...info.usage }
     this.usageAsOf = info.session.seq
     this.renderUsage()
     await this.fill(Math.max(0, info.session.seq - 1000))
@@ -84,16 +84,20 @@ export class Operate {
       this.usage.steps += 1
       this.usage.promptTokens += Number(event.data?.promptTokens) || 0
       this.usage.completionTokens += Number(event.data?.completionTokens) || 0
+      this.usage.cachedTokens += Number(event.data?.cachedTokens) || 0
       this.renderUsage()
     }
   }
 
   renderUsage() {
-    const { promptTokens, completionTokens, steps } = this.usage
+    const { promptTokens, completionTokens, cachedTokens, steps } = this.usage
+    // Cached: the prompt tokens the endpoint served from its prompt cache (billed for less).
+    const cached = cachedTokens ? `, of the prompt ${cachedTokens} cached` : ''
     this.usageLine.textContent = steps
-      ? `Tokens used in this session: ${promptTokens + completionTokens} (prompt ${promptTokens}, completion ${completionTokens}) over ${steps} model step${steps === 1 ? '' : 's'}.`
+      ? `Tokens used in this session: ${promptTokens + completionTokens} (prompt ${promptTokens}, completion ${completionTokens}${cached}) over ${steps} model step${steps === 1 ? '' : 's'}.`
       : 'No token usage reported yet.'
     this.usageLine.dataset.total = String(promptTokens + completionTokens)
+    this.usageLine.dataset.cached = String(cachedTokens)
   }
 
   renderQueue({ state, held, items }) {

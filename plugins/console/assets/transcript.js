@@ -125,6 +125,9 @@ export class Transcript {
       case 'agent/error':
         return h('div', { ...at, class: 'msg refusal model-error', 'data-code': data.code },
           h('p', { class: 'who' }, 'Model error: ', h('strong', {}, data.code)), h('p', { class: 'text' }, String(data.message ?? '')))
+      case 'model/warning':
+        return h('div', { ...at, class: 'msg note model-warning', 'data-code': data.code },
+          h('p', { class: 'who' }, 'Model warning: ', h('strong', {}, String(data.code ?? ''))), h('p', { class: 'text' }, String(data.message ?? '')))
       case 'agent/cancelled':
         return h('div', { ...at, class: 'msg note' },
           h('p', { class: 'text' }, `Stopped by the operator${data.running ? '' : ' (no turn was running)'}; ${data.dropped} queued turn${data.dropped === 1 ? '' : 's'} dropped.`))

@@ -3,7 +3,11 @@ import type { Context } from 'cordis'
 import type { ModelAdapter, ModelRequest, Session } from '@taskward/host'
 import { TaskwardError } from '@taskward/protocol'
 import type { ContextConfig, RouteConfig } from './config'
-import { buildMessages, estimateTokens, type ChatMessage } from './context'
+import { cut, layoutMessages, type ChatMessage, type Layout, type StateNote } from './context'
+import { bodyMessage, contextRefusal } from './context-limit'
+import { discoverContext } from './discovery'
+import { RouteContext, silentlyCut } from './route-context'
+import { SAFETY_MARGIN, TokenCounter } from './tokens'
 import { toolParameters, type JsonSchema } from './json-schema'
 import { instructionsFor } from './prompts'
 import { redact } from './redact'
@@ -16,29 +20,67 @@ const STEP_ENDED = Object.freeze({ reason: 'step ended' })
 /** Resolves with the task state a session's model should see (the supervisor's `task_status`), if any. */
 export type TaskStateSource = (session: Session) => Promise<unknown>
 
+/** Called when a main session's turn ended MODEL_CONTEXT_EXCEEDED: pauses its task (index.ts). */
+export type ContextExceededHandler = (session: Session, error: TaskwardError) => Promise<void>
+
 /**
- * One route: one endpoint and model over the official SDK. Each step rebuilds a bounded context from
- * the session log, streams one Chat Completion with every host tool offered, and hands back the
- * assembled step. Every failure becomes `MODEL_UNAVAILABLE` (key scrubbed); a cancel aborts the
- * request at once.
+ * The step a request belongs to, for the route's fetch: a header it strips before sending. (An
+ * AsyncLocalStorage would do it too, but costs every promise of the step: ~1 ms a step.)
+ */
+const STEP_HEADER = 'x-taskward-step'
+
+/** Characters of a refused request's body kept (it is shown cut, redacted). */
+const BODY_CHARS = 8000
+
+/** How many sessions' window starts a route remembers. */
+const WINDOWS = 64
+
+/** One request, as built for a step. */
+interface Plan {
+  body: Record<string, any> & { messages: ChatMessage[], tools?: unknown[] }
+  layout: Layout
+  /** Raw (uncalibrated) tokens of messages and tools. */
+  raw: number
+  /** The calibrated estimate of the whole request, margin excluded. */
+  estimate: number
+  limit: number
+}
+
+/**
+ * One route: one endpoint and model over the official SDK. Each step lays out a bounded, cache-stable
+ * context from the session log (context.ts), counts it (tokens.ts) against what the route may hold
+ * (route-context.ts), streams one Chat Completion with every host tool offered, and hands back the
+ * assembled step. A context-length refusal is learned from and retried once with a window that fits;
+ * every other failure becomes `MODEL_UNAVAILABLE` (key scrubbed); a cancel aborts the request at once.
  */
 export class OpenAIRoute implements ModelAdapter {
   readonly client: OpenAI
+  readonly counter: TokenCounter
+  readonly limits: RouteContext
   private readonly windows: EventWindows
+  /** Steps in flight, by their STEP_HEADER id: where the route's fetch leaves a refused request's body. */
+  private readonly refusals = new Map<string, { body?: string }>()
+  private stepIds = 0
+  /** Per session: the seq its shown transcript starts at and its task-state notes (context.ts keeps both stable). */
+  private readonly starts = new Map<string, { keepFrom: number, notes: StateNote[] }>()
   /** The host's tool registry, read once: `ctx.tools` goes through cordis' tracing proxy (~0.1 ms a read). */
   private readonly registry: Context['tools']
-  private toolCache?: { defs: unknown[], tools: { type: 'function', function: { name: string, description: string, parameters: JsonSchema } }[] }
+  private toolCache?: { defs: unknown[], tools: { type: 'function', function: { name: string, description: string, parameters: JsonSchema } }[], raw: number }
+  private preparing?: Promise<void>
 
   constructor(
     private ctx: Context,
     readonly config: RouteConfig & { apiKey: string },
     private context: ContextConfig,
     private taskState?: TaskStateSource,
+    private onContextExceeded?: ContextExceededHandler,
   ) {
-    // A message longer than the whole budget in characters is cut by the builder anyway.
     const tools = ctx.tools
     this.registry = (tools as any)[Symbol.for('cordis.original')] ?? tools
-    this.windows = new EventWindows(ctx, context.maxEvents, context.toolResultChars, context.contextTokens * 4)
+    this.counter = new TokenCounter(config.model)
+    this.limits = new RouteContext(context.contextTokens, config.maxOutputTokens)
+    // A message longer than the whole budget in characters is cut by the builder anyway.
+    this.windows = new EventWindows(ctx, context.maxEvents, context.toolResultChars, (context.contextTokens ?? 32000) * 4)
     const logger = ctx.logger('openai')
     const scrub = (args: unknown[]) => args.map((arg) => redact(typeof arg === 'string' ? arg : safeString(arg), config.apiKey))
     this.client = new OpenAI({
@@ -47,6 +89,24 @@ export class OpenAIRoute implements ModelAdapter {
       timeout: config.timeoutMs,
       maxRetries: config.maxRetries,
       logLevel: 'info',
+      // A refused request's body is kept for the step that sent it: the SDK reads only `error.message`,
+      // and vLLM's flat `{"object":"error","message":…}` would otherwise arrive as "(no body)".
+      fetch: async (url: any, init?: any) => {
+        // The SDK hands its own Headers (or a record) per request: the id is taken out in place.
+        const headers = init?.headers
+        let id: string | null | undefined
+        if (headers instanceof Headers) {
+          id = headers.get(STEP_HEADER)
+          headers.delete(STEP_HEADER)
+        } else if (headers && typeof headers === 'object') {
+          id = headers[STEP_HEADER]
+          delete headers[STEP_HEADER]
+        }
+        const response = await fetch(url, init)
+        const store = id ? this.refusals.get(id) : undefined
+        if (store && !response.ok) store.body = (await response.clone().text().catch(() => '')).slice(0, BODY_CHARS)
+        return response
+      },
       // The SDK's retry notices go to the host log, with the key scrubbed from anything it prints.
       logger: {
         error: (...args) => logger.warn(...scrub(args) as [string]),
@@ -57,8 +117,52 @@ export class OpenAIRoute implements ModelAdapter {
     })
   }
 
+  /** Loads the tokenizer and asks the endpoint its context size (once; neither is fatal). */
+  prepare(): Promise<void> {
+    this.preparing ??= (async () => {
+      const discovery = this.context.contextTokens !== undefined ? undefined
+        : discoverContext({ baseURL: this.config.baseURL, model: this.config.model, apiKey: this.config.apiKey })
+      await this.counter.ready().catch((error) => this.ctx.logger('openai').warn('route %s: tokenizer not loaded (%s); counting ≈ 3 characters a token', this.config.route, error))
+      const found = await discovery
+      if (found) {
+        this.limits.discovered = found
+        this.ctx.logger('openai').info('route %s: context %d tokens (%s)', this.config.route, found.tokens, found.source)
+      }
+    })()
+    return this.preparing
+  }
+
+  /** The route's context as `npm run doctor` prints it. */
+  describeContext(): string {
+    const size = this.limits.size()
+    return `context ${size.promptTokens} prompt tokens (${size.source}); tokens counted ${this.counter.exact ? `exactly (${this.counter.encoding})` : `by estimate (${this.counter.encoding} × ${this.counter.ratio.toFixed(2)} calibrated)`}`
+  }
+
   /** The chat messages of a request (exposed for tests and the benchmark). */
   async messages(request: ModelRequest): Promise<ChatMessage[]> {
+    return (await this.plan(request)).body.messages
+  }
+
+  /** Every host tool as a function tool, by name (a fixed order: part of the cached prefix); converted again only when the registry changed. */
+  tools() {
+    return this.toolSet().tools
+  }
+
+  private toolSet() {
+    const defs = this.registry.list()
+    if (this.toolCache && this.toolCache.defs.length === defs.length && this.toolCache.defs.every((def, i) => def === defs[i])) {
+      return this.toolCache
+    }
+    const tools = [...defs].sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0).map((tool) => ({
+      type: 'function' as const,
+      function: { name: tool.name, description: tool.description, parameters: toolParameters(tool.parameters) },
+    }))
+    this.toolCache = { defs, tools, raw: this.counter.tools(tools) }
+    return this.toolCache
+  }
+
+  /** The request of one step: the window laid out to fit what the route may hold. */
+  private async plan(request: ModelRequest): Promise<Plan> {
     const session = request.session
     const { events, unread } = await this.windows.latest(session)
     let taskState: unknown
@@ -67,24 +171,69 @@ export class OpenAIRoute implements ModelAdapter {
     } catch {
       taskState = undefined
     }
-    return buildMessages({ instructions: instructionsFor(request.role, session.cwd), taskState, events, unread }, this.context)
-  }
-
-  /** Every host tool as a function tool; converted again only when the registry changed. */
-  tools() {
-    const defs = this.registry.list()
-    if (this.toolCache && this.toolCache.defs.length === defs.length && this.toolCache.defs.every((def, i) => def === defs[i])) {
-      return this.toolCache.tools
+    const { tools, raw: toolTokens } = this.toolSet()
+    const limit = this.limits.size().promptTokens
+    // In raw counts: the room left by the tools, shrunk by the route's calibration and the margin.
+    const room = Math.floor(limit / (this.counter.ratio * SAFETY_MARGIN)) - toolTokens
+    const layout = layoutMessages(
+      { instructions: instructionsFor(request.role, session.cwd), taskState, events, unread, ...this.starts.get(session.id) },
+      { contextTokens: Math.max(0, room), toolResultChars: this.context.toolResultChars, taskStateChars: this.context.taskStateChars, lowWater: this.context.lowWater },
+      (message) => this.counter.message(message),
+    )
+    this.starts.delete(session.id)
+    this.starts.set(session.id, { keepFrom: layout.keepFrom, notes: layout.notes })
+    while (this.starts.size > WINDOWS) this.starts.delete(this.starts.keys().next().value!)
+    if (layout.dropped) this.ctx.logger('openai').debug('route %s, session %s: window starts at seq %d now', this.config.route, session.id, layout.keepFrom)
+    // Tools before messages: the serialized request, too, starts with what does not change.
+    const body: Plan['body'] = {
+      model: this.config.model,
+      ...(tools.length ? { tools } : {}),
+      stream: true as const,
+      stream_options: { include_usage: true },
+      ...(this.config.temperature !== undefined ? { temperature: this.config.temperature } : {}),
+      ...(this.config.maxOutputTokens !== undefined ? { max_tokens: this.config.maxOutputTokens } : {}),
+      messages: layout.messages,
     }
-    const tools = defs.map((tool) => ({
-      type: 'function' as const,
-      function: { name: tool.name, description: tool.description, parameters: toolParameters(tool.parameters) },
-    }))
-    this.toolCache = { defs, tools }
-    return tools
+    const raw = layout.tokens + (tools.length ? toolTokens : 0)
+    return { body, layout, raw, estimate: this.counter.calibrated(raw), limit }
   }
 
   async step(request: ModelRequest): Promise<AssembledStep> {
+    await this.prepare()
+    for (let attempt = 0; ; attempt++) {
+      const plan = await this.plan(request)
+      if (!plan.layout.fits) {
+        throw await this.exceeded(request, new TaskwardError('MODEL_CONTEXT_EXCEEDED',
+          `The turn's input with the instructions, the tool schemas and the task state alone is ≈${this.counter.calibrated(plan.layout.fixed + (this.toolCache?.raw ?? 0))} tokens; route "${this.config.route}" holds ${plan.limit} (${this.limits.size().source}). `
+          + 'Nothing is lost: send a shorter message, or use a model with a larger context (or raise context.contextTokens), then /task resume.',
+          { route: this.config.route, limit: plan.limit, requested: this.counter.calibrated(plan.raw) }))
+      }
+      try {
+        return await this.send(request, plan)
+      } catch (error) {
+        if (!(error instanceof TaskwardError) || error.code !== 'MODEL_CONTEXT_EXCEEDED') throw error
+        // Learned: the next layout fits the limit the endpoint named (or, named none, three quarters of this request).
+        const named = Number(error.details?.limit) || Math.floor(plan.estimate * 0.75)
+        this.limits.learn(named, 'a context-length refusal', Number(error.details?.completion) || undefined)
+        this.starts.delete(request.session.id)
+        if (attempt === 0) {
+          this.ctx.logger('openai').warn('route %s: the endpoint refused %d tokens (limit %s); retrying the step with a smaller window', this.config.route, plan.estimate, error.details?.limit ?? 'not named')
+          continue
+        }
+        throw await this.exceeded(request, error)
+      }
+    }
+  }
+
+  /** Pauses a main session's task with the error's reason (through the handler), then hands the error back. */
+  private async exceeded(request: ModelRequest, error: TaskwardError) {
+    if (request.role === 'main' && this.onContextExceeded) {
+      await this.onContextExceeded(request.session, error).catch((fault) => this.ctx.logger('openai').warn('pausing after MODEL_CONTEXT_EXCEEDED failed: %s', fault))
+    }
+    return error
+  }
+
+  private async send(request: ModelRequest, plan: Plan): Promise<AssembledStep> {
     const assembler = new StepAssembler({ onText: request.onText, reasoningChars: this.context.reasoningChars, maxStepChars: this.context.maxStepChars })
     // Our own controller: aborted by the agent's cancel, or by a stream that stalls past timeoutMs.
     const abort = new AbortController()
@@ -107,18 +256,15 @@ export class OpenAIRoute implements ModelAdapter {
     // A cancel wins at once, even while the SDK sleeps before a retry.
     const cancelled = new Promise<never>((_, reject) => abort.signal.addEventListener('abort', () => reject(new APIUserAbortError()), { once: true }))
     cancelled.catch(() => {})
+    const refused: { body?: string } = {}
+    const stepId = String(++this.stepIds)
+    this.refusals.set(stepId, refused)
     try {
-      const body = {
-        model: this.config.model,
-        messages: await this.messages(request) as any[],
-        tools: this.tools(),
-        stream: true as const,
-        stream_options: { include_usage: true },
-        ...(this.config.temperature !== undefined ? { temperature: this.config.temperature } : {}),
-        ...(this.config.maxOutputTokens !== undefined ? { max_tokens: this.config.maxOutputTokens } : {}),
-      }
-      if (!body.tools.length) delete (body as any).tools
-      const stream = await Promise.race([this.client.chat.completions.create(body, { signal: abort.signal }), cancelled])
+      const body = plan.body
+      const stream = await Promise.race([
+        this.client.chat.completions.create(body as any as OpenAI.ChatCompletionCreateParamsStreaming, { signal: abort.signal, headers: { [STEP_HEADER]: stepId } }),
+        cancelled,
+      ])
       lastChunk = performance.now()
       watch(this.config.timeoutMs)
       // An abort (cancel, stall) ends the SDK's stream quietly: the check after the loop tells it from
@@ -129,13 +275,16 @@ export class OpenAIRoute implements ModelAdapter {
       }
       if (abort.signal.aborted) throw new APIUserAbortError()
       const step = assembler.finish()
-      // An endpoint that ignores `include_usage` (some vLLM and Ollama builds) must not make the token
-      // budget silently void: the step is charged an estimate (≈ 4 characters a token), marked as such.
-      if (!step.usage) {
+      step.estimatedPromptTokens = plan.estimate
+      if (step.usage) {
+        await this.checkReported(request, plan, step.usage.promptTokens)
+      } else {
+        // An endpoint that ignores `include_usage` (some vLLM and Ollama builds) must not make the token
+        // budget silently void: the step is charged the estimate, marked as such.
         const output = (step.text ?? '') + JSON.stringify(step.toolCalls ?? [])
         step.usage = {
-          promptTokens: estimateTokens(JSON.stringify(body.messages) + JSON.stringify(body.tools ?? [])),
-          completionTokens: estimateTokens(step.toolCalls?.length ? output : step.text ?? ''),
+          promptTokens: plan.estimate,
+          completionTokens: this.counter.calibrated(this.counter.count(step.toolCalls?.length ? output : step.text ?? '')),
           estimated: true,
         }
       }
@@ -143,17 +292,38 @@ export class OpenAIRoute implements ModelAdapter {
       return step
     } catch (error) {
       if (request.signal.aborted) throw new TaskwardError('MODEL_UNAVAILABLE', 'The model request was cancelled.', { route: this.config.route, cancelled: true })
-      throw this.fault(error, stalled)
+      throw this.fault(error, stalled, refused.body, plan)
     } finally {
       clearTimeout(timer)
+      this.refusals.delete(stepId)
       request.signal.removeEventListener('abort', onCancel)
       // Closes the request on every way out; a shared reason spares an AbortError (and its stack) per step.
       if (!abort.signal.aborted) abort.abort(STEP_ENDED)
     }
   }
 
+  /**
+   * The endpoint's count of what was sent: calibrates the route's estimate, or, far below what was sent,
+   * shows the endpoint cut the prompt silently (Ollama past num_ctx): a coded warning, and the route's
+   * context learned down to what it kept.
+   */
+  private async checkReported(request: ModelRequest, plan: Plan, reported: number) {
+    if (!silentlyCut(plan.estimate, reported)) {
+      this.counter.observe(plan.raw, reported)
+      return
+    }
+    this.limits.learn(reported, 'a prompt the endpoint cut')
+    this.starts.delete(request.session.id)
+    const message = `Model route "${this.config.route}" counted ${reported} prompt tokens of the ≈${plan.estimate} sent: the endpoint cut the prompt `
+      + `without an error (Ollama does past its num_ctx). The route now sends at most ${this.limits.size().promptTokens} prompt tokens; `
+      + 'raise num_ctx (Ollama: the model\'s PARAMETER num_ctx, or OLLAMA_CONTEXT_LENGTH) and set context.contextTokens to match.'
+    this.ctx.logger('openai').warn('MODEL_CONTEXT_TRUNCATED: %s', message)
+    await request.session.append('model/warning', { code: 'MODEL_CONTEXT_TRUNCATED', route: this.config.route, message, reported, sent: plan.estimate })
+      .catch(() => {})
+  }
+
   /** A coded, key-free error for any failure of a step. */
-  private fault(error: unknown, stalled: boolean): TaskwardError {
+  private fault(error: unknown, stalled: boolean, body: string | undefined, plan: Plan): TaskwardError {
     const route = this.config.route
     const scrub = (text: string) => redact(text, this.config.apiKey)
     if (stalled) {
@@ -168,13 +338,24 @@ export class OpenAIRoute implements ModelAdapter {
     }
     if (error instanceof APIError) {
       const status = error.status
+      const text = body ?? (error.error ? safeString(error.error) : '')
+      const refusal = contextRefusal(status, `${text}\n${error.message}\n${error.code ?? ''}`)
+      if (refusal) {
+        const limit = refusal.limit
+        return new TaskwardError('MODEL_CONTEXT_EXCEEDED',
+          `Model route "${route}" refused the request as longer than its context (${limit ? `limit ${limit} tokens` : 'no limit named'}, `
+          + `request ${refusal.requested ?? `≈${plan.estimate}`} tokens). Nothing is lost: send a shorter message, or use a model with a larger context, then /task resume.`,
+          { route, status, reason: 'context', ...(limit ? { limit } : {}), requested: refusal.requested ?? plan.estimate, ...(refusal.completion ? { completion: refusal.completion } : {}) })
+      }
+      // The SDK's message is empty when the endpoint's body is not `{error: {message}}` (vLLM's flat errors).
+      const said = error.error ? error.message : body ? bodyMessage(body) : error.message
       const hint = status === 401 || status === 403 ? 'the endpoint refused the API key; check it'
         : status === 404 ? 'check the model name and baseURL'
           : status === 429 ? 'the endpoint is rate limiting; wait and retry the turn'
             : status && status >= 500 ? 'the endpoint failed; retry the turn later'
               : 'the endpoint refused the request'
       return new TaskwardError('MODEL_UNAVAILABLE',
-        `Model route "${route}" answered ${status ?? 'an error'}: ${scrub(error.message).slice(0, 500)} — ${hint}.`,
+        `Model route "${route}" answered ${status ?? 'an error'}: ${cut(scrub(said), 500)} — ${hint}.`,
         { route, status, reason: 'status' })
     }
     if (error instanceof TaskwardError) return error

@@ -19,12 +19,22 @@ export interface TaskTokens {
   tokens: number
 }
 
+/**
+ * What one `model/usage` counts: its prompt and completion tokens, a prompt token the endpoint served
+ * from its cache weighted `cachedWeight` (it is billed and served for a fraction of the price).
+ */
+export function usageTokens(data: any, cachedWeight = 1): number {
+  const prompt = Number(data?.promptTokens) || 0
+  const cached = Math.min(prompt, Math.max(0, Number(data?.cachedTokens) || 0))
+  return prompt - cached + cached * cachedWeight + (Number(data?.completionTokens) || 0)
+}
+
 /** Fold events onto a running count: a record of another task restarts it. Pure. */
-export function taskTokens(acc: TaskTokens, events: Iterable<SessionEvent>): TaskTokens {
+export function taskTokens(acc: TaskTokens, events: Iterable<SessionEvent>, cachedWeight = 1): TaskTokens {
   let { taskId, tokens } = acc
   for (const event of events) {
     if (event.type === 'model/usage') {
-      tokens += (Number(event.data?.promptTokens) || 0) + (Number(event.data?.completionTokens) || 0)
+      tokens += usageTokens(event.data, cachedWeight)
     } else if (event.type === RECORD_EVENT_TYPE && event.data?.namespace === TASK_NAMESPACE && event.data?.kind === TASK_STATE_KIND) {
       const id = event.data?.payload?.id
       if (typeof id === 'string' && id !== taskId) {
@@ -38,7 +48,7 @@ export function taskTokens(acc: TaskTokens, events: Iterable<SessionEvent>): Tas
 
 const LIVE_PHASES = ['planning', 'awaiting-approval', 'active', 'reviewing']
 
-export function registerTokenBudget(ctx: Context, budget: number) {
+export function registerTokenBudget(ctx: Context, budget: number, cachedWeight = 1) {
   // Incremental counts, so that a step reads only the events written since the last one.
   const mains = new Map<string, TaskTokens & { next: number }>()
   const reviewers = new Map<string, { next: number, tokens: number }>()
@@ -52,7 +62,7 @@ export function registerTokenBudget(ctx: Context, budget: number) {
   async function used(main: Session, state: SupervisorState, taskId: string) {
     const known = mains.get(main.id) ?? { next: 0, tokens: 0 }
     const events = await read(main, known.next)
-    const folded = taskTokens(known, events)
+    const folded = taskTokens(known, events, cachedWeight)
     mains.set(main.id, { ...folded, next: events.at(-1) ? events.at(-1)!.seq + 1 : known.next })
     let total = folded.taskId === taskId ? folded.tokens : 0
     for (const job of state.reviews) {
@@ -61,14 +71,15 @@ export function registerTokenBudget(ctx: Context, budget: number) {
       if (!reviewer) continue
       const seen = reviewers.get(reviewer.id) ?? { next: 0, tokens: 0 }
       const more = await read(reviewer, seen.next)
-      const tokens = taskTokens({ tokens: seen.tokens }, more).tokens
+      const tokens = taskTokens({ tokens: seen.tokens }, more, cachedWeight).tokens
       reviewers.set(reviewer.id, { next: more.at(-1) ? more.at(-1)!.seq + 1 : seen.next, tokens })
       total += tokens
     }
     return total
   }
 
-  const exhausted = (taskId: string, tokens: number, state: string) => new TaskwardError('TOKEN_BUDGET_EXHAUSTED',
+  // Cached prompt tokens count at a fraction (cachedTokenWeight): totals may be fractional.
+  const exhausted = (taskId: string, used: number, state: string, tokens = Math.round(used)) => new TaskwardError('TOKEN_BUDGET_EXHAUSTED',
     `Task ${taskId} used ${tokens} tokens, its budget is ${budget} (openai maxTokensPerTask); ${state}. `
     + `Raise maxTokensPerTask in the openai configuration (cordis.yml) above ${tokens} and restart the host, then /task resume.`,
     { taskId, tokens, budget, key: 'maxTokensPerTask' })

@@ -13,7 +13,9 @@ export interface RouteConfig {
 }
 
 export interface ContextConfig {
-  contextTokens: number
+  /** Unset: what the endpoint says it serves (vLLM, Ollama), else 24000. */
+  contextTokens?: number
+  lowWater: number
   maxEvents: number
   toolResultChars: number
   taskStateChars: number
@@ -28,6 +30,7 @@ export interface Config {
   roles: { main?: string, reviewer?: string, consultation?: string }
   context: ContextConfig
   maxTokensPerTask?: number
+  cachedTokenWeight: number
 }
 
 export const RouteConfig: Schema<Partial<RouteConfig>, RouteConfig> = Schema.object({
@@ -47,8 +50,10 @@ export const RouteConfig: Schema<Partial<RouteConfig>, RouteConfig> = Schema.obj
 }) as any
 
 export const ContextConfig: Schema<Partial<ContextConfig>, ContextConfig> = Schema.object({
-  contextTokens: Schema.natural().min(1000).default(24000)
-    .description('Estimated tokens (≈ 4 characters each) of everything one step sends: instructions, task state and recent events.'),
+  contextTokens: Schema.natural().min(1000)
+    .description('Tokens of everything one step sends (instructions, tools, recent events, task state), counted with the model\'s tokenizer or a calibrated estimate. Unset: the context the endpoint reports (vLLM max_model_len, Ollama num_ctx) less room for the answer, else 24000.'),
+  lowWater: Schema.number().min(0.1).max(0.9).default(0.5)
+    .description('When the window must drop entries, the share of its room kept: one large drop, so the cached prompt prefix stays put for many steps.'),
   maxEvents: Schema.natural().min(10).max(5000).default(300)
     .description('Latest session events read to build a step\'s context (the token budget trims further).'),
   toolResultChars: Schema.natural().min(200).default(4000)
@@ -78,4 +83,6 @@ export const Config: Schema<Partial<Config>, Config> = strictConfig('openai', Sc
   context: ContextConfig.description('What one step sends to the model (see docs/models.md, Context).'),
   maxTokensPerTask: Schema.natural().min(1)
     .description('Prompt + completion tokens a supervised task may use (main and reviewers); past it steps are refused with TOKEN_BUDGET_EXHAUSTED and the task pauses. Unset: no budget.'),
+  cachedTokenWeight: Schema.number().min(0).max(1).default(0.5)
+    .description('How much one prompt token the endpoint served from its cache counts against maxTokensPerTask (1: as much as any other).'),
 }) as any)

@@ -1,37 +1,35 @@
 import type { SessionEvent } from '@taskward/protocol'
+import { cut, eventsToGroups, json, type ChatMessage, type Group } from './transcript'
+
+export { cut, shrink, eventsToGroups, type ChatMessage, type ChatToolCall, type Group } from './transcript'
 
 /*
- * What the model sees on each step, built from the session log alone (pure: no I/O, no clock).
+ * What the model sees on each step, laid out so that provider prompt caches hit (pure: no I/O, no clock).
  *
- *   1. one system message: the role's instructions and, when a supervised task exists, its state
- *      (what `task_status` returns), cut at `taskStateChars`;
- *   2. the latest events of the session mapped to chat messages, oldest dropped first until the
- *      whole estimate fits `contextTokens`; a note says how many were left out;
- *   3. the turn's input (the latest user message) is always kept, cut if it alone is too long.
+ *   1. the system message: the role's instructions and the workspace, nothing that changes;
+ *      (the tool schemas, in a fixed order, are part of this stable head: adapter.ts)
+ *   2. the transcript, append-only: the session's conversation from the window's start (`keepFrom`,
+ *      a seq) on, with a note naming that start when earlier entries are not shown. The turn's input
+ *      is always shown: in place, or pinned right after the note when it is older than the start;
+ *   3. the task state (what `task_status` returns, cut at `taskStateChars`) as a note appended after the
+ *      transcript when it changed since the note last shown — and left where it was shown, so that a
+ *      step whose state did not change sends exactly the previous request plus what is new. Never
+ *      above the transcript's new entries, never rewritten.
  *
- * Tool results carry their event seq (to cite as evidence) and are cut at `toolResultChars` with a visible marker. The whole log is never sent: the
- * caller reads at most `maxEvents` events, and the budget trims further.
+ * The window's start stays where it is while the transcript fits; once it does not, it moves forward
+ * in one jump, down to `lowWater` of the room, so the prefix then stays put again for many steps
+ * (instead of shifting on every step once the window is full).
  */
 
 export interface ContextLimits {
-  /** Estimated tokens of all messages together (≈ 4 characters a token). */
+  /** Tokens all messages together may take (as `count` estimates them). */
   contextTokens: number
   /** Characters of one tool result (or argument list) before it is cut with a marker. */
   toolResultChars: number
-  /** Characters of the task state in the system message. */
+  /** Characters of the task state. */
   taskStateChars: number
-}
-
-export type ChatMessage =
-  | { role: 'system', content: string }
-  | { role: 'user', content: string }
-  | { role: 'assistant', content: string | null, tool_calls?: ChatToolCall[] }
-  | { role: 'tool', tool_call_id: string, content: string }
-
-export interface ChatToolCall {
-  id: string
-  type: 'function'
-  function: { name: string, arguments: string }
+  /** Share of the transcript's room kept when the window must drop entries (default 0.5). */
+  lowWater?: number
 }
 
 export interface ContextInput {
@@ -42,189 +40,162 @@ export interface ContextInput {
   events: readonly SessionEvent[]
   /** Events before `events[0]` that were not even read (the caller's window). */
   unread?: number
+  /** Where this session's window started on its previous step (undefined: no previous step known). */
+  keepFrom?: number
+  /** The task-state notes shown on its previous step (`Layout.notes`). */
+  notes?: readonly StateNote[]
+}
+
+export interface Layout {
+  messages: ChatMessage[]
+  /** The seq the shown transcript starts at: hand it back as `keepFrom` next step. */
+  keepFrom: number
+  /** This step moved the window's start (the prefix changed here). */
+  dropped: boolean
+  /** Estimated tokens of all messages. */
+  tokens: number
+  /** Estimated tokens of what is never dropped: system message, turn input, task state, note. */
+  fixed: number
+  /** False when even `fixed` exceeds `contextTokens`: the turn's input cannot fit. */
+  fits: boolean
+  /** The task-state notes shown: hand them back as `notes` next step. */
+  notes: StateNote[]
 }
 
 export const CHARS_PER_TOKEN = 4
 
+/** ≈ 4 characters a token: the estimate of a route that has not loaded its tokenizer (and of pure tests). */
 export const estimateTokens = (text: string) => Math.ceil(text.length / CHARS_PER_TOKEN)
 
-/** Cut `text` to `limit` characters with a marker that says how much was left out. */
-export function cut(text: string, limit: number): string {
-  if (text.length <= limit) return text
-  return `${text.slice(0, Math.max(0, limit))}\n…[cut: ${text.length - limit} more characters not shown]`
-}
-
-const MAX_ITEMS = 200
-const MAX_DEPTH = 20
-
-/**
- * `value` with every string longer than `limit` cut (with the marker), arrays and objects kept to their
- * first 200 entries: what an event may hold once it is only going to be shown cut. Keeps JSON valid.
- */
-export function shrink(value: unknown, limit: number, depth = 0): unknown {
-  if (typeof value === 'string') return value.length > limit ? cut(value, limit) : value
-  if (!value || typeof value !== 'object') return value
-  if (depth >= MAX_DEPTH) return '…[nested too deep to show]'
-  if (Array.isArray(value)) {
-    const head = value.slice(0, MAX_ITEMS).map((item) => shrink(item, limit, depth + 1))
-    if (value.length > MAX_ITEMS) head.push(`…[${value.length - MAX_ITEMS} more items not shown]`)
-    return head
-  }
-  const keys = Object.keys(value)
-  const out: Record<string, unknown> = {}
-  for (const key of keys.slice(0, MAX_ITEMS)) out[key] = shrink((value as Record<string, unknown>)[key], limit, depth + 1)
-  if (keys.length > MAX_ITEMS) out['…'] = `${keys.length - MAX_ITEMS} more keys not shown`
-  return out
-}
-
-const json = (value: unknown) => {
-  try {
-    return JSON.stringify(value) ?? 'null'
-  } catch {
-    return '"(unserializable)"'
-  }
-}
-
-function messageTokens(message: ChatMessage): number {
+export function estimateMessage(message: ChatMessage): number {
   let text = 'content' in message && message.content ? message.content : ''
   if (message.role === 'assistant') for (const call of message.tool_calls ?? []) text += call.function.name + call.function.arguments
   return estimateTokens(text) + 4
 }
 
-/** A unit that is kept or dropped whole: one message, or an assistant call message with its results. */
-type Group = ChatMessage[]
+/** How a task-state note starts (what a reader of the request looks for); `seq`: the first event after it. */
+export const TASK_STATE_HEADER = '[host: task state (task_status)'
+const stateHeader = (beforeSeq: number) => `${TASK_STATE_HEADER} as of seq ${beforeSeq}; it holds until a newer one follows]\n`
 
-/** Map events to groups of chat messages, in order. */
-export function eventsToGroups(events: readonly SessionEvent[], limits: Pick<ContextLimits, 'toolResultChars'>): Group[] {
-  const groups: Group[] = []
-  // The assistant message tool calls attach to, while only its own calls and results follow it.
-  let open: { group: Group, message: Extract<ChatMessage, { role: 'assistant' }>, pending: Set<string> } | undefined
-  // Slash commands (and their replies) the operator ran while a call was still running: shown after
-  // the call's results, since the API wants every result right after its call.
-  let deferred: Group[] = []
-  const close = () => {
-    if (open) {
-      // A call without a recorded result (a crash mid-call): the API needs an answer for every call.
-      for (const id of open.pending) open.group.push({ role: 'tool', tool_call_id: id, content: '(no result was recorded)' })
-      open = undefined
-    }
-    groups.push(...deferred)
-    deferred = []
-  }
-  const waiting = () => !!open?.pending.size
-  for (const event of events) {
-    const data = event.data ?? {}
-    switch (event.type) {
-      case 'user/message': {
-        const origin = data.origin && data.origin !== 'user' ? `[${data.origin}] ` : ''
-        const group: Group = [{ role: 'user', content: origin + String(data.text ?? '') }]
-        if (waiting() && String(data.text ?? '').startsWith('/')) {
-          deferred.push(group)
-          break
-        }
-        close()
-        groups.push(group)
-        break
-      }
-      case 'assistant/message': {
-        close()
-        const message: ChatMessage = { role: 'assistant', content: String(data.text ?? '') }
-        const group: Group = [message]
-        groups.push(group)
-        open = { group, message, pending: new Set() }
-        break
-      }
-      case 'tool/call': {
-        if (!open) {
-          const message: ChatMessage = { role: 'assistant', content: null }
-          const group: Group = [message]
-          groups.push(group)
-          open = { group, message, pending: new Set() }
-        }
-        const id = String(data.callId ?? `call-${event.seq}`)
-        ;(open.message.tool_calls ??= []).push({
-          id, type: 'function', function: { name: String(data.name ?? ''), arguments: cut(json(data.args ?? {}), limits.toolResultChars) },
-        })
-        open.pending.add(id)
-        break
-      }
-      case 'tool/result': {
-        const id = String(data.callId ?? '')
-        // A result whose call fell outside the window has nothing to answer: left out.
-        if (!open?.pending.has(id)) break
-        open.pending.delete(id)
-        // The seq lets the model cite this result as evidence (task_report_stage, repairs, verdicts).
-        const body = data.error ? { seq: event.seq, error: data.error } : { seq: event.seq, result: data.result ?? null }
-        open.group.push({ role: 'tool', tool_call_id: id, content: cut(json(body), limits.toolResultChars) })
-        // Every call answered: what waited behind them follows now.
-        if (!open.pending.size && deferred.length) close()
-        break
-      }
-      case 'command/reply':
-      case 'agent/refused':
-      case 'agent/error': {
-        const what = event.type === 'command/reply' ? 'command reply' : event.type === 'agent/refused' ? 'step refused' : 'model error'
-        const group: Group = [{ role: 'user', content: `[host: ${what}] ${cut(json(data), limits.toolResultChars)}` }]
-        if (waiting() && event.type === 'command/reply') {
-          deferred.push(group)
-          break
-        }
-        close()
-        groups.push(group)
-        break
-      }
-      // Records, usage and other plugin events are not conversation: the task state covers them.
-      default: break
-    }
-  }
-  close()
-  return groups
+/**
+ * Where a task state was shown: before the event `beforeSeq` (the first event after it). A note stays
+ * where it was shown, so the transcript stays append-only; a new one is appended only when the state
+ * changed (or the window dropped the last one).
+ */
+export interface StateNote {
+  beforeSeq: number
+  /** The state as shown (JSON, cut at taskStateChars). */
+  state: string
 }
 
-/** The messages of one model step, within the limits. */
-export function buildMessages(input: ContextInput, limits: ContextLimits): ChatMessage[] {
-  const state = input.taskState === undefined ? '' : `\n\nCurrent task state (task_status):\n${cut(json(input.taskState), limits.taskStateChars)}`
-  const system: ChatMessage = { role: 'system', content: input.instructions + state }
+/** Tokens kept for the note on dropped entries. */
+const NOTE_TOKENS = 32
+
+const isInput = (group: Group) => group.messages[0].role === 'user' && !/^(\[host:|\/)/.test(group.messages[0].content ?? '')
+
+/** One unit of the transcript as laid out: a group, or a state note (`seq` just below its `beforeSeq`). */
+interface Item {
+  seq: number
+  messages: ChatMessage[]
+  note?: StateNote
+}
+
+/** The messages of one model step, within the limits, in the cache-stable layout. */
+export function layoutMessages(input: ContextInput, limits: ContextLimits, count: (message: ChatMessage) => number = estimateMessage): Layout {
+  const system: ChatMessage = { role: 'system', content: input.instructions }
   const groups = eventsToGroups(input.events, limits)
-  const cost = (group: Group) => group.reduce((sum, message) => sum + messageTokens(message), 0)
-  let budget = limits.contextTokens - messageTokens(system) - 32
-  // The newest user message is the turn's input: it always stays (cut to half the budget at most).
+  const cost = (messages: ChatMessage[]) => messages.reduce((sum, message) => sum + count(message), 0)
+  const nextSeq = (input.events.at(-1)?.seq ?? -1) + 1
+  // The state notes: those kept from earlier steps (none past the log's end), and a new one at the end
+  // when the state is not the last one shown.
+  const notes = (input.notes ?? []).filter((note) => note.beforeSeq <= nextSeq)
+  const state = input.taskState === undefined ? undefined : cut(json(input.taskState), limits.taskStateChars)
+  if (state !== undefined && notes.at(-1)?.state !== state) notes.push({ beforeSeq: nextSeq, state })
+  const noteMessage = (note: StateNote): ChatMessage => ({ role: 'user', content: stateHeader(note.beforeSeq) + note.state })
+  const latest = state === undefined ? undefined : notes.at(-1)
+
+  // The room of the conversation, independent of what changes per step (so the input's cut is stable).
+  const room = limits.contextTokens - count(system) - NOTE_TOKENS
+  // The newest user message is the turn's input: it always stays (cut to half the room at most).
   // Host notes and slash commands (run at once, often while a turn runs) are not a turn's input.
-  const inputIndex = groups.findLastIndex((group) => group[0].role === 'user' && !/^(\[host:|\/)/.test(group[0].content ?? ''))
-  let inputGroup: Group | undefined
+  const inputIndex = groups.findLastIndex(isInput)
+  let inputMessages: ChatMessage[] | undefined
   if (inputIndex >= 0) {
-    const text = (groups[inputIndex][0] as { content: string }).content
-    const room = Math.max(200, Math.floor(budget / 2) * CHARS_PER_TOKEN)
-    inputGroup = [{ role: 'user', content: cut(text, room) }]
-    budget -= cost(inputGroup)
+    const text = (groups[inputIndex].messages[0] as { content: string }).content
+    inputMessages = [{ role: 'user', content: cut(text, Math.max(200, Math.floor(room / 2) * CHARS_PER_TOKEN)) }]
   }
-  // Newest first; the first group that does not fit ends the window, so what is kept is contiguous.
-  const newer: Group[] = []
-  const older: Group[] = []
-  let skippedNewer = 0
-  let skippedOlder = 0
-  let full = false
-  for (let index = groups.length - 1; index >= 0; index--) {
-    if (index === inputIndex) continue
-    const after = index > inputIndex
-    if (!full && cost(groups[index]) <= budget) {
-      budget -= cost(groups[index])
-      if (after) newer.unshift(groups[index])
-      else older.unshift(groups[index])
-      continue
+  // Groups and notes in order: a note goes before the first group at or after its seq.
+  const items: Item[] = []
+  let pending = 0
+  const older = state === undefined ? [] : notes.slice(0, -1)
+  for (const [index, group] of groups.entries()) {
+    while (pending < older.length && older[pending].beforeSeq <= group.seq) {
+      const note = older[pending++]
+      items.push({ seq: note.beforeSeq - 0.5, messages: [noteMessage(note)], note })
     }
-    full = true
-    if (after) skippedNewer++
-    else skippedOlder++
+    if (index !== inputIndex) items.push({ seq: group.seq, messages: group.messages })
   }
-  const note = (count: number, where: string): Group =>
-    count ? [{ role: 'user', content: `[host: ${count} ${where} conversation entries are not shown; the session log has them]` }] : []
-  return [
-    system,
-    ...note(skippedOlder + (input.unread ?? 0), 'earlier'),
-    ...older.flat(),
-    ...(inputGroup ?? []),
-    ...note(skippedNewer, 'more of this turn\'s'),
-    ...newer.flat(),
-  ]
+  for (; pending < older.length; pending++) items.push({ seq: older[pending].beforeSeq - 0.5, messages: [noteMessage(older[pending])], note: older[pending] })
+  const latestMessages = latest ? [noteMessage(latest)] : []
+  const fixed = count(system) + NOTE_TOKENS + (inputMessages ? cost(inputMessages) : 0) + cost(latestMessages)
+  const budget = limits.contextTokens - fixed
+  const costs = items.map((item) => cost(item.messages))
+  const costFrom = (from: number) => items.reduce((sum, item, index) => item.seq >= from ? sum + costs[index] : sum, 0)
+
+  // The earliest start that still sees only events that were read (the caller's window slides once the
+  // session is longer than it).
+  const readFrom = input.unread ? input.events[0]?.seq ?? 0 : 0
+  let keepFrom = input.keepFrom
+  let dropped = false
+  if (keepFrom === undefined || keepFrom < readFrom || costFrom(keepFrom) > budget) {
+    const first = keepFrom === undefined
+    if (first && !input.unread && costFrom(0) <= budget) {
+      keepFrom = 0
+    } else {
+      // One jump, down to the low-water mark: newest items first while they fit it; the start is a group's.
+      const target = budget * (limits.lowWater ?? 0.5)
+      let index = items.length
+      let kept = 0
+      while (index > 0 && kept + costs[index - 1] <= target) kept += costs[--index]
+      while (index < items.length && items[index].note) index++
+      let start = index < items.length ? items[index].seq : nextSeq
+      // Far enough into a sliding read window that it can slide half its length before the next jump.
+      if (input.unread && input.events.length) start = Math.max(start, input.events[Math.floor(input.events.length / 2)].seq)
+      dropped = start > (keepFrom ?? 0) || items.some((item) => item.seq < start)
+      keepFrom = Math.max(start, keepFrom ?? 0)
+    }
+  }
+  const from = keepFrom
+  // The latest state is always shown: where it was, or, dropped with its place, again at the end.
+  let shownLatest = latest
+  if (latest && latest.beforeSeq - 0.5 < from) {
+    shownLatest = { beforeSeq: nextSeq, state: latest.state }
+    notes[notes.length - 1] = shownLatest
+  }
+  // The input in place (or pinned after the drop note), the latest note in place (or last).
+  const inputSeq = inputIndex >= 0 ? groups[inputIndex].seq : undefined
+  const ordered: { seq: number, messages: ChatMessage[] }[] = items.filter((item) => item.seq >= from)
+  if (inputMessages && inputSeq !== undefined && inputSeq >= from) ordered.splice(insertAt(ordered, inputSeq), 0, { seq: inputSeq, messages: inputMessages })
+  if (shownLatest) ordered.splice(insertAt(ordered, shownLatest.beforeSeq - 0.5), 0, { seq: shownLatest.beforeSeq - 0.5, messages: [noteMessage(shownLatest)] })
+  const pinned = inputMessages && inputSeq !== undefined && inputSeq < from ? inputMessages : []
+  const dropNote: ChatMessage[] = from > 0
+    ? [{ role: 'user', content: `[host: conversation entries before seq ${Math.ceil(from)} are not shown; the session log has them]` }] : []
+  const messages: ChatMessage[] = [system, ...dropNote, ...pinned, ...ordered.flatMap((item) => item.messages)]
+  const tokens = fixed + costFrom(from)
+  return {
+    messages, keepFrom: from, dropped, tokens, fixed, fits: fixed <= limits.contextTokens,
+    // Notes the window dropped are not kept: they are never shown again.
+    notes: notes.filter((note) => note === shownLatest || note.beforeSeq - 0.5 >= from),
+  }
+}
+
+/** Where an item at `seq` goes among `items` (sorted by their position): before the first one past it. */
+function insertAt(items: { seq: number }[], seq: number) {
+  const index = items.findIndex((item) => item.seq > seq)
+  return index < 0 ? items.length : index
+}
+
+/** The messages of one model step (no window kept from a previous step). */
+export function buildMessages(input: ContextInput, limits: ContextLimits): ChatMessage[] {
+  return layoutMessages(input, limits).messages
 }

@@ -1,18 +1,22 @@
 import type { Context } from 'cordis'
 import type { ModelAdapter, ModelRequest } from '@taskward/host'
-import { TaskwardError } from '@taskward/protocol'
-import { OpenAIRoute, type TaskStateSource } from './adapter'
+import { pause, TaskwardError } from '@taskward/protocol'
+import { OpenAIRoute, type ContextExceededHandler, type TaskStateSource } from './adapter'
 import { registerTokenBudget } from './budget'
 import { Config, ContextConfig, type RouteConfig } from './config'
 
 export { Config, ContextConfig, RouteConfig } from './config'
 export { OpenAIRoute, type TaskStateSource } from './adapter'
-export { buildMessages, eventsToGroups, cut, estimateTokens, type ChatMessage, type ContextLimits } from './context'
+export { buildMessages, layoutMessages, eventsToGroups, cut, estimateTokens, TASK_STATE_HEADER, type ChatMessage, type ContextLimits, type Layout, type StateNote } from './context'
+export { contextRefusal, bodyMessage, type ContextRefusal } from './context-limit'
+export { discoverContext, OLLAMA_DEFAULT_NUM_CTX } from './discovery'
+export { RouteContext, silentlyCut } from './route-context'
+export { TokenCounter, openAIEncoding, countCjk, SAFETY_MARGIN } from './tokens'
 export { toJsonSchema, toolParameters, type JsonSchema } from './json-schema'
 export { StepAssembler, parseCall, type StreamChunk } from './stream'
 export { instructionsFor } from './prompts'
 export { redact } from './redact'
-export { taskTokens } from './budget'
+export { taskTokens, usageTokens } from './budget'
 
 export const name = 'taskward-openai'
 export const inject = {
@@ -67,12 +71,27 @@ export function apply(ctx: Context, input: Config) {
     const main = session.role === 'main' ? session : session.parentId ? await ctx.sessions.get(session.parentId) : undefined
     if (!main || main.role !== 'main') return undefined
     const status = await supervisor.status(main)
-    return status?.task ? status : undefined
+    if (!status?.task) return undefined
+    // The continuation controller's counters change on every controller turn while the task does not:
+    // shown, they would make a new state note (and a cache miss) each time, and the model does not act on them.
+    const { controller: _controller, ...task } = status
+    return task
+  }
+
+  // A main turn that cannot fit the route's context pauses its task (nothing is lost; /task resume
+  // continues it once the context is larger or the input shorter). The task schema has no
+  // context reason yet: the pause is `user`, the code is on the turn's agent/error.
+  const LIVE = ['planning', 'awaiting-approval', 'active', 'reviewing']
+  const onContextExceeded: ContextExceededHandler = async (session, error) => {
+    const supervisor = (ctx as any).supervisor
+    if (!supervisor || session.role !== 'main') return
+    const paused = await supervisor.apply(session, (current: any, at: any) => current && LIVE.includes(current.phase) ? pause(current, { reason: 'user' }, at) : current)
+    if (paused) logger.warn('task of session %s paused: %s', session.id, error.message)
   }
 
   const routes = new Map<string, OpenAIRoute>()
   for (const route of usable) {
-    const adapter = new OpenAIRoute(ctx, route, config.context, taskState)
+    const adapter = new OpenAIRoute(ctx, route, config.context, taskState, onContextExceeded)
     routes.set(route.route, adapter)
     ctx.models.register(route.route, adapter)
   }
@@ -84,6 +103,8 @@ export function apply(ctx: Context, input: Config) {
     if (role === 'main') return main
     return pick(config.roles.consultation) ?? main
   }))
-  if (config.maxTokensPerTask) registerTokenBudget(ctx, config.maxTokensPerTask)
+  // Tokenizer and context size, before the first step needs them (neither is fatal).
+  for (const adapter of routes.values()) adapter.prepare().catch(() => {})
+  if (config.maxTokensPerTask) registerTokenBudget(ctx, config.maxTokensPerTask, config.cachedTokenWeight)
   logger.info('model routes: %s (role route "%s")', [...routes.values()].map((r) => `${r.config.route} → ${r.config.model}`).join(', '), config.name)
 }

@@ -18,13 +18,23 @@ export interface StreamChunk {
     }
     finish_reason?: string | null
   }[]
-  usage?: { prompt_tokens?: number, completion_tokens?: number } | null
+  usage?: {
+    prompt_tokens?: number
+    completion_tokens?: number
+    /** OpenAI, vLLM (with prefix caching and usage stats): the prompt tokens served from cache. */
+    prompt_tokens_details?: { cached_tokens?: number | null } | null
+    /** DeepSeek: the prompt tokens that hit and missed its context cache. */
+    prompt_cache_hit_tokens?: number
+    prompt_cache_miss_tokens?: number
+  } | null
 }
 
 export interface AssembledStep extends ModelStep {
   finishReason?: string
   /** At most `reasoningChars` characters of the streamed reasoning (never recorded whole). */
   reasoningExcerpt?: string
+  /** The adapter's estimate of the request's prompt tokens (set by adapter.ts; for the benchmark and logs, not recorded). */
+  estimatedPromptTokens?: number
 }
 
 export class StepAssembler {
@@ -56,6 +66,8 @@ export class StepAssembler {
   push(chunk: StreamChunk) {
     if (chunk.usage && (chunk.usage.prompt_tokens !== undefined || chunk.usage.completion_tokens !== undefined)) {
       this.usage = { promptTokens: chunk.usage.prompt_tokens ?? 0, completionTokens: chunk.usage.completion_tokens ?? 0 }
+      const cached = cachedTokens(chunk.usage)
+      if (cached !== undefined) this.usage.cachedTokens = cached
     }
     // One completion is asked for (n = 1): other choices, if an endpoint sends any, are ignored.
     const choice = chunk.choices?.find((c) => (c.index ?? 0) === 0)
@@ -104,6 +116,14 @@ export class StepAssembler {
     }
     return step
   }
+}
+
+/** The cached share of a step's prompt tokens, in whichever field the endpoint reports it (never more than the prompt). */
+export function cachedTokens(usage: NonNullable<StreamChunk['usage']>): number | undefined {
+  const raw = usage.prompt_tokens_details?.cached_tokens ?? usage.prompt_cache_hit_tokens
+  const value = Number(raw)
+  if (raw === undefined || raw === null || !Number.isFinite(value) || value < 0) return undefined
+  return Math.min(Math.floor(value), usage.prompt_tokens ?? Math.floor(value))
 }
 
 /** Arguments that are not a JSON object become `invalidArgs`: the host records the call and refuses it. */

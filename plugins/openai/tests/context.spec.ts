@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import type { SessionEvent } from '@taskward/protocol'
-import { buildMessages, estimateTokens, type ChatMessage } from '../src'
+import { buildMessages, estimateTokens, layoutMessages, TASK_STATE_HEADER, type ChatMessage, type StateNote } from '../src'
 
 let seq = 0
 const ev = (type: string, data: any): SessionEvent => ({ seq: seq++, type, time: 0, data })
@@ -93,8 +93,9 @@ describe('model context (pure)', () => {
     const messages = buildMessages({ instructions: 'sys', events, unread: 1000 }, LIMITS)
     expect(total(messages)).to.be.at.most(LIMITS.contextTokens * 1.1)
     expect(messages[1].role).to.equal('user')
-    expect((messages[1] as any).content).to.match(/^\[host: \d+ earlier conversation entries are not shown/)
-    expect(Number((messages[1] as any).content.match(/\d+/)[0])).to.be.greaterThan(1000)
+    expect((messages[1] as any).content).to.match(/^\[host: conversation entries before seq \d+ are not shown/)
+    // A read window that slides (unread events before it): the start is at least half-way into it.
+    expect(Number((messages[1] as any).content.match(/\d+/)[0])).to.be.greaterThan(300)
     const contents = messages.map((m) => (m as any).content)
     expect(contents).to.include('THE INPUT')
     expect(contents).to.include('answer 299 ' + 'a'.repeat(200))
@@ -124,11 +125,89 @@ describe('model context (pure)', () => {
     expect(input.content).to.match(/…\[cut: \d+ more characters not shown\]$/)
   })
 
-  it('puts the task state in the system message, cut at taskStateChars', () => {
-    const [system] = buildMessages({ instructions: 'sys', taskState: { task: { id: 't1', objective: 'o'.repeat(1000) } }, events: [user('go')] }, LIMITS)
-    expect(system.content!).to.match(/^sys\n\nCurrent task state \(task_status\):\n\{"task":\{"id":"t1"/)
-    expect(system.content!).to.match(/not shown\]$/)
-    expect(system.content!.length).to.be.lessThan(400)
+  it('puts the task state last, after the transcript, cut at taskStateChars; the system message is the instructions alone', () => {
+    const messages = buildMessages({ instructions: 'sys', taskState: { task: { id: 't1', objective: 'o'.repeat(1000) } }, events: [user('go'), said('ok')] }, LIMITS)
+    expect(messages[0]).to.deep.equal({ role: 'system', content: 'sys' })
+    const last = messages.at(-1) as any
+    expect(last.role).to.equal('user')
+    expect(last.content.startsWith(TASK_STATE_HEADER + ' as of seq 2; it holds until a newer one follows]\n{"task":{"id":"t1"')).to.equal(true)
+    expect(last.content).to.match(/not shown\]$/)
+    expect(last.content.length).to.be.lessThan(400)
+    expect(messages.map((m) => (m as any).content).slice(1, -1)).to.deep.equal(['go', 'ok'])
+  })
+
+  it('is append-only: the next step\'s request starts with the whole previous one, less the task state', () => {
+    const events: SessionEvent[] = [user('do it')]
+    let previous: ChatMessage[] | undefined
+    let keepFrom: number | undefined
+    for (let step = 0; step < 20; step++) {
+      // As the agent records a step without text: its usage, then its calls.
+      events.push(ev('model/usage', { promptTokens: 1 }), call(`c${step}`, 'read', { path: `f${step}` }), result(`c${step}`, 'read', `content ${step}`))
+      const layout = layoutMessages({ instructions: 'sys', taskState: { step }, events, keepFrom }, LIMITS)
+      if (previous) expect(layout.messages.slice(0, previous.length - 1)).to.deep.equal(previous.slice(0, -1))
+      expect(layout.dropped).to.equal(false)
+      previous = layout.messages
+      keepFrom = layout.keepFrom
+    }
+  })
+
+  it('a task state unchanged since its note adds nothing; a changed one is appended after what is new, the old note left in place', () => {
+    const events: SessionEvent[] = [user('do it')]
+    const first = layoutMessages({ instructions: 'sys', taskState: { phase: 'active', node: 'a' }, events }, LIMITS)
+    events.push(ev('model/usage', {}), call('c0', 'read'), result('c0', 'read', 'x'))
+    const same = layoutMessages({ instructions: 'sys', taskState: { phase: 'active', node: 'a' }, events, keepFrom: first.keepFrom, notes: first.notes }, LIMITS)
+    // Exactly the previous request, then the new call and its result.
+    expect(same.messages.slice(0, first.messages.length)).to.deep.equal(first.messages)
+    expect(same.messages.slice(first.messages.length).map((m) => m.role)).to.deep.equal(['assistant', 'tool'])
+    events.push(ev('model/usage', {}), call('c1', 'write'), result('c1', 'write', 'ok'))
+    const changed = layoutMessages({ instructions: 'sys', taskState: { phase: 'reviewing', node: 'a' }, events, keepFrom: same.keepFrom, notes: same.notes }, LIMITS)
+    expect(changed.messages.slice(0, same.messages.length)).to.deep.equal(same.messages)
+    const notes = changed.messages.filter((m) => (m as any).content?.startsWith(TASK_STATE_HEADER)).map((m) => (m as any).content)
+    expect(notes).to.have.length(2)
+    expect(notes[1]).to.include('"reviewing"')
+    expect((changed.messages.at(-1) as any).content).to.equal(notes[1])
+  })
+
+  it('once the window is full, drops down to the low-water mark in one jump, then keeps its start for many steps', () => {
+    const events: SessionEvent[] = [user('THE INPUT')]
+    let keepFrom: number | undefined
+    let notes: StateNote[] | undefined
+    const starts: number[] = []
+    const drops: number[] = []
+    for (let step = 0; step < 120; step++) {
+      events.push(said(`step ${step} ${'s'.repeat(300)}`), call(`k${step}`, 'read'), result(`k${step}`, 'read', 'r'.repeat(90)))
+      // The state changes every other step: each change is a note; the current one is always shown.
+      const layout = layoutMessages({ instructions: 'sys', taskState: { half: Math.floor(step / 2) }, events, keepFrom, notes }, LIMITS)
+      notes = layout.notes
+      expect(layout.tokens).to.be.at.most(LIMITS.contextTokens)
+      expect(JSON.stringify(layout.messages)).to.include(`{\\"half\\":${Math.floor(step / 2)}}`)
+      expect(layout.messages.map((m) => (m as any).content)).to.include('THE INPUT')
+      if (layout.dropped) drops.push(step)
+      starts.push(layout.keepFrom)
+      keepFrom = layout.keepFrom
+    }
+    // ~125 tokens a step against 4000: a drop to half the room every ~15 steps, never one per step.
+    expect(drops.length).to.be.within(3, 12)
+    for (let i = 1; i < drops.length; i++) expect(drops[i] - drops[i - 1]).to.be.at.least(8)
+    // Between drops the start does not move: the prefix is the same.
+    expect(new Set(starts).size).to.equal(drops.length + 1)
+  })
+
+  it('a start the read window has slid past, or a window kept from before a restart, is laid out again at once', () => {
+    const events: SessionEvent[] = []
+    for (let i = 0; i < 40; i++) events.push(user(`q${i}`), said(`a${i}`))
+    const slid = layoutMessages({ instructions: 'sys', events: events.slice(20), unread: 20, keepFrom: 5 }, LIMITS)
+    expect(slid.dropped).to.equal(true)
+    expect(slid.keepFrom).to.be.at.least(20)
+    const fresh = layoutMessages({ instructions: 'sys', events }, LIMITS)
+    expect(fresh.keepFrom).to.equal(0)
+    expect(fresh.dropped).to.equal(false)
+  })
+
+  it('says when even the input and the task state cannot fit', () => {
+    const layout = layoutMessages({ instructions: 'sys', taskState: { big: 'x'.repeat(5000) }, events: [user('go')] }, { ...LIMITS, contextTokens: 60, taskStateChars: 4000 })
+    expect(layout.fits).to.equal(false)
+    expect(layout.fixed).to.be.greaterThan(60)
   })
 
   it('shows refusals, model errors and command replies as host notes', () => {

@@ -264,6 +264,7 @@ export class Agent {
         if (answer.usage) {
           await this.session.append('model/usage', {
             route: this.model, step, promptTokens: answer.usage.promptTokens, completionTokens: answer.usage.completionTokens,
+            ...(answer.usage.cachedTokens !== undefined ? { cachedTokens: answer.usage.cachedTokens } : {}),
             ...(answer.usage.estimated ? { estimated: true } : {}),
           })
         }

@@ -30,7 +30,9 @@ export interface UsageTotals {
   steps: number
   promptTokens: number
   completionTokens: number
-  byRoute: Record<string, { steps: number, promptTokens: number, completionTokens: number }>
+  /** Of `promptTokens`, those the endpoints served from their prompt caches. */
+  cachedTokens: number
+  byRoute: Record<string, { steps: number, promptTokens: number, completionTokens: number, cachedTokens: number }>
 }
 
 export const USAGE_PROJECTION = 'operator/usage'
@@ -38,13 +40,18 @@ export const USAGE_PROJECTION = 'operator/usage'
 function addUsage(state: UsageTotals, data: any): UsageTotals {
   const prompt = Number(data?.promptTokens) || 0
   const completion = Number(data?.completionTokens) || 0
+  const cached = Math.min(prompt, Math.max(0, Number(data?.cachedTokens) || 0))
   const route = typeof data?.route === 'string' ? data.route : 'unknown'
-  const before = state.byRoute[route] ?? { steps: 0, promptTokens: 0, completionTokens: 0 }
+  const before = state.byRoute[route] ?? { steps: 0, promptTokens: 0, completionTokens: 0, cachedTokens: 0 }
   return {
     steps: state.steps + 1,
     promptTokens: state.promptTokens + prompt,
     completionTokens: state.completionTokens + completion,
-    byRoute: { ...state.byRoute, [route]: { steps: before.steps + 1, promptTokens: before.promptTokens + prompt, completionTokens: before.completionTokens + completion } },
+    cachedTokens: state.cachedTokens + cached,
+    byRoute: {
+      ...state.byRoute,
+      [route]: { steps: before.steps + 1, promptTokens: before.promptTokens + prompt, completionTokens: before.completionTokens + completion, cachedTokens: before.cachedTokens + cached },
+    },
   }
 }
 
@@ -80,8 +87,9 @@ export class Operator extends Service {
     this.ready.catch((error) => ctx.logger('operator').warn('workspace roots: %s', error))
     ctx.projections.register<UsageTotals>({
       key: USAGE_PROJECTION,
-      version: 1,
-      init: () => ({ steps: 0, promptTokens: 0, completionTokens: 0, byRoute: {} }),
+      // v2: cachedTokens (a stored v1 state is folded again from the log).
+      version: 2,
+      init: () => ({ steps: 0, promptTokens: 0, completionTokens: 0, cachedTokens: 0, byRoute: {} }),
       apply: (state, event) => event.type === 'model/usage' ? addUsage(state, event.data) : state,
     })
     registerOperatorRoutes(ctx, this)

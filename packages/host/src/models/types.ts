@@ -37,6 +37,8 @@ export interface ModelToolCall {
 export interface ModelUsage {
   promptTokens: number
   completionTokens: number
+  /** Of `promptTokens`, those the endpoint served from its prompt cache (when it reports them). */
+  cachedTokens?: number
   /** The endpoint reported no usage: the adapter's own estimate (recorded with `estimated: true`). */
   estimated?: boolean
 }
@@ -45,7 +47,7 @@ export interface ModelUsage {
 export interface ModelStep {
   text?: string
   toolCalls?: ModelToolCall[]
-  /** Recorded by the agent as a `model/usage` event `{route, step, promptTokens, completionTokens}`. */
+  /** Recorded by the agent as a `model/usage` event `{route, step, promptTokens, completionTokens, cachedTokens?}`. */
   usage?: ModelUsage
 }
 

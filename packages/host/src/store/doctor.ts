@@ -94,7 +94,7 @@ function modelFindings(ctx: Context): Finding[] {
     return {
       check: `model route ${route}`,
       verdict: keyPresent === false ? 'fail' : 'ok',
-      detail: needsKey ? `key ${keyPresent ? 'present' : 'MISSING'}` : 'no key needed',
+      detail: (needsKey ? `key ${keyPresent ? 'present' : 'MISSING'}` : 'no key needed') + (typeof adapter?.describeContext === 'function' ? `; ${adapter.describeContext()}` : ''),
     }
   })
 }

@@ -1,0 +1,111 @@
+import { expect } from 'chai'
+import { countCjk, openAIEncoding, StepAssembler, TokenCounter, usageTokens } from '../src'
+
+describe('token counts', () => {
+  it('OpenAI models get their own encoding; other models the calibrated estimate', () => {
+    expect(openAIEncoding('gpt-4o-mini')).to.equal('o200k_base')
+    expect(openAIEncoding('openai/gpt-5')).to.equal('o200k_base')
+    expect(openAIEncoding('o3-mini')).to.equal('o200k_base')
+    expect(openAIEncoding('gpt-4-turbo')).to.equal('cl100k_base')
+    expect(openAIEncoding('deepseek-chat')).to.equal(undefined)
+    expect(openAIEncoding('qwen2.5-coder:7b')).to.equal(undefined)
+    expect(new TokenCounter('deepseek-chat').exact).to.equal(false)
+  })
+
+  it('counts English with the tokenizer, and never less than one token a CJK character', async () => {
+    const exact = await new TokenCounter('gpt-4o').ready()
+    // ≈ 4 characters a token for English prose.
+    const english = 'The scheduler starts the first node whose dependencies have passed. '.repeat(20)
+    expect(exact.count(english) / english.length).to.be.within(0.15, 0.3)
+    const estimated = await new TokenCounter('qwen2.5').ready()
+    const cjk = '调度器启动第一个依赖已通过的节点。'.repeat(20)
+    expect(estimated.count(cjk)).to.be.at.least(countCjk(cjk))
+    // The old ≈ 4 characters a token counted this a quarter of that.
+    expect(estimated.count(cjk)).to.be.greaterThan(cjk.length / 4 * 3)
+  })
+
+  it('counts the tool schemas, and special-token text as plain text (never a refusal)', async () => {
+    const counter = await new TokenCounter('gpt-4o').ready()
+    const tools = [{ type: 'function', function: { name: 'read', description: 'Read a file in the workspace.', parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } } }]
+    expect(counter.tools(tools)).to.be.greaterThan(20)
+    expect(counter.count('before <|endoftext|> after')).to.be.greaterThan(3)
+  })
+
+  it('a long run (letters, punctuation, spaces, emoji, combining marks) is counted in pieces, close to its whole count', async () => {
+    // Whole, each of these takes seconds (BPE is quadratic in a run): a model could stall every step with one.
+    const counter = await new TokenCounter('gpt-4o').ready()
+    const run = 'abcdefghij'.repeat(20_000)
+    expect(counter.count(run)).to.be.within(run.length / 10, run.length / 2)
+    for (const text of ['!'.repeat(100_000), ' '.repeat(100_000), '😀'.repeat(40_000), 'e\u0301'.repeat(50_000), '\u0301'.repeat(100_000)]) {
+      expect(counter.count(text)).to.be.within(1, text.length)
+    }
+  })
+
+  it('calibrates to what the endpoint reports, within bounds', () => {
+    const counter = new TokenCounter('llama3.1')
+    expect(counter.ratio).to.equal(1)
+    for (let i = 0; i < 8; i++) counter.observe(1000, 1200)
+    expect(counter.ratio).to.be.closeTo(1.2, 1e-9)
+    expect(counter.calibrated(1000)).to.equal(1200)
+    // One absurd report among recent steps moves it, bounded.
+    for (let i = 0; i < 8; i++) counter.observe(1000, 100_000)
+    expect(counter.ratio).to.equal(4)
+  })
+})
+
+describe('cached prompt tokens', () => {
+  it('are read from OpenAI\'s prompt_tokens_details and DeepSeek\'s prompt_cache_hit_tokens', () => {
+    const openai = new StepAssembler({ reasoningChars: 0 })
+    openai.push({ choices: [], usage: { prompt_tokens: 1000, completion_tokens: 5, prompt_tokens_details: { cached_tokens: 896 } } })
+    expect(openai.finish().usage).to.deep.equal({ promptTokens: 1000, completionTokens: 5, cachedTokens: 896 })
+    const deepseek = new StepAssembler({ reasoningChars: 0 })
+    deepseek.push({ choices: [], usage: { prompt_tokens: 1000, completion_tokens: 5, prompt_cache_hit_tokens: 640, prompt_cache_miss_tokens: 360 } })
+    expect(deepseek.finish().usage?.cachedTokens).to.equal(640)
+    // Never more than the prompt, never negative or garbage.
+    const odd = new StepAssembler({ reasoningChars: 0 })
+    odd.push({ choices: [], usage: { prompt_tokens: 10, completion_tokens: 1, prompt_tokens_details: { cached_tokens: 99 } } })
+    expect(odd.finish().usage?.cachedTokens).to.equal(10)
+    const bad = new StepAssembler({ reasoningChars: 0 })
+    bad.push({ choices: [], usage: { prompt_tokens: 10, completion_tokens: 1, prompt_tokens_details: { cached_tokens: -3 } } })
+    expect(bad.finish().usage).to.not.have.property('cachedTokens')
+  })
+
+  it('count against maxTokensPerTask with their weight', () => {
+    const data = { promptTokens: 1000, completionTokens: 100, cachedTokens: 800 }
+    expect(usageTokens(data, 1)).to.equal(1100)
+    expect(usageTokens(data, 0.5)).to.equal(200 + 400 + 100)
+    expect(usageTokens(data, 0)).to.equal(300)
+    // A report claiming more cached than prompt tokens counts no more than the prompt as cached.
+    expect(usageTokens({ promptTokens: 10, completionTokens: 0, cachedTokens: 1e9 }, 0)).to.equal(0)
+  })
+})
+
+describe('context-length refusals (pure)', () => {
+  it('are recognised in every dialect, with the limit and the request size they name', async () => {
+    const { contextRefusal } = await import('../src')
+    const { contextRefusalBody } = await import('@taskward/testkit')
+    for (const dialect of ['openai', 'deepseek', 'vllm', 'vllm-nested', 'llamacpp'] as const) {
+      const { status, body } = contextRefusalBody(dialect, 4552, 6793)
+      expect(contextRefusal(status, JSON.stringify(body)), dialect).to.deep.equal({ limit: 4552, requested: 6793 })
+    }
+    expect(contextRefusal(400, '{"error":{"code":"context_length_exceeded","message":"too long"}}')).to.deep.equal({ limit: undefined, requested: undefined })
+    // A 5xx or another 400 is not one.
+    expect(contextRefusal(500, "This model's maximum context length is 4096 tokens")).to.equal(undefined)
+    expect(contextRefusal(400, '{"error":{"message":"temperature must be at most 2"}}')).to.equal(undefined)
+  })
+
+  it('what the endpoint reserves for the completion is left free on the retry (DeepSeek\'s default max_tokens)', async () => {
+    const { contextRefusal, RouteContext } = await import('../src')
+    const { contextRefusalBody } = await import('@taskward/testkit')
+    const { status, body } = contextRefusalBody('deepseek', 65536, 40000, 32768)
+    const refusal = contextRefusal(status, JSON.stringify(body))!
+    expect(refusal).to.deep.equal({ limit: 65536, requested: 72768, completion: 32768 })
+    const route = new RouteContext(100_000, undefined)
+    route.learn(refusal.limit!, 'a refusal', refusal.completion)
+    expect(route.size().promptTokens).to.equal(65536 - 32768)
+    // A configured maxOutputTokens is what is asked for: it is the reserve.
+    const asked = new RouteContext(100_000, 1000)
+    asked.learn(refusal.limit!, 'a refusal', refusal.completion)
+    expect(asked.size().promptTokens).to.equal(64536)
+  })
+})
