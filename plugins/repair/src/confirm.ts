@@ -57,7 +57,7 @@ export async function confirmRepair(service: RepairService, main: Session, bindi
     agent = await service.mainAgent(main)
   } catch (error) {
     // Another host drives the session: only its maintenance window may write the receipt.
-    if (options.relayed || !TaskwardError.is(error, 'LEASE_HELD')) throw error
+    if (options.relayed || !service.relay || !TaskwardError.is(error, 'LEASE_HELD')) throw error
     return service.relay.relay(main, binding, error)
   }
   if (!agent) return decide()
@@ -67,7 +67,7 @@ export async function confirmRepair(service: RepairService, main: Session, bindi
   } catch (error) {
     // This host's agent lost the lease to another host (a fenced append refused, nothing written by
     // it): the click goes to the host that drives the session now.
-    if (options.relayed || !TaskwardError.is(error, 'LEASE_LOST')) throw error
+    if (options.relayed || !service.relay || !TaskwardError.is(error, 'LEASE_LOST')) throw error
     const held = await service.relay.heldElsewhere(main)
     if (!held) throw error
     return service.relay.relay(main, binding, held)

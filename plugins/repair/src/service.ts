@@ -31,7 +31,9 @@ interface ReaderRegistry {
 export class RepairService extends Service {
   static [Service.provide] = 'repair'
   static inject = {
-    database: { required: true },
+    // Only for relaying clicks between hosts of one shared store (relay.ts); a host without a
+    // `database` service (DSH) has one host per session log and nothing to relay.
+    database: { required: false },
     supervisor: { required: true },
     sessions: { required: true },
     agents: { required: true },
@@ -46,7 +48,7 @@ export class RepairService extends Service {
   /** Serializes the repair decisions of each main session. */
   readonly locks = new KeyedLock()
   /** Confirm clicks between hosts that share a MySQL/MariaDB store (see relay.ts). */
-  readonly relay: ClickRelay
+  readonly relay?: ClickRelay
   private readonly home: Context
 
   declare config: Config
@@ -61,8 +63,10 @@ export class RepairService extends Service {
     })
     registerRepairTools(ctx, this)
     registerRepairRoutes(ctx, this)
-    this.relay = new ClickRelay(ctx, this.config, async (sessionId, binding) =>
-      confirmRepair(this, await this.mainSession(sessionId), binding, { relayed: true }))
+    if (ctx.get('database')) {
+      this.relay = new ClickRelay(ctx, this.config, async (sessionId, binding) =>
+        confirmRepair(this, await this.mainSession(sessionId), binding, { relayed: true }))
+    }
   }
 
   get supervisor() {
