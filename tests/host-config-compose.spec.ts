@@ -168,7 +168,13 @@ describe('host config composer (DSH patch lists)', () => {
       // A few nested aliases would print an exponentially large effective file.
       const laughs = 'a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n'
       refuses(() => parse(`- id: console\n  config:\n    ${laughs.replace(/\n(?=.)/g, '\n    ')}`, 'bomb.yml'),
-        /^bomb\.yml: a YAML alias \(\*name\) repeats a mapping or list; write the value out in full/)
+        /^bomb\.yml:3: a YAML anchor \(&name\) lets aliases \(\*name\) repeat a value; write the value out in full/)
+      // One long string repeated by aliases: a 26 kB file would print a 40 MB effective file.
+      const long = `- id: server\n  config:\n    a: &s "${'x'.repeat(20_000)}"\n    b: [${Array(2000).fill('*s').join(', ')}]\n`
+      refuses(() => parse(long, 'strings.yml'), /^strings\.yml:3: a YAML anchor \(&name\)/)
+      // An anchor nothing refers to yet is refused too (a later layer cannot refer to it anyway); "&" in a value is not an anchor.
+      refuses(() => parse('- &row {id: a, name: x}\n', 'anchor.yml'), /^anchor\.yml:1: a YAML anchor/)
+      expect(parse('- {id: "a&b", name: "x & y"}\n', 'amp.yml')).to.deep.equal([{ id: 'a&b', name: 'x & y' }])
       // !!js stays allowed, and opaque.
       expect(applyText(BASE, '- id: server\n  config: {port: !!js "+process.env.PORT"}\n')[0].config).to.deep.equal({ port: { __jsExpr: '+process.env.PORT' } })
     })
