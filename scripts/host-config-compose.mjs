@@ -31,6 +31,10 @@ function checkRow(row, file, where) {
     }
   }
   if (typeof row.id !== 'string' || !row.id) fail(`${file}: ${where} needs an "id" (a non-empty string).`, { file })
+  // The dump writes ids into `#` comment lines: a line break in one would turn the rest into rows.
+  if (/[\u0000-\u001f\u007f\u0085\u2028\u2029]/.test(row.id)) {
+    fail(`${file}: ${where}: the id ${JSON.stringify(row.id)} holds a line break or another control character; choose a plain id.`, { file, id: row.id })
+  }
   // cordis joins a group's ids with ":" to address nested rows, so an id holding one would name another row.
   if (row.id.includes(':')) fail(`${file}: ${where}: the id "${row.id}" contains ":"; choose an id without it.`, { file, id: row.id })
   if (typeof row.name !== 'string' || !row.name) fail(`${file}: ${where} ("${row.id}") needs a "name" (the plugin's package name).`, { file, id: row.id })

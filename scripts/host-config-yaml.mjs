@@ -27,7 +27,8 @@ export class HostConfigError extends Error {
   code = 'CONFIG_INVALID'
 
   constructor(message, details = {}) {
-    super(message)
+    // One line whatever the file held: an id or a path with a line break is shown as `\n`.
+    super(String(message).replace(/\r/g, '\\r').replace(/\n/g, '\\n'))
     this.details = details
     Object.defineProperty(this, TASKWARD_ERROR, { value: true })
   }

@@ -145,6 +145,12 @@ describe('host config composer (DSH patch lists)', () => {
       refuses(() => applyText(BASE, '- insert:\n    - {id: audit}\n'), /entry 1, row 1 \("audit"\) needs a "name"/)
       refuses(() => applyText(BASE, '- insert:\n    - {id: audit, name: x, isolate: {}}\n'), /entry 1, row 1 has the key "isolate"; a row has id, name, config, disabled, inject, group/)
       refuses(() => applyText(BASE, '- insert:\n    - {id: "a:b", name: x}\n'), /the id "a:b" contains ":"/)
+      // A line break in an id would end the dump's "#    <id>: <history>" comment and turn the rest into a row.
+      refuses(() => applyText(BASE, '- id: extras\n  insert:\n    - {id: "x\\n- injected", name: ok}\n'),
+        /^cordis\.patch\.yml: entry 1, row 1: the id "x\\n- injected" holds a line break or another control character; choose a plain id\.$/)
+      refuses(() => applyText(BASE, '- insert:\n    - {id: "tab\\there", name: x}\n'), /holds a line break or another control character/)
+      // A patch naming such an id is refused on one line too.
+      refuses(() => applyText(BASE, '- id: "a\\nb"\n  disabled: true\n'), /^cordis\.patch\.yml: entry 1 patches "a\\nb", which names no row/)
       refuses(() => applyText(BASE, '- id: console\n  disabled: "yes"\n'), /"disabled" must be true or false/)
       refuses(() => applyText(BASE, '- id: console\n  inject: 5\n'), /"inject" must be a list of service names or a mapping/)
       refuses(() => applyText(BASE, '- id: console\n  group: maybe\n'), /"group" must be true or false/)
@@ -214,6 +220,16 @@ describe('host config composer (DSH patch lists)', () => {
         '# == cordis.ci.yml, patched by cordis.local.yml',
       ])
       expect(text.indexOf('# == cordis.yml\n- id: server')).to.equal(text.indexOf('# == cordis.yml\n'))
+      expect(checkBase(parse(text, 'dump'))).to.deep.equal(rows)
+    })
+
+    it('a file path with a line break stays inside its comment: the printed rows are the composed rows', () => {
+      const file = '/tmp/odd\n- id: injected\n  name: evil'
+      const { rows, provenance } = compose(BASE, 'cordis.yml', [
+        { file, layer: parse("- id: extras\n  insert:\n    - {id: cost, name: '@me/cost'}\n- id: console\n  disabled: true\n", 'odd.yml') },
+      ])
+      const text = renderComposed(rows, provenance, [`composed from ${file}`])
+      expect(text).to.contain('# == cordis.yml, patched by /tmp/odd\\n- id: injected\\n  name: evil\n')
       expect(checkBase(parse(text, 'dump'))).to.deep.equal(rows)
     })
   })
