@@ -18,6 +18,10 @@ const LIST_FORM = 'a list of entries like "- id: console" + "  disabled: true", 
 
 const isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value)
 
+/** Whether `value` is or holds a `!!js` expression (cordis's loader takes any `{__jsExpr}` object for one). */
+const holdsJs = (value) => value !== null && typeof value === 'object'
+  && ('__jsExpr' in value || Object.values(value).some(holdsJs))
+
 function fail(message, details) {
   throw new HostConfigError(message, details)
 }
@@ -55,6 +59,8 @@ function checkValues(values, file, where) {
     && !(Array.isArray(inject) && inject.every((name) => typeof name === 'string' && name))) {
     fail(`${file}: ${where}: "inject" must be a list of service names or a mapping.`, details)
   }
+  // cordis evaluates `!!js` only inside a row's config; anywhere else it would be read as a mapping.
+  if (holdsJs(inject)) fail(`${file}: ${where}: "inject" holds a !!js expression; cordis evaluates !!js only inside "config".`, details)
 }
 
 /** Every row of the tree, group rows' rows included (cordis keeps one id space for the whole tree). */

@@ -153,6 +153,9 @@ describe('host config composer (DSH patch lists)', () => {
       refuses(() => applyText(BASE, '- id: "a\\nb"\n  disabled: true\n'), /^cordis\.patch\.yml: entry 1 patches "a\\nb", which names no row/)
       refuses(() => applyText(BASE, '- id: console\n  disabled: "yes"\n'), /"disabled" must be true or false/)
       refuses(() => applyText(BASE, '- id: console\n  inject: 5\n'), /"inject" must be a list of service names or a mapping/)
+      // cordis evaluates !!js only in config: elsewhere it would be an odd mapping, not an expression.
+      refuses(() => applyText(BASE, '- id: console\n  inject: !!js "[\'database\']"\n'), /entry 1 \("console"\): "inject" holds a !!js expression; cordis evaluates !!js only inside "config"/)
+      refuses(() => applyText(BASE, '- insert:\n    - {id: a, name: x, inject: {database: !!js "true"}}\n'), /"inject" holds a !!js expression/)
       refuses(() => applyText(BASE, '- id: console\n  group: maybe\n'), /"group" must be true or false/)
       refuses(() => applyText(BASE, '- id: console\n  group: true\n  config: {a: 1}\n'), /makes a group whose "config" is not a list of rows/)
       refuses(() => applyText(BASE, '- id: extras\n  config: [5]\n'), /entry 1, the patched row \("extras"\), group row 1 must be a row/)
@@ -181,6 +184,9 @@ describe('host config composer (DSH patch lists)', () => {
       // An anchor nothing refers to yet is refused too (a later layer cannot refer to it anyway); "&" in a value is not an anchor.
       refuses(() => parse('- &row {id: a, name: x}\n', 'anchor.yml'), /^anchor\.yml:1: a YAML anchor/)
       expect(parse('- {id: "a&b", name: "x & y"}\n', 'amp.yml')).to.deep.equal([{ id: 'a&b', name: 'x & y' }])
+      // cordis's loader evaluates any {__jsExpr} mapping in config as !!js: the dump says so instead of hiding it.
+      const plain = applyText(BASE, "- id: server\n  config: {port: {__jsExpr: '1 + 1'}}\n")
+      expect(renderComposed(plain, new Map())).to.contain('port: !!js 1 + 1')
       // !!js stays allowed, and opaque.
       expect(applyText(BASE, '- id: server\n  config: {port: !!js "+process.env.PORT"}\n')[0].config).to.deep.equal({ port: { __jsExpr: '+process.env.PORT' } })
     })
