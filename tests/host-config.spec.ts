@@ -121,6 +121,26 @@ describe('host config layers', () => {
       expect(await readdir(root)).to.not.include('.cordis.effective.yml')
     })
 
+    it('relative --config and --patch paths are meant from where the user typed the command, even with an INIT_CWD inherited from another npm script', async () => {
+      const root = await dir({ 'mine.yml': '- id: console\n  disabled: true\n' })
+      // npm start from a folder: npm runs the script in the package root and sets INIT_CWD to that folder.
+      const viaNpm = spawn('npm', ['start', '--silent', '--', '--config', 'cordis.yml', '--patch', 'mine.yml', '--dump-config'],
+        { cwd: root, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] })
+      // node scripts/start.mjs run in that folder by a process that inherited INIT_CWD (and npm_package_json) from `npm test` in the root.
+      const direct = spawn(process.execPath, [join(ROOT, 'scripts/start.mjs'), '--config', 'cordis.yml', '--patch', 'mine.yml', '--dump-config'],
+        { cwd: root, env: { ...process.env, INIT_CWD: ROOT, npm_package_json: join(ROOT, 'package.json') }, stdio: ['ignore', 'pipe', 'pipe'] })
+      const runs = [viaNpm, direct].map((child) => {
+        const run = { output: '', code: new Promise((resolve) => child.on('close', resolve)) }
+        child.stdout.on('data', (chunk) => run.output += chunk)
+        child.stderr.on('data', (chunk) => run.output += chunk)
+        return run
+      })
+      for (const run of runs) {
+        expect(await run.code, run.output).to.equal(0)
+        expect(run.output).to.contain(`# == cordis.yml, patched by ${join(root, 'mine.yml')}\n- id: console`)
+      }
+    })
+
     it('refuses a bad --patch file with one CONFIG_INVALID line naming the file and the entry, exit 2, nothing started', async () => {
       const root = await dir({ 'bad.yml': '- id: console\n  disabled: true\n- id: supervisr\n  disabled: true\n' })
       const bad = join(root, 'bad.yml')
