@@ -188,9 +188,9 @@ function applyPatch(rows, entry, file, where, provenance) {
     fail(`${file}: ${where} ("${id}") makes a group whose "config" is not a list of rows.`, { file, id })
   }
   checkRow(row, file, `${where}, the patched row`)
-  if (row.group === true && keys.includes('config') && Array.isArray(row.config)) {
-    // The group's rows were replaced: they are this layer's now.
-    for (const child of row.config) madeBy(provenance, child, file)
+  if (row.group === true && Array.isArray(row.config)) {
+    // The group's rows were replaced, or a row's config became rows by `group: true`: this layer made them rows.
+    for (const child of row.config) if (keys.includes('config') || !provenance.has(child.id)) madeBy(provenance, child, file)
   }
   refuseDuplicateIds(rows, file, `${where} ("${id}")`, 'give the group\'s rows ids of their own')
   if (JSON.stringify(row) !== before) patchedBy(provenance, id, file)

@@ -213,6 +213,15 @@ describe('host config composer (DSH patch lists)', () => {
       })
     })
 
+    it('rows a patch turns into group rows (group: true on a row whose config holds rows) are that layer\'s', () => {
+      const base: HostRow[] = [{ id: 'bundle', name: 'cordis/group', config: [{ id: 'inner', name: '@me/inner' }] }]
+      const { provenance } = compose(base, 'cordis.yml', [{ file: 'cordis.local.yml', layer: parse('- id: bundle\n  group: true\n', 'cordis.local.yml') }])
+      expect(Object.fromEntries(provenance)).to.deep.equal({
+        bundle: { origin: 'cordis.yml', patchedBy: ['cordis.local.yml'] },
+        inner: { origin: 'cordis.local.yml', patchedBy: [] },
+      })
+    })
+
     it('prints one loadable YAML document, each run of rows headed by its history', () => {
       const { rows, provenance } = compose(BASE, 'cordis.yml', layers)
       const text = renderComposed(rows, provenance, ['composed'])
