@@ -106,7 +106,9 @@ async function resumeTask(ctx: Context, supervisor: Supervisor, session: Session
   // decide on the task as it is now, so that every path to a paused task meets the same resume guards.
   const state = await supervisor.state(session)
   const current = boundLive(state.current, binding)
-  if (current.phase === 'paused') {
+  // A live task that is not paused is asked about too: /task resume is what drives it after a restart
+  // (or after a turn that ended on its budget's last token), and a budget it used up would refuse its first step.
+  if (current.phase !== 'awaiting-approval') {
     const refusal = await supervisor.resumeRefusal(session, current)
     if (refusal) throw refusal
   }

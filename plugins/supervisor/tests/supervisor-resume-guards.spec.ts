@@ -79,11 +79,12 @@ describe('supervisor: resume guards added by other plugins', () => {
     fork.dispose()
   })
 
-  it('a guard that throws refuses (closed) with INTERNAL; a task that is not paused is not asked about', async () => {
-    await approvedTask(host, session)
+  it('a guard that throws refuses (closed) with INTERNAL; a live task that is not paused is asked about too', async () => {
+    const active = await approvedTask(host, session)
     const { fork, asked } = await guarded(() => { throw new Error('guard broke') })
-    expect((await command(host, session, '/task resume')).phase).to.equal('active')
-    expect(asked).to.have.length(0)
+    expect((await commandError(host, session, '/task resume')).code).to.equal('INTERNAL')
+    expect(asked.map((task) => task.phase)).to.deep.equal(['active'])
+    expect(await current()).to.deep.equal(active)
     await command(host, session, '/task pause')
     const paused = await current()
     const refusal = await commandError(host, session, '/task resume')
