@@ -1,6 +1,6 @@
 import { expect } from 'chai'
-import { spawn } from 'node:child_process'
-import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { execFileSync, spawn } from 'node:child_process'
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { freePort } from '@taskward/testkit'
 import {
@@ -78,6 +78,29 @@ describe('host config layers', () => {
       refuses(() => layerFiles(root, { TASKWARD_PROFILE: 'staging' }), /cordis\.staging\.yml does not exist/)
       for (const name of ['../../etc/x', 'local', 'patch', 'effective']) refuses(() => layerFiles(root, { TASKWARD_PROFILE: name }), /is not a profile name/)
       refuses(() => layerFiles(root, {}, ['missing.yml'], root), /^--patch missing\.yml: no such file/)
+    })
+
+    it('refuses a --patch (or cordis.patch.yml) that is a directory or a FIFO before reading it; a symlink to a file is read', async () => {
+      const root = await dir({ 'real.yml': '- id: console\n  disabled: true\n' })
+      await mkdir(join(root, 'folder'))
+      await symlink(join(root, 'real.yml'), join(root, 'link.yml'))
+      refuses(() => layerFiles(root, {}, ['folder'], root), new RegExp(`^--patch folder: ${join(root, 'folder')} is a directory; give the path of a patch list file\\.$`))
+      expect(resolveHostConfig(root, {}, { patches: ['link.yml'], cwd: root }).provenance.get('console'))
+        .to.deep.equal({ origin: 'cordis.yml', patchedBy: [join(root, 'link.yml')] })
+      await mkdir(join(root, 'cordis.patch.yml'))
+      refuses(() => layerFiles(root, {}), /^cordis\.patch\.yml: .* is a directory/)
+      await rm(join(root, 'cordis.patch.yml'), { recursive: true })
+      // A FIFO nobody writes to: reading it would block npm start for good (run in a child, with a deadline).
+      execFileSync('mkfifo', [join(root, 'pipe.yml')])
+      const child = spawn(process.execPath, [join(ROOT, 'scripts/start.mjs'), '--config', join(root, 'cordis.yml'), '--patch', join(root, 'pipe.yml'), '--dump-config'],
+        { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
+      let stderr = ''
+      child.stderr.on('data', (chunk) => stderr += chunk)
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
+      const code = await new Promise((resolve) => child.on('close', resolve))
+      clearTimeout(timer)
+      expect(code, stderr).to.equal(2)
+      expect(stderr).to.contain(`CONFIG_INVALID: --patch ${join(root, 'pipe.yml')}: ${join(root, 'pipe.yml')} is a FIFO`)
     })
 
     it('writes the composed rows to .cordis.effective.yml with their history, !!js intact', async () => {
