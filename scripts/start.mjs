@@ -41,8 +41,9 @@ const value = (i) => {
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--no-demo') env.TASKWARD_DEMO = '0'
   else if (args[i] === '--demo-only') demoOnly = true
-  else if (args[i] === '--port') env.PORT = args[++i]
-  else if (args[i] === '--data') env.TASKWARD_DATA = args[++i]
+  else if (args[i] === '--port') env.PORT = value(++i)
+  // The host runs in the package root: a relative data directory is resolved here, like --config.
+  else if (args[i] === '--data') env.TASKWARD_DATA = resolve(invokedIn, value(++i))
   else if (args[i] === '--config') config = resolve(invokedIn, value(++i))
   else if (args[i] === '--patch') patches.push(resolve(invokedIn, value(++i)))
   else if (args[i] === '--dump-config') dumpConfig = true

@@ -24,9 +24,9 @@ async function configDir(files: Record<string, string>) {
 }
 
 /** `npm start -- …args` as a user runs it, in its own process group; the caller kills it if it keeps running. */
-function npmStart(args: string[], env: Record<string, string> = {}) {
+function npmStart(args: string[], env: Record<string, string> = {}, cwd = ROOT) {
   const child = spawn('npm', ['start', '--', ...args], {
-    cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true,
+    cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true,
   })
   const run = { stdout: '', stderr: '', pid: child.pid!, exited: new Promise<number | null>((resolve) => child.on('exit', resolve)) }
   child.stdout.on('data', (chunk) => run.stdout += chunk)
@@ -175,6 +175,13 @@ describe('host config layers', () => {
           + 'openai, supervisor, repair, recovery, console. To add a plugin, use "- insert: [{id, name, config}]".'])
         expect(run.stdout).to.not.match(/apply plugin|login\?token/)
       }
+      // An option that needs a value and has none (or another option in its place) is refused, not read as empty.
+      const bareOptions: [string[], string][] = [[['--dump-config', '--data'], '--data'], [['--data', '--dump-config'], '--data'], [['--dump-config', '--port'], '--port']]
+      for (const [args, option] of bareOptions) {
+        const bare = npmStart(['--config', join(root, 'cordis.yml'), ...args])
+        expect(await bare.exited, bare.stdout + bare.stderr).to.equal(2)
+        expect(bare.stderr).to.contain(`${option} needs a value.`)
+      }
       const missing = npmStart(['--config', join(root, 'cordis.yml'), '--patch', join(root, 'nope.yml'), '--dump-config'])
       expect(await missing.exited).to.equal(2)
       expect(missing.stderr).to.contain(`CONFIG_INVALID: --patch ${join(root, 'nope.yml')}: no such file`)
@@ -185,11 +192,9 @@ describe('host config layers', () => {
         'cordis.patch.yml': '- id: console\n  disabled: true\n- insert:\n    - {id: extras, name: cordis/group, group: true, config: []}\n',
         'extra.yml': `- id: extras\n  insert:\n${AUDIT_ROW}\n`,
       })
-      const data = await mkdtemp(join(ROOT, '.scratch', 'host-config-data-'))
-      dirs.push(data)
       const port = await freePort()
-      const run = npmStart(['--config', join(root, 'cordis.yml'), '--patch', join(root, 'extra.yml'), '--no-demo'],
-        { PORT: String(port), TASKWARD_DATA: data })
+      // Every path relative, typed in the config folder: the data directory lands there too.
+      const run = npmStart(['--config', 'cordis.yml', '--patch', 'extra.yml', '--data', 'data', '--no-demo'], { PORT: String(port) }, root)
       const output = () => run.stdout + run.stderr
       try {
         const deadline = Date.now() + 120_000
@@ -205,6 +210,7 @@ describe('host config layers', () => {
         expect(output()).to.contain('apply plugin @taskward/example-plugin-audit')
         expect(output()).to.not.contain('apply plugin @taskward/plugin-console')
         expect(output(), 'no plugin failed').to.not.match(/\[E\]/)
+        expect(await readdir(join(root, 'data')), 'the data directory, relative to where npm start was typed').to.not.be.empty
         const effective = await readFile(join(root, '.cordis.effective.yml'), 'utf8')
         expect(effective).to.contain(`#    audit: ${join(root, 'extra.yml')}`)
       } finally {
