@@ -18,6 +18,10 @@ const LIST_FORM = 'a list of entries like "- id: console" + "  disabled: true", 
 
 const isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value)
 
+/** Whether `value` is or holds a `!!js` expression (cordis's loader takes any `{__jsExpr}` object for one). */
+const holdsJs = (value) => value !== null && typeof value === 'object'
+  && ('__jsExpr' in value || Object.values(value).some(holdsJs))
+
 function fail(message, details) {
   throw new HostConfigError(message, details)
 }
@@ -31,6 +35,10 @@ function checkRow(row, file, where) {
     }
   }
   if (typeof row.id !== 'string' || !row.id) fail(`${file}: ${where} needs an "id" (a non-empty string).`, { file })
+  // The dump writes ids into `#` comment lines: a line break in one would turn the rest into rows.
+  if (/[\u0000-\u001f\u007f\u0085\u2028\u2029]/.test(row.id)) {
+    fail(`${file}: ${where}: the id ${JSON.stringify(row.id)} holds a line break or another control character; choose a plain id.`, { file, id: row.id })
+  }
   // cordis joins a group's ids with ":" to address nested rows, so an id holding one would name another row.
   if (row.id.includes(':')) fail(`${file}: ${where}: the id "${row.id}" contains ":"; choose an id without it.`, { file, id: row.id })
   if (typeof row.name !== 'string' || !row.name) fail(`${file}: ${where} ("${row.id}") needs a "name" (the plugin's package name).`, { file, id: row.id })
@@ -51,6 +59,8 @@ function checkValues(values, file, where) {
     && !(Array.isArray(inject) && inject.every((name) => typeof name === 'string' && name))) {
     fail(`${file}: ${where}: "inject" must be a list of service names or a mapping.`, details)
   }
+  // cordis evaluates `!!js` only inside a row's config; anywhere else it would be read as a mapping.
+  if (holdsJs(inject)) fail(`${file}: ${where}: "inject" holds a !!js expression; cordis evaluates !!js only inside "config".`, details)
 }
 
 /** Every row of the tree, group rows' rows included (cordis keeps one id space for the whole tree). */
@@ -178,9 +188,9 @@ function applyPatch(rows, entry, file, where, provenance) {
     fail(`${file}: ${where} ("${id}") makes a group whose "config" is not a list of rows.`, { file, id })
   }
   checkRow(row, file, `${where}, the patched row`)
-  if (row.group === true && keys.includes('config') && Array.isArray(row.config)) {
-    // The group's rows were replaced: they are this layer's now.
-    for (const child of row.config) madeBy(provenance, child, file)
+  if (row.group === true && Array.isArray(row.config)) {
+    // The group's rows were replaced, or a row's config became rows by `group: true`: this layer made them rows.
+    for (const child of row.config) if (keys.includes('config') || !provenance.has(child.id)) madeBy(provenance, child, file)
   }
   refuseDuplicateIds(rows, file, `${where} ("${id}")`, 'give the group\'s rows ids of their own')
   if (JSON.stringify(row) !== before) patchedBy(provenance, id, file)

@@ -5,6 +5,9 @@
 import { allRows } from './host-config-compose.mjs'
 import { dump } from './host-config-yaml.mjs'
 
+/** `text` for a `#` comment line: a line break (in a file path, say) written as `\\n`, so it cannot end the comment. */
+const commentText = (text) => String(text).replace(/\r/g, '\\r').replace(/\n/g, '\\n')
+
 function history(provenance, id) {
   const record = provenance.get(id) ?? { origin: '?', patchedBy: [] }
   return record.patchedBy.length ? `${record.origin}, patched by ${record.patchedBy.join(', ')}` : record.origin
@@ -12,7 +15,7 @@ function history(provenance, id) {
 
 /** `rows` and their `provenance` (from `compose`) as YAML with `# ==` history comments; `header` lines first. */
 export function renderComposed(rows, provenance, header = []) {
-  const lines = header.map((line) => `# ${line}`)
+  const lines = header.map((line) => `# ${commentText(line)}`)
   let label
   let run = []
   const flush = () => {
@@ -24,8 +27,8 @@ export function renderComposed(rows, provenance, header = []) {
     const next = history(provenance, row.id)
     if (next !== label || children.length) {
       flush()
-      lines.push(`# == ${next}`)
-      for (const child of children) lines.push(`#    ${child.id}: ${history(provenance, child.id)}`)
+      lines.push(`# == ${commentText(next)}`)
+      for (const child of children) lines.push(`#    ${commentText(`${child.id}: ${history(provenance, child.id)}`)}`)
       // A group row with rows inside is a run of its own, so the lines above describe it alone.
       label = children.length ? undefined : next
     }

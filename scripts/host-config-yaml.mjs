@@ -27,36 +27,36 @@ export class HostConfigError extends Error {
   code = 'CONFIG_INVALID'
 
   constructor(message, details = {}) {
-    super(message)
+    // One line whatever the file held: an id or a path with a line break is shown as `\n`.
+    super(String(message).replace(/\r/g, '\\r').replace(/\n/g, '\\n'))
     this.details = details
     Object.defineProperty(this, TASKWARD_ERROR, { value: true })
   }
 }
 
 /**
- * An object or list reached twice is a YAML alias (`*name`) of a mapping or list. Refused: printing the
- * composed rows expands every alias, so a few nested aliases would print an exponentially large file.
+ * Parse one host config file; a syntax error, a tag other than `!!js` or an anchor is one line naming
+ * the place. Anchors (`&name`) are refused, of scalars too: printing the composed rows expands every
+ * alias (`*name`), so nested aliases of lists would print an exponentially large file, and one long
+ * string repeated by a few thousand aliases a quadratically large one.
  */
-function refuseSharedNodes(value, source, seen = new Set()) {
-  if (value === null || typeof value !== 'object') return
-  if (seen.has(value)) {
-    throw new HostConfigError(`${source}: a YAML alias (*name) repeats a mapping or list; write the value out in full (anchors and aliases are not supported in host config files).`, { file: source })
-  }
-  seen.add(value)
-  for (const child of Object.values(value)) refuseSharedNodes(child, source, seen)
-}
-
-/** Parse one host config file; a syntax error or a tag other than `!!js` is one line naming the place. */
 export function parse(text, source) {
   let value
+  let anchorLine
+  const listener = (event, state) => {
+    if (event === 'close' && state.anchor !== null && anchorLine === undefined) anchorLine = state.line + 1
+  }
   try {
-    value = yaml.load(text, { schema, filename: source })
+    value = yaml.load(text, { schema, filename: source, listener })
   } catch (error) {
     const at = error.mark ? `:${error.mark.line + 1}:${error.mark.column + 1}` : ''
     const hint = /unknown tag/.test(error.reason ?? '') ? ' (host config files allow JSON values and !!js "expression" only)' : ''
     throw new HostConfigError(`${source}${at}: not valid YAML: ${error.reason ?? error.message}${hint}.`, { file: source })
   }
-  refuseSharedNodes(value, source)
+  if (anchorLine !== undefined) {
+    throw new HostConfigError(`${source}:${anchorLine}: a YAML anchor (&name) lets aliases (*name) repeat a value; write the value out in full `
+      + '(anchors and aliases are not supported in host config files).', { file: source })
+  }
   return value
 }
 

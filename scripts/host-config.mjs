@@ -4,7 +4,7 @@
 // adds or changes plugins without editing the shipped file. A layer is DSH's patch list (the composer:
 // scripts/host-config-compose.mjs). Rules and precedence: docs/operations.md, "Host config overlays".
 // Rows are moved, never evaluated: `!!js` expressions reach cordis untouched.
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { compose } from './host-config-compose.mjs'
 import { renderComposed } from './host-config-dump.mjs'
@@ -41,18 +41,31 @@ export function layerFiles(root, env = process.env, patches = [], cwd = process.
       throw new HostConfigError(`TASKWARD_PROFILE=${profile} but cordis.${profile}.yml does not exist next to ${BASE_FILE}; create it or unset TASKWARD_PROFILE.`,
         { file: `cordis.${profile}.yml` })
     }
-    files.push({ path, source: `cordis.${profile}.yml` })
+    files.push({ path: regularFile(path, `TASKWARD_PROFILE=${profile}`), source: `cordis.${profile}.yml` })
   }
   for (const name of [LOCAL_FILE, PATCH_FILE]) {
     const path = join(root, name)
-    if (existsSync(path)) files.push({ path, source: name })
+    if (existsSync(path)) files.push({ path: regularFile(path, name), source: name })
   }
   for (const patch of patches) {
     const path = resolve(cwd, patch)
     if (!existsSync(path)) throw new HostConfigError(`--patch ${patch}: no such file (${path}); give the path of a patch list.`, { file: path })
-    files.push({ path, source: path })
+    files.push({ path: regularFile(path, `--patch ${patch}`), source: path })
   }
   return files
+}
+
+/**
+ * `path` when it is (or links to) a regular file. A directory, FIFO or device is refused before it is
+ * read: reading a FIFO blocks npm start for good, and /dev/zero never ends.
+ */
+function regularFile(path, what) {
+  const stats = statSync(path)
+  if (!stats.isFile()) {
+    const kind = stats.isDirectory() ? 'a directory' : stats.isFIFO() ? 'a FIFO' : 'not a regular file'
+    throw new HostConfigError(`${what}: ${path} is ${kind}; give the path of a patch list file.`, { file: path })
+  }
+  return path
 }
 
 function read(path, source) {

@@ -8,7 +8,7 @@
 // exit 0 when it ends on its pending repair proposal, 1 otherwise).
 import { spawn } from 'node:child_process'
 import { createServer } from 'node:net'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join, resolve } from 'node:path'
@@ -26,8 +26,12 @@ let config = join(root, 'cordis.yml')
 const patches = []
 let dumpConfig = false
 let demoOnly = false
-// npm runs this script in the package root; relative paths are meant from where the user typed `npm start`.
-const invokedIn = process.env.INIT_CWD ?? process.cwd()
+// npm runs this script in the package root and names where the user typed `npm start` in INIT_CWD:
+// relative paths are meant from there. A process that only inherited INIT_CWD (started with another
+// working directory by some npm script, a test say) means them from its own working directory.
+const startedByNpm = Boolean(process.env.INIT_CWD) && process.env.npm_package_json === join(root, 'package.json')
+  && realpathSync(process.cwd()) === realpathSync(root)
+const invokedIn = startedByNpm ? process.env.INIT_CWD : process.cwd()
 const value = (i) => {
   if (i >= args.length || args[i].startsWith('--')) {
     console.error(`${args[i - 1]} needs a value.`)
@@ -38,8 +42,9 @@ const value = (i) => {
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--no-demo') env.TASKWARD_DEMO = '0'
   else if (args[i] === '--demo-only') demoOnly = true
-  else if (args[i] === '--port') env.PORT = args[++i]
-  else if (args[i] === '--data') env.TASKWARD_DATA = args[++i]
+  else if (args[i] === '--port') env.PORT = value(++i)
+  // The host runs in the package root: a relative data directory is resolved here, like --config.
+  else if (args[i] === '--data') env.TASKWARD_DATA = resolve(invokedIn, value(++i))
   else if (args[i] === '--config') config = resolve(invokedIn, value(++i))
   else if (args[i] === '--patch') patches.push(resolve(invokedIn, value(++i)))
   else if (args[i] === '--dump-config') dumpConfig = true

@@ -145,8 +145,17 @@ describe('host config composer (DSH patch lists)', () => {
       refuses(() => applyText(BASE, '- insert:\n    - {id: audit}\n'), /entry 1, row 1 \("audit"\) needs a "name"/)
       refuses(() => applyText(BASE, '- insert:\n    - {id: audit, name: x, isolate: {}}\n'), /entry 1, row 1 has the key "isolate"; a row has id, name, config, disabled, inject, group/)
       refuses(() => applyText(BASE, '- insert:\n    - {id: "a:b", name: x}\n'), /the id "a:b" contains ":"/)
+      // A line break in an id would end the dump's "#    <id>: <history>" comment and turn the rest into a row.
+      refuses(() => applyText(BASE, '- id: extras\n  insert:\n    - {id: "x\\n- injected", name: ok}\n'),
+        /^cordis\.patch\.yml: entry 1, row 1: the id "x\\n- injected" holds a line break or another control character; choose a plain id\.$/)
+      refuses(() => applyText(BASE, '- insert:\n    - {id: "tab\\there", name: x}\n'), /holds a line break or another control character/)
+      // A patch naming such an id is refused on one line too.
+      refuses(() => applyText(BASE, '- id: "a\\nb"\n  disabled: true\n'), /^cordis\.patch\.yml: entry 1 patches "a\\nb", which names no row/)
       refuses(() => applyText(BASE, '- id: console\n  disabled: "yes"\n'), /"disabled" must be true or false/)
       refuses(() => applyText(BASE, '- id: console\n  inject: 5\n'), /"inject" must be a list of service names or a mapping/)
+      // cordis evaluates !!js only in config: elsewhere it would be an odd mapping, not an expression.
+      refuses(() => applyText(BASE, '- id: console\n  inject: !!js "[\'database\']"\n'), /entry 1 \("console"\): "inject" holds a !!js expression; cordis evaluates !!js only inside "config"/)
+      refuses(() => applyText(BASE, '- insert:\n    - {id: a, name: x, inject: {database: !!js "true"}}\n'), /"inject" holds a !!js expression/)
       refuses(() => applyText(BASE, '- id: console\n  group: maybe\n'), /"group" must be true or false/)
       refuses(() => applyText(BASE, '- id: console\n  group: true\n  config: {a: 1}\n'), /makes a group whose "config" is not a list of rows/)
       refuses(() => applyText(BASE, '- id: extras\n  config: [5]\n'), /entry 1, the patched row \("extras"\), group row 1 must be a row/)
@@ -168,7 +177,16 @@ describe('host config composer (DSH patch lists)', () => {
       // A few nested aliases would print an exponentially large effective file.
       const laughs = 'a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n'
       refuses(() => parse(`- id: console\n  config:\n    ${laughs.replace(/\n(?=.)/g, '\n    ')}`, 'bomb.yml'),
-        /^bomb\.yml: a YAML alias \(\*name\) repeats a mapping or list; write the value out in full/)
+        /^bomb\.yml:3: a YAML anchor \(&name\) lets aliases \(\*name\) repeat a value; write the value out in full/)
+      // One long string repeated by aliases: a 26 kB file would print a 40 MB effective file.
+      const long = `- id: server\n  config:\n    a: &s "${'x'.repeat(20_000)}"\n    b: [${Array(2000).fill('*s').join(', ')}]\n`
+      refuses(() => parse(long, 'strings.yml'), /^strings\.yml:3: a YAML anchor \(&name\)/)
+      // An anchor nothing refers to yet is refused too (a later layer cannot refer to it anyway); "&" in a value is not an anchor.
+      refuses(() => parse('- &row {id: a, name: x}\n', 'anchor.yml'), /^anchor\.yml:1: a YAML anchor/)
+      expect(parse('- {id: "a&b", name: "x & y"}\n', 'amp.yml')).to.deep.equal([{ id: 'a&b', name: 'x & y' }])
+      // cordis's loader evaluates any {__jsExpr} mapping in config as !!js: the dump says so instead of hiding it.
+      const plain = applyText(BASE, "- id: server\n  config: {port: {__jsExpr: '1 + 1'}}\n")
+      expect(renderComposed(plain, new Map())).to.contain('port: !!js 1 + 1')
       // !!js stays allowed, and opaque.
       expect(applyText(BASE, '- id: server\n  config: {port: !!js "+process.env.PORT"}\n')[0].config).to.deep.equal({ port: { __jsExpr: '+process.env.PORT' } })
     })
@@ -195,6 +213,15 @@ describe('host config composer (DSH patch lists)', () => {
       })
     })
 
+    it('rows a patch turns into group rows (group: true on a row whose config holds rows) are that layer\'s', () => {
+      const base: HostRow[] = [{ id: 'bundle', name: 'cordis/group', config: [{ id: 'inner', name: '@me/inner' }] }]
+      const { provenance } = compose(base, 'cordis.yml', [{ file: 'cordis.local.yml', layer: parse('- id: bundle\n  group: true\n', 'cordis.local.yml') }])
+      expect(Object.fromEntries(provenance)).to.deep.equal({
+        bundle: { origin: 'cordis.yml', patchedBy: ['cordis.local.yml'] },
+        inner: { origin: 'cordis.local.yml', patchedBy: [] },
+      })
+    })
+
     it('prints one loadable YAML document, each run of rows headed by its history', () => {
       const { rows, provenance } = compose(BASE, 'cordis.yml', layers)
       const text = renderComposed(rows, provenance, ['composed'])
@@ -208,6 +235,16 @@ describe('host config composer (DSH patch lists)', () => {
         '# == cordis.ci.yml, patched by cordis.local.yml',
       ])
       expect(text.indexOf('# == cordis.yml\n- id: server')).to.equal(text.indexOf('# == cordis.yml\n'))
+      expect(checkBase(parse(text, 'dump'))).to.deep.equal(rows)
+    })
+
+    it('a file path with a line break stays inside its comment: the printed rows are the composed rows', () => {
+      const file = '/tmp/odd\n- id: injected\n  name: evil'
+      const { rows, provenance } = compose(BASE, 'cordis.yml', [
+        { file, layer: parse("- id: extras\n  insert:\n    - {id: cost, name: '@me/cost'}\n- id: console\n  disabled: true\n", 'odd.yml') },
+      ])
+      const text = renderComposed(rows, provenance, [`composed from ${file}`])
+      expect(text).to.contain('# == cordis.yml, patched by /tmp/odd\\n- id: injected\\n  name: evil\n')
       expect(checkBase(parse(text, 'dump'))).to.deep.equal(rows)
     })
   })

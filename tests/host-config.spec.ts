@@ -1,6 +1,6 @@
 import { expect } from 'chai'
-import { spawn } from 'node:child_process'
-import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { execFileSync, spawn } from 'node:child_process'
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { freePort } from '@taskward/testkit'
 import {
@@ -24,9 +24,9 @@ async function configDir(files: Record<string, string>) {
 }
 
 /** `npm start -- …args` as a user runs it, in its own process group; the caller kills it if it keeps running. */
-function npmStart(args: string[], env: Record<string, string> = {}) {
+function npmStart(args: string[], env: Record<string, string> = {}, cwd = ROOT) {
   const child = spawn('npm', ['start', '--', ...args], {
-    cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true,
+    cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true,
   })
   const run = { stdout: '', stderr: '', pid: child.pid!, exited: new Promise<number | null>((resolve) => child.on('exit', resolve)) }
   child.stdout.on('data', (chunk) => run.stdout += chunk)
@@ -80,6 +80,29 @@ describe('host config layers', () => {
       refuses(() => layerFiles(root, {}, ['missing.yml'], root), /^--patch missing\.yml: no such file/)
     })
 
+    it('refuses a --patch (or cordis.patch.yml) that is a directory or a FIFO before reading it; a symlink to a file is read', async () => {
+      const root = await dir({ 'real.yml': '- id: console\n  disabled: true\n' })
+      await mkdir(join(root, 'folder'))
+      await symlink(join(root, 'real.yml'), join(root, 'link.yml'))
+      refuses(() => layerFiles(root, {}, ['folder'], root), new RegExp(`^--patch folder: ${join(root, 'folder')} is a directory; give the path of a patch list file\\.$`))
+      expect(resolveHostConfig(root, {}, { patches: ['link.yml'], cwd: root }).provenance.get('console'))
+        .to.deep.equal({ origin: 'cordis.yml', patchedBy: [join(root, 'link.yml')] })
+      await mkdir(join(root, 'cordis.patch.yml'))
+      refuses(() => layerFiles(root, {}), /^cordis\.patch\.yml: .* is a directory/)
+      await rm(join(root, 'cordis.patch.yml'), { recursive: true })
+      // A FIFO nobody writes to: reading it would block npm start for good (run in a child, with a deadline).
+      execFileSync('mkfifo', [join(root, 'pipe.yml')])
+      const child = spawn(process.execPath, [join(ROOT, 'scripts/start.mjs'), '--config', join(root, 'cordis.yml'), '--patch', join(root, 'pipe.yml'), '--dump-config'],
+        { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
+      let stderr = ''
+      child.stderr.on('data', (chunk) => stderr += chunk)
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
+      const code = await new Promise((resolve) => child.on('close', resolve))
+      clearTimeout(timer)
+      expect(code, stderr).to.equal(2)
+      expect(stderr).to.contain(`CONFIG_INVALID: --patch ${join(root, 'pipe.yml')}: ${join(root, 'pipe.yml')} is a FIFO`)
+    })
+
     it('writes the composed rows to .cordis.effective.yml with their history, !!js intact', async () => {
       const root = await dir({ 'cordis.local.yml': '- id: console\n  disabled: true\n' })
       const path = effectiveConfigPath(root, {})
@@ -121,6 +144,26 @@ describe('host config layers', () => {
       expect(await readdir(root)).to.not.include('.cordis.effective.yml')
     })
 
+    it('relative --config and --patch paths are meant from where the user typed the command, even with an INIT_CWD inherited from another npm script', async () => {
+      const root = await dir({ 'mine.yml': '- id: console\n  disabled: true\n' })
+      // npm start from a folder: npm runs the script in the package root and sets INIT_CWD to that folder.
+      const viaNpm = spawn('npm', ['start', '--silent', '--', '--config', 'cordis.yml', '--patch', 'mine.yml', '--dump-config'],
+        { cwd: root, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] })
+      // node scripts/start.mjs run in that folder by a process that inherited INIT_CWD (and npm_package_json) from `npm test` in the root.
+      const direct = spawn(process.execPath, [join(ROOT, 'scripts/start.mjs'), '--config', 'cordis.yml', '--patch', 'mine.yml', '--dump-config'],
+        { cwd: root, env: { ...process.env, INIT_CWD: ROOT, npm_package_json: join(ROOT, 'package.json') }, stdio: ['ignore', 'pipe', 'pipe'] })
+      const runs = [viaNpm, direct].map((child) => {
+        const run = { output: '', code: new Promise((resolve) => child.on('close', resolve)) }
+        child.stdout.on('data', (chunk) => run.output += chunk)
+        child.stderr.on('data', (chunk) => run.output += chunk)
+        return run
+      })
+      for (const run of runs) {
+        expect(await run.code, run.output).to.equal(0)
+        expect(run.output).to.contain(`# == cordis.yml, patched by ${join(root, 'mine.yml')}\n- id: console`)
+      }
+    })
+
     it('refuses a bad --patch file with one CONFIG_INVALID line naming the file and the entry, exit 2, nothing started', async () => {
       const root = await dir({ 'bad.yml': '- id: console\n  disabled: true\n- id: supervisr\n  disabled: true\n' })
       const bad = join(root, 'bad.yml')
@@ -132,6 +175,13 @@ describe('host config layers', () => {
           + 'openai, supervisor, repair, recovery, console. To add a plugin, use "- insert: [{id, name, config}]".'])
         expect(run.stdout).to.not.match(/apply plugin|login\?token/)
       }
+      // An option that needs a value and has none (or another option in its place) is refused, not read as empty.
+      const bareOptions: [string[], string][] = [[['--dump-config', '--data'], '--data'], [['--data', '--dump-config'], '--data'], [['--dump-config', '--port'], '--port']]
+      for (const [args, option] of bareOptions) {
+        const bare = npmStart(['--config', join(root, 'cordis.yml'), ...args])
+        expect(await bare.exited, bare.stdout + bare.stderr).to.equal(2)
+        expect(bare.stderr).to.contain(`${option} needs a value.`)
+      }
       const missing = npmStart(['--config', join(root, 'cordis.yml'), '--patch', join(root, 'nope.yml'), '--dump-config'])
       expect(await missing.exited).to.equal(2)
       expect(missing.stderr).to.contain(`CONFIG_INVALID: --patch ${join(root, 'nope.yml')}: no such file`)
@@ -142,11 +192,9 @@ describe('host config layers', () => {
         'cordis.patch.yml': '- id: console\n  disabled: true\n- insert:\n    - {id: extras, name: cordis/group, group: true, config: []}\n',
         'extra.yml': `- id: extras\n  insert:\n${AUDIT_ROW}\n`,
       })
-      const data = await mkdtemp(join(ROOT, '.scratch', 'host-config-data-'))
-      dirs.push(data)
       const port = await freePort()
-      const run = npmStart(['--config', join(root, 'cordis.yml'), '--patch', join(root, 'extra.yml'), '--no-demo'],
-        { PORT: String(port), TASKWARD_DATA: data })
+      // Every path relative, typed in the config folder: the data directory lands there too.
+      const run = npmStart(['--config', 'cordis.yml', '--patch', 'extra.yml', '--data', 'data', '--no-demo'], { PORT: String(port) }, root)
       const output = () => run.stdout + run.stderr
       try {
         const deadline = Date.now() + 120_000
@@ -162,6 +210,7 @@ describe('host config layers', () => {
         expect(output()).to.contain('apply plugin @taskward/example-plugin-audit')
         expect(output()).to.not.contain('apply plugin @taskward/plugin-console')
         expect(output(), 'no plugin failed').to.not.match(/\[E\]/)
+        expect(await readdir(join(root, 'data')), 'the data directory, relative to where npm start was typed').to.not.be.empty
         const effective = await readFile(join(root, '.cordis.effective.yml'), 'utf8')
         expect(effective).to.contain(`#    audit: ${join(root, 'extra.yml')}`)
       } finally {

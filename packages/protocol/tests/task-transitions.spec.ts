@@ -90,6 +90,14 @@ describe('task transitions: planning and control', () => {
     refuses('TASK_NOT_EXECUTING', () => edit(approve(ready, at(4)), { objective: 'late' }, at(5)))
   })
 
+  it('a task paused for its budget is not advertised as one /task resume simply continues', () => {
+    const active = approve(applyPlanReview(reviewingPlan(), { jobId: 'p1', verdict: 'pass', findings: [] }, at(3)), at(4))
+    const user = pause(active, { reason: 'user' }, at(5))
+    expect(() => pause(user, { reason: 'user' }, at(6))).to.throw(/is paused \(user\); the user continues it with \/task resume\.$/)
+    const budget = pause(active, { reason: 'budget' }, at(5))
+    expect(() => pause(budget, { reason: 'user' }, at(6))).to.throw(/is paused \(budget\): a budget is used up; \/task resume is refused until the user raises it \(the refusal names the budget and its setting\)\.$/)
+  })
+
   it('pause records reason and resume phase; resume returns there', () => {
     const active = approve(applyPlanReview(reviewingPlan(), { jobId: 'p1', verdict: 'pass', findings: [] }, at(3)), at(4))
     const paused = pause(active, { reason: 'user' }, at(5))

@@ -104,10 +104,11 @@ export function registerTokenBudget(ctx: Context, budget: number, cachedWeight =
       return exhausted(task.id, tokens, 'the task is paused and nothing is lost')
     })
     // Resuming a task whose tokens are still past the budget would only be refused at its first step.
-    supervisor.registerResumeGuard(async (session: Session, task: { id: string }) => {
+    supervisor.registerResumeGuard(async (session: Session, task: { id: string, phase: string }) => {
       if (session.role !== 'main') return
       const tokens = await used(session, await supervisor.state(session), task.id)
-      return tokens < budget ? undefined : exhausted(task.id, tokens, 'the task stays paused and nothing is lost')
+      if (tokens < budget) return
+      return exhausted(task.id, tokens, task.phase === 'paused' ? 'the task stays paused and nothing is lost' : 'nothing was queued and nothing is lost')
     })
   })
 }

@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { SupervisorPlugin } from '@taskward/plugin-supervisor'
-import { RECORD_EVENT_TYPE, TASK_NAMESPACE, TASK_STATE_KIND, type SessionEvent } from '@taskward/protocol'
+import { approve, RECORD_EVENT_TYPE, TASK_NAMESPACE, TASK_STATE_KIND, type SessionEvent } from '@taskward/protocol'
 import { OpenAIMock, TestHost, removeTree, taskPlayer, tempWorkspace } from '@taskward/testkit'
 import * as OpenAIPlugin from '../src'
 import { taskTokens } from '../src'
@@ -98,6 +98,45 @@ describe('token budget per task', () => {
         await raised.host.dispose()
         await removeTree(raised.cwd)
       }
+    })
+  })
+
+  describe('a live task already past the budget', function () {
+    this.timeout(30_000)
+    let mock: OpenAIMock
+    let host: TestHost
+    let cwd: string
+    before(async () => {
+      mock = await OpenAIMock.start()
+      mock.fallback = taskPlayer({ usage: { prompt_tokens: 100, completion_tokens: 10 } })
+      ;({ host, cwd } = await bootBudgetHost(mock, 200))
+    })
+    after(async () => {
+      await host.dispose()
+      await mock.close()
+      await removeTree(cwd)
+    })
+
+    it('/task resume of a task that is executing (not paused) but past maxTokensPerTask is refused too: nothing is queued', async () => {
+      const { session, agent } = await host.ctx.supervisor.startSession({ cwd, model: 'openai' })
+      host.scripted.script('reviewer', [{ toolCalls: [{ name: 'review_verdict', args: { verdict: 'pass' } }] }])
+      await host.ctx.commands.input(session, '/task new write a and b')
+      await until(async () => (await host.ctx.supervisor.state(session)).current?.phase === 'awaiting-approval', 'the plan')
+      await agent.whenIdle()
+      // Planning took two steps: 220 tokens of 200. The task executes with nothing driving it, as after a
+      // restart (or a turn that ended on the budget's last token): /task resume is what would drive it.
+      const active = await host.ctx.supervisor.apply(session, (task: any, at: any) => approve(task, at))
+      expect(active.phase).to.equal('active')
+      expect(mock.requests).to.have.length(2)
+      const resumed = await host.ctx.commands.input(session, '/task resume')
+      expect(resumed?.error?.code, JSON.stringify(resumed)).to.equal('TOKEN_BUDGET_EXHAUSTED')
+      expect(resumed?.error?.message).to.include(`Task ${active.id} used 220 tokens, its budget is 200 (openai maxTokensPerTask)`)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      await agent.whenIdle()
+      expect(mock.requests, 'no step ran').to.have.length(2)
+      const events = await session.read({ from: 0, limit: 1000 })
+      expect(events.filter((e) => e.type === 'agent/refused'), 'no step was even tried').to.have.length(0)
+      expect((await host.ctx.supervisor.state(session)).current).to.deep.equal(active)
     })
   })
 

@@ -48,8 +48,8 @@ export function stopMessage(decision: StopFacts, budgets: Partial<Budgets>): str
 }
 
 /** The refusal of resuming a task whose budget STOP still stands (`BUDGET_EXHAUSTED`, naming the budget). */
-export function budgetRefusal(taskId: string, exhausted: ExhaustedBudget): TaskwardError {
-  return new TaskwardError('BUDGET_EXHAUSTED', `Task ${taskId} stays paused: ${exhaustedBudgetText(exhausted)}`, { taskId, ...exhausted })
+export function budgetRefusal(taskId: string, exhausted: ExhaustedBudget, paused = true): TaskwardError {
+  return new TaskwardError('BUDGET_EXHAUSTED', `Task ${taskId} ${paused ? 'stays paused' : 'is not resumed'}: ${exhaustedBudgetText(exhausted)}`, { taskId, ...exhausted })
 }
 
 /**
@@ -59,7 +59,7 @@ export function budgetRefusal(taskId: string, exhausted: ExhaustedBudget): Taskw
 export async function resumeRefusal(recovery: Recovery, session: Session, task: Task): Promise<TaskwardError | undefined> {
   if (session.role !== 'main') return
   const exhausted = standingBudgetStop(await recovery.usable(session), task.id, recovery.config.budgets)
-  return exhausted ? budgetRefusal(task.id, exhausted) : undefined
+  return exhausted ? budgetRefusal(task.id, exhausted, task.phase === 'paused') : undefined
 }
 
 /**

@@ -106,17 +106,22 @@ async function resumeTask(ctx: Context, supervisor: Supervisor, session: Session
   // decide on the task as it is now, so that every path to a paused task meets the same resume guards.
   const state = await supervisor.state(session)
   const current = boundLive(state.current, binding)
-  if (current.phase === 'paused') {
+  // A live task that is not paused is asked about too: /task resume is what drives it after a restart
+  // (or after a turn that ended on its budget's last token), and a budget it used up would refuse its first step.
+  if (current.phase !== 'awaiting-approval') {
     const refusal = await supervisor.resumeRefusal(session, current)
     if (refusal) throw refusal
   }
+  // Act only on the revision the guards were asked about: a task that changed meanwhile (resumed
+  // elsewhere, then paused for its budget) is refused TASK_STALE, and the next /task resume asks again.
+  const seen: TaskBinding = { taskId: current.id, revision: current.revision }
   const pending = current.pendingReview
   const reviewerGone = current.phase === 'reviewing' && pending
     && !(ctx.agents.get(state.reviews.find((job) => job.jobId === pending.jobId)?.reviewerSessionId ?? ''))
   let task = current
   if ((current.phase === 'paused' && resumeTarget(current) === 'reviewing') || reviewerGone) {
     const outcome = await supervisor.reviews.request(session, pending!.kind, (t, jobId, at) => {
-      const live = boundLive(t, binding)
+      const live = boundLive(t, seen)
       if (live.phase !== 'reviewing') return resume(live, { reviewJobId: jobId }, at)
       const paused = pause(live, { reason: 'restart' }, at)
       return [paused, resume(paused, { reviewJobId: jobId }, { ...at, seq: at.seq + 1 })]
@@ -124,7 +129,7 @@ async function resumeTask(ctx: Context, supervisor: Supervisor, session: Session
     task = outcome.task
     await failReplacedJob(supervisor, session, pending!.jobId)
   } else if (current.phase === 'paused') {
-    task = await supervisor.apply(session, (t, at) => resume(boundLive(t, binding), {}, at))
+    task = await supervisor.apply(session, (t, at) => resume(boundLive(t, seen), {}, at))
   } else if (current.phase === 'awaiting-approval') {
     return reply(current, phaseAdvice(current))
   }

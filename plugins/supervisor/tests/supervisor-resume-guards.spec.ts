@@ -1,8 +1,8 @@
 import { expect } from 'chai'
 import type { Session } from '@taskward/host'
-import { TaskwardError, type Task } from '@taskward/protocol'
+import { pause, resume, TaskwardError, type Task } from '@taskward/protocol'
 import type { TestHost } from '@taskward/testkit'
-import { approvedTask, command, commandError, supervisorOf, useSupervisedSession } from './fixtures'
+import { approvedTask, command, commandError, supervisorOf, until, useSupervisedSession } from './fixtures'
 
 describe('supervisor: resume guards added by other plugins', () => {
   let host: TestHost
@@ -43,11 +43,48 @@ describe('supervisor: resume guards added by other plugins', () => {
     expect((await command(host, session, '/task resume')).phase).to.equal('active')
   })
 
-  it('a guard that throws refuses (closed) with INTERNAL; a task that is not paused is not asked about', async () => {
+  it('a task that changes while the guards are asked is not resumed past them (a budget pause in between stays paused)', async () => {
     await approvedTask(host, session)
+    await command(host, session, '/task pause')
+    const asked = (await current()).revision
+    let release!: () => void
+    const held = new Promise<void>((resolve) => release = resolve)
+    let reached = false
+    const { fork } = await guarded(() => undefined)
+    // A second guard that takes its time on the user's pause and refuses a budget pause (as recovery's does).
+    const slow = host.ctx.plugin({
+      name: 'test-slow-resume-guard',
+      inject: ['supervisor'],
+      apply: (ctx) => {
+        ctx.supervisor.registerResumeGuard(async (_session, task) => {
+          if (task.pauseReason === 'budget') return new TaskwardError('BUDGET_EXHAUSTED', `Task ${task.id} stays paused: test budget.`, { taskId: task.id })
+          reached = true
+          await held
+        })
+      },
+    })
+    await new Promise((resolve) => setTimeout(resolve, 0))
+    const answer = commandError(host, session, '/task resume')
+    await until(() => reached, 'the slow guard to be asked')
+    // Meanwhile the task is resumed by another path, runs and is paused for its budget.
+    await supervisorOf(host).apply(session, (task, at) => resume(task, {}, at))
+    const budgetPaused = await supervisorOf(host).apply(session, (task, at) => pause(task, { reason: 'budget' }, at))
+    expect(budgetPaused.revision).to.be.above(asked)
+    release()
+    const refusal = await answer
+    expect(refusal.code).to.equal('TASK_STALE')
+    expect(await current()).to.deep.equal(budgetPaused)
+    expect((await commandError(host, session, '/task resume')).code).to.equal('BUDGET_EXHAUSTED')
+    slow.dispose()
+    fork.dispose()
+  })
+
+  it('a guard that throws refuses (closed) with INTERNAL; a live task that is not paused is asked about too', async () => {
+    const active = await approvedTask(host, session)
     const { fork, asked } = await guarded(() => { throw new Error('guard broke') })
-    expect((await command(host, session, '/task resume')).phase).to.equal('active')
-    expect(asked).to.have.length(0)
+    expect((await commandError(host, session, '/task resume')).code).to.equal('INTERNAL')
+    expect(asked.map((task) => task.phase)).to.deep.equal(['active'])
+    expect(await current()).to.deep.equal(active)
     await command(host, session, '/task pause')
     const paused = await current()
     const refusal = await commandError(host, session, '/task resume')

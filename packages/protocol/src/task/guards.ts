@@ -14,7 +14,9 @@ export function phaseAdvice(task: Task): string {
     case 'awaiting-approval': return 'The plan waits for the user to approve it with /task approve.'
     case 'active': return 'The task is executing.'
     case 'reviewing': return `A ${task.pendingReview ? `${task.pendingReview.kind} ` : ''}review is in progress; wait for its verdict.`
-    case 'paused': return `The task is paused${task.pauseReason ? ` (${task.pauseReason})` : ''}; the user continues it with /task resume.`
+    case 'paused': return task.pauseReason === 'budget'
+      ? 'The task is paused (budget): a budget is used up; /task resume is refused until the user raises it (the refusal names the budget and its setting).'
+      : `The task is paused${task.pauseReason ? ` (${task.pauseReason})` : ''}; the user continues it with /task resume.`
     case 'complete': return 'The task is complete. To fix a defect, propose a repair with task_propose_repair and wait for '
       + 'the user to confirm it; for new work, start a new task with /task new.'
     case 'cleared': return 'The task was cleared; start a new one with /task new.'
