@@ -56,6 +56,7 @@ export const PAUSE_LABELS = {
   restart: 'the host restarted',
   recovery: 'stopped by the recovery controller',
   budget: 'a budget is used up; raise it, then /task resume',
+  'model-context': "the turn's input does not fit the model's context; shorten it or use a larger context, then /task resume",
 }
 
 export const STATUS_LABELS = {

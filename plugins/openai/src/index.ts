@@ -85,7 +85,7 @@ export function apply(ctx: Context, input: Config) {
   const onContextExceeded: ContextExceededHandler = async (session, error) => {
     const supervisor = (ctx as any).supervisor
     if (!supervisor || session.role !== 'main') return
-    const paused = await supervisor.apply(session, (current: any, at: any) => current && LIVE.includes(current.phase) ? pause(current, { reason: 'user' }, at) : current)
+    const paused = await supervisor.apply(session, (current: any, at: any) => current && LIVE.includes(current.phase) ? pause(current, { reason: 'model-context' }, at) : current)
     if (paused) logger.warn('task of session %s paused: %s', session.id, error.message)
   }
 

@@ -191,5 +191,7 @@ describe('plugin-openai: context limits against a loopback endpoint', function (
     expect(mock.requests).to.have.length(1)
     const task = (await (host.ctx as any).supervisor.state(session)).current
     expect(task.resumePhase).to.equal('planning')
+    // The task says why it is paused (task schema 11), so the console and /task status can tell the user.
+    expect(task.pauseReason).to.equal('model-context')
   })
 })
