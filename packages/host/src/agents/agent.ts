@@ -260,29 +260,36 @@ export class Agent {
           signal: abort.signal, onText: (delta) => this.announce('agent/text-delta', this, delta),
         })
         summary.steps++
-        if (answer.text) await this.session.append(EventTypes.assistantMessage, { text: answer.text })
-        if (answer.usage) {
-          await this.session.append('model/usage', {
-            route: this.model, step, promptTokens: answer.usage.promptTokens, completionTokens: answer.usage.completionTokens,
-            ...(answer.usage.estimated ? { estimated: true } : {}),
-          })
-        }
-        if (!answer.toolCalls?.length) break
-        // A stop wins over what the model asked for: no call of this step starts after a cancel.
-        if (abort.signal.aborted) {
-          summary.cancelled = true
-          break
-        }
-        results = []
-        for (const call of answer.toolCalls) {
+        // What the step records (usage, text, tool calls, their records and results) is one commit,
+        // durable before the next model request or the turn's end.
+        this.session.openStep()
+        try {
+          if (answer.text) await this.session.append(EventTypes.assistantMessage, { text: answer.text })
+          if (answer.usage) {
+            await this.session.append('model/usage', {
+              route: this.model, step, promptTokens: answer.usage.promptTokens, completionTokens: answer.usage.completionTokens,
+              ...(answer.usage.estimated ? { estimated: true } : {}),
+            })
+          }
+          if (!answer.toolCalls?.length) break
+          // A stop wins over what the model asked for: no call of this step starts after a cancel.
           if (abort.signal.aborted) {
             summary.cancelled = true
             break
           }
-          summary.toolCalls.push(call.name)
-          results.push(await this.tools.execute(this.session, call.name, call.args ?? {}, {
-            agentId: this.id, signal: abort.signal, modelCallId: call.id, invalidArgs: call.invalidArgs,
-          }))
+          results = []
+          for (const call of answer.toolCalls) {
+            if (abort.signal.aborted) {
+              summary.cancelled = true
+              break
+            }
+            summary.toolCalls.push(call.name)
+            results.push(await this.tools.execute(this.session, call.name, call.args ?? {}, {
+              agentId: this.id, signal: abort.signal, modelCallId: call.id, invalidArgs: call.invalidArgs,
+            }))
+          }
+        } finally {
+          await this.session.commitStep()
         }
         if (summary.cancelled) break
       }

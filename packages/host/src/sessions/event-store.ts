@@ -3,6 +3,7 @@ import type { SessionEvent } from '@taskward/protocol'
 import { TaskwardError } from '@taskward/protocol'
 import { storeDriver } from '../store/health'
 import type { Fence } from './lease'
+import { StagedBatches, type StagedBatch } from './staged'
 
 /** An event as stored: its data already serialized, once, as the JSON text the column holds. */
 export interface StoredEvent {
@@ -33,6 +34,14 @@ export interface EventStore {
   insert(sessionId: string, events: StoredEvent[], fence?: Fence): Promise<void> | undefined
   read(sessionId: string, options: ReadOptions): Promise<SessionEvent[]>
   nextSeq(sessionId: string): Promise<number>
+  /**
+   * Keep `batch` (a step's events, see `Session.openStep`) to be written with the next write of this
+   * store, before it: every insert, read and (SQLite) minato write first writes what is staged, in
+   * staging order, so nothing committed can depend on a staged event that is not.
+   */
+  stage(batch: StagedBatch): void
+  /** Write what is staged now (one transaction on SQLite); each batch then carries its outcome. */
+  writeStaged(): Promise<void> | undefined
   /** The driver behind it was stopped: look the store up again. */
   readonly closed: boolean
 }
@@ -53,8 +62,27 @@ const placeholders = (count: number) => Array(count).fill('?').join(', ')
 class SQLiteEventStore implements EventStore {
   private statements = new Map<string, any>()
   private tablesReady?: Promise<void>
+  private staged = new StagedBatches()
 
-  constructor(private driver: any, private ctx: Context) {}
+  constructor(private driver: any, private ctx: Context) {
+    // A minato write (a projection cache, a session row) must not become durable before the staged
+    // events it may derive from: the driver asks for them to be written first.
+    driver.beforeWrite = () => this.writeStaged()
+  }
+
+  stage(batch: StagedBatch) {
+    this.staged.add(batch)
+  }
+
+  writeStaged(): Promise<void> | undefined {
+    if (!this.staged.size) return
+    if (!this.isReady) return this.ready().then(() => this.writeStaged())
+    try {
+      this.insert('', [])
+    } catch {
+      // Each batch carries the failure; its step reports it.
+    }
+  }
 
   get closed() {
     return this.driver.opened === false
@@ -85,30 +113,48 @@ class SQLiteEventStore implements EventStore {
     }
   }
 
+  /** Staged batches and then `events`, in ONE transaction: one commit, one flush for all of them. */
   insert(sessionId: string, events: StoredEvent[]): Promise<void> | undefined {
     if (!this.isReady) return this.ready().then(() => this.insert(sessionId, events))
     const db = this.driver.db
-    this.guard(() => {
-      const insert = this.statement('INSERT INTO `taskward_event` (`sessionId`, `seq`, `type`, `time`, `data`) VALUES (?, ?, ?, ?, ?)')
-      if (events.length === 1) {
-        const [event] = events
-        insert.run([sessionId, event.seq, event.type, event.time, event.text])
-        return
-      }
-      db.exec('BEGIN')
-      try {
-        for (const event of events) insert.run([sessionId, event.seq, event.type, event.time, event.text])
-        db.exec('COMMIT')
-      } catch (error) {
-        db.exec('ROLLBACK')
-        throw error
-      }
-    })
-    return this.driver.committed?.()
+    const batches: StagedBatch[] = []
+    for (const batch of this.staged.take()) {
+      if (batch.previous?.failure) StagedBatches.refuse([batch], batch.previous.failure)
+      else batches.push(batch)
+    }
+    let durable: Promise<void> | undefined
+    try {
+      this.guard(() => {
+        const insert = this.statement('INSERT INTO `taskward_event` (`sessionId`, `seq`, `type`, `time`, `data`) VALUES (?, ?, ?, ?, ?)')
+        if (events.length === 1 && !batches.length) {
+          const [event] = events
+          insert.run([sessionId, event.seq, event.type, event.time, event.text])
+          return
+        }
+        db.exec('BEGIN')
+        try {
+          for (const batch of batches) {
+            for (const event of batch.events) insert.run([batch.sessionId, event.seq, event.type, event.time, event.text])
+          }
+          for (const event of events) insert.run([sessionId, event.seq, event.type, event.time, event.text])
+          db.exec('COMMIT')
+        } catch (error) {
+          db.exec('ROLLBACK')
+          throw error
+        }
+      })
+      durable = this.driver.committed?.()
+    } catch (error) {
+      StagedBatches.refuse(batches, error)
+      throw error
+    }
+    StagedBatches.settle(batches, durable)
+    return durable
   }
 
   async read(sessionId: string, { from, limit, types }: ReadOptions) {
     if (!this.isReady) await this.ready()
+    this.writeStaged()
     return this.guard(() => this.readPage(sessionId, from, limit, types) ?? this.readRows(sessionId, from, limit, types))
   }
 
@@ -171,6 +217,7 @@ class SQLiteEventStore implements EventStore {
 
   async nextSeq(sessionId: string) {
     if (!this.isReady) await this.ready()
+    this.writeStaged()
     return this.guard(() => {
       const statement = this.statement('SELECT max(`seq`) FROM `taskward_event` WHERE `sessionId` = ?')
       try {
@@ -189,8 +236,31 @@ class SQLiteEventStore implements EventStore {
 class MySQLEventStore implements EventStore {
   private tablesReady?: Promise<void>
   readonly closed = false
+  private staged = new StagedBatches()
+  /** Staged batches are written one after another, in staging order. */
+  private writing: Promise<void> = Promise.resolve()
 
   constructor(private driver: any, private ctx: Context) {}
+
+  stage(batch: StagedBatch) {
+    this.staged.add(batch)
+  }
+
+  /** Each batch is one fenced multi-row INSERT (atomic, and it carries the batch's lease token). */
+  writeStaged(): Promise<void> | undefined {
+    if (!this.staged.size) return
+    let previous = this.writing
+    for (const batch of this.staged.take()) {
+      const outcome = previous.then(async () => {
+        await batch.previous?.written
+        return this.write(batch.sessionId, batch.events, batch.fence)
+      })
+      StagedBatches.settle([batch], outcome)
+      previous = outcome.catch(() => {})
+    }
+    this.writing = previous
+    return previous
+  }
 
   private async query(sql: string, values: any[]): Promise<any> {
     await (this.tablesReady ??= this.ctx.database.prepared())
@@ -200,6 +270,11 @@ class MySQLEventStore implements EventStore {
   }
 
   async insert(sessionId: string, events: StoredEvent[], fence?: Fence) {
+    await this.writeStaged()
+    return this.write(sessionId, events, fence)
+  }
+
+  private async write(sessionId: string, events: StoredEvent[], fence?: Fence) {
     const rows = events.map((event) => [sessionId, event.seq, event.type, event.time, event.text])
     let result: any
     try {
@@ -227,6 +302,7 @@ class MySQLEventStore implements EventStore {
   }
 
   async read(sessionId: string, { from, limit, types }: ReadOptions) {
+    await this.writeStaged()
     const filter = types ? ' AND `type` IN (?)' : ''
     const values = types ? [sessionId, from, [...types], limit] : [sessionId, from, limit]
     const rows: any[] = await this.query(`SELECT \`seq\`, \`type\`, \`time\`, \`data\` FROM \`taskward_event\` WHERE \`sessionId\` = ? AND \`seq\` >= ?${filter} ORDER BY \`seq\` LIMIT ?`, values)
@@ -234,6 +310,7 @@ class MySQLEventStore implements EventStore {
   }
 
   async nextSeq(sessionId: string) {
+    await this.writeStaged()
     const [row]: any[] = await this.query('SELECT max(`seq`) AS `last` FROM `taskward_event` WHERE `sessionId` = ?', [sessionId])
     return row?.last === null || row?.last === undefined ? 0 : Number(row.last) + 1
   }
@@ -242,9 +319,35 @@ class MySQLEventStore implements EventStore {
 /** Any other minato driver (the memory driver of tiny fixtures): through minato itself. */
 class MinatoEventStore implements EventStore {
   readonly closed = false
+  private staged = new StagedBatches()
+  private writing: Promise<void> = Promise.resolve()
   constructor(private ctx: Context) {}
 
+  stage(batch: StagedBatch) {
+    this.staged.add(batch)
+  }
+
+  writeStaged(): Promise<void> | undefined {
+    if (!this.staged.size) return
+    let previous = this.writing
+    for (const batch of this.staged.take()) {
+      const outcome = previous.then(async () => {
+        await batch.previous?.written
+        return this.write(batch.sessionId, batch.events)
+      })
+      StagedBatches.settle([batch], outcome)
+      previous = outcome.catch(() => {})
+    }
+    this.writing = previous
+    return previous
+  }
+
   async insert(sessionId: string, events: StoredEvent[]) {
+    await this.writeStaged()
+    return this.write(sessionId, events)
+  }
+
+  private async write(sessionId: string, events: StoredEvent[]) {
     const rows = events.map((event) => ({ sessionId, seq: event.seq, type: event.type, time: event.time, data: JSON.parse(event.text) }))
     if (rows.length === 1) {
       await this.ctx.database.create('taskward_event', rows[0])
@@ -256,6 +359,7 @@ class MinatoEventStore implements EventStore {
   }
 
   async read(sessionId: string, { from, limit, types }: ReadOptions) {
+    await this.writeStaged()
     const query: any = { sessionId, seq: { $gte: from } }
     if (types) query.type = { $in: [...types] }
     const rows = await this.ctx.database.select('taskward_event').where(query).orderBy('seq', 'asc').limit(limit).execute()
@@ -263,6 +367,7 @@ class MinatoEventStore implements EventStore {
   }
 
   async nextSeq(sessionId: string) {
+    await this.writeStaged()
     const [last] = await this.ctx.database.select('taskward_event').where({ sessionId }).orderBy('seq', 'desc').limit(1).project(['seq']).execute()
     return last ? Number(last.seq) + 1 : 0
   }
