@@ -1,5 +1,6 @@
 import { expect } from 'chai'
 import { tmpdir } from 'node:os'
+import type { Context } from 'cordis'
 import { storeDriver } from '@taskward/host'
 import { TestHost, mysqlTestConfig } from '@taskward/testkit'
 
@@ -29,12 +30,18 @@ describe('host: a step commit on MySQL carries the lease token', function () {
 
   it('writes a whole step, and nothing of a step during which another host took the lease (LEASE_LOST)', async () => {
     host = await TestHost.boot({ database: mysqlTestConfig(url!) })
+    // A projection that counts events: it follows the step's staged events as they are appended.
+    host.ctx.plugin({
+      name: 'test-count-projection', inject: ['projections'],
+      apply: (ctx: Context) => { ctx.projections.register({ key: 'test-count', version: 1, init: () => 0, apply: (count: number) => count + 1 }) },
+    })
     let steal = false
     host.ctx.tools.register({
       name: 'note',
       description: 'Append a record; in the second step, another host takes the lease meanwhile.',
       async execute(_args: any, { session }) {
         await session.append('test/record', { steal })
+        await host.ctx.projections.get(session, 'test-count')
         if (steal) await query('UPDATE `taskward_lease` SET `token` = `token` + 1, `holder` = ? WHERE `sessionId` = ?', ['other-host', session.id])
         return { ok: true }
       },
@@ -58,5 +65,10 @@ describe('host: a step commit on MySQL carries the lease token', function () {
     // The second turn's message was its own (fenced) commit before the lease moved; of the step, nothing.
     expect(rows.map((row: any) => row.type)).to.deep.equal([...first.map((e) => e.type), 'user/message'])
     expect(agent.session.seq, 'the step\'s seqs are free again').to.equal(rows.length)
+    // The cache that folded the refused step is never saved, and the state is the log's again.
+    await host.ctx.projections.flush()
+    const [cache] = await query('SELECT `asOfSeq` FROM `taskward_projection` WHERE `sessionId` = ? AND `key` = ?', [agent.session.id, 'test-count'])
+    expect(Number(cache.asOfSeq)).to.be.lessThan(rows.length)
+    expect(await host.ctx.projections.get(agent.session, 'test-count')).to.equal(rows.length)
   })
 })
