@@ -1,8 +1,8 @@
 /**
  * Child process of the step-commit crash suite: a real host on `dataDir` (SQLite, `fsync`) runs one
  * agent whose scripted model never stops — every step reports usage and calls `tick` twice, and each
- * call appends a record. Prints `acked <seq>` whenever a step guard runs (every step before it was
- * committed and flushed: everything up to that seq is acknowledged), and `in-tool <seq>` inside each
+ * call appends a record. Prints `acked <seq>` whenever a later step's guard runs (every step before it
+ * was committed and flushed: everything up to that seq is acknowledged), and `in-tool <seq>` inside each
  * tool body (the step is half done) before the body waits `pauseMs`.
  * argv: dataDir pauseMs
  */
@@ -22,8 +22,11 @@ ctx.tools.register({
     return { ok: true }
   },
 })
+// Before step k > 0 the steps before it are committed and flushed, and step k has staged nothing yet
+// (the turn's message is staged with the first step, so the first guard acknowledges nothing).
+let guards = 0
 ctx.agents.stepGuard((agent) => {
-  process.stdout.write(`acked ${agent.session.seq - 1}\n`)
+  if (guards++) process.stdout.write(`acked ${agent.session.seq - 1}\n`)
 })
 const step = (n: number) => ({
   usage: { promptTokens: 100 + n, completionTokens: 10 },

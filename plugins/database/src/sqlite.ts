@@ -65,6 +65,15 @@ export class TaskwardSQLiteDriver extends (SQLiteDriver as any as typeof SQLiteD
     return dirname(this.path)
   }
 
+  /** Commits and flushes (fsyncs of the WAL) since start, and the WAL's size now: for benchmarks and diagnostics. */
+  writeStats() {
+    let walBytes = 0
+    try {
+      walBytes = statSync(this.path + '-wal').size
+    } catch {}
+    return { commits: this.commits, flushes: this.flusher?.flushes ?? 0, walBytes }
+  }
+
   override async start() {
     this.path = this.config.path
     this.durability = this.config.durability ?? 'fsync'

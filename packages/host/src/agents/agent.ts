@@ -238,32 +238,35 @@ export class Agent {
     const summary: TurnSummary = { input, steps: 0, toolCalls: [] }
     const abort = this.abort = new AbortController()
     try {
+      // Each step is one commit (usage, text, tool calls, the records tools append, results; the first
+      // step also the turn's message, a refusal too), durable before the next model request or the
+      // turn's end. Other writers (operator commands, HTTP) are acknowledged only once durable: the
+      // connection waits for what is staged before it answers a request that changes something.
+      this.session.openStep()
       if (!input.meta.recorded) {
         await this.session.append(EventTypes.userMessage, { text: input.message, origin: input.meta.origin ?? 'user' })
       }
       const adapter = this.ctx.models.get(this.model)
       let results: ToolResult[] = []
       for (let step = 0; step < this.options.maxStepsPerTurn; step++) {
-        const refused = await this.refusal()
-        if (refused) {
-          summary.refused = { code: refused.code, message: refused.message }
-          this.queue = []
-          await this.session.append('agent/refused', summary.refused)
-          break
-        }
-        if (abort.signal.aborted) {
-          summary.cancelled = true
-          break
-        }
-        const answer = await adapter.step({
-          session: this.session, role: this.role, input: { text: input.message, meta: input.meta }, results, step,
-          signal: abort.signal, onText: (delta) => this.announce('agent/text-delta', this, delta),
-        })
-        summary.steps++
-        // What the step records (usage, text, tool calls, their records and results) is one commit,
-        // durable before the next model request or the turn's end.
         this.session.openStep()
         try {
+          const refused = await this.refusal()
+          if (refused) {
+            summary.refused = { code: refused.code, message: refused.message }
+            this.queue = []
+            await this.session.append('agent/refused', summary.refused)
+            break
+          }
+          if (abort.signal.aborted) {
+            summary.cancelled = true
+            break
+          }
+          const answer = await adapter.step({
+            session: this.session, role: this.role, input: { text: input.message, meta: input.meta }, results, step,
+            signal: abort.signal, onText: (delta) => this.announce('agent/text-delta', this, delta),
+          })
+          summary.steps++
           if (answer.text) await this.session.append(EventTypes.assistantMessage, { text: answer.text })
           if (answer.usage) {
             await this.session.append('model/usage', {
@@ -293,7 +296,11 @@ export class Agent {
         }
         if (summary.cancelled) break
       }
+      // A turn that ran no step (no steps allowed) still commits its message.
+      await this.session.commitStep()
     } catch (error) {
+      // What the turn staged before the fault is still written (when the fault was the commit, nothing is left).
+      await this.session.commitStep().catch(() => {})
       // A cancel that interrupted the model request ends the turn as cancelled, not as a fault.
       if (abort.signal.aborted) {
         summary.cancelled = true

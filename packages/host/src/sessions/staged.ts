@@ -1,4 +1,5 @@
-import type { StoredEvent } from './event-store'
+import type { SessionEvent } from '@taskward/protocol'
+import type { ReadOptions, StoredEvent } from './event-store'
 import type { Fence } from './lease'
 
 /**
@@ -44,6 +45,31 @@ export class StagedBatches {
     const taken = this.batches
     this.batches = []
     return taken
+  }
+
+  /**
+   * `page`, read from the store, completed with the session's staged events from `from` (of `types`),
+   * up to `limit`: a session's staged events come after everything the store holds of it.
+   */
+  merge(sessionId: string, page: SessionEvent[], { from, limit, types }: ReadOptions): SessionEvent[] {
+    if (!this.batches.length || page.length >= limit) return page
+    for (const batch of this.batches) {
+      if (batch.sessionId !== sessionId) continue
+      for (const { seq, type, time, text } of batch.events) {
+        if (seq < from || (types && !types.includes(type))) continue
+        page.push({ seq, type, time, data: JSON.parse(text) })
+        if (page.length >= limit) return page
+      }
+    }
+    return page
+  }
+
+  /** The seq after the session's last staged event, or undefined when none is staged. */
+  nextSeq(sessionId: string): number | undefined {
+    for (let i = this.batches.length - 1; i >= 0; i--) {
+      const batch = this.batches[i]
+      if (batch.sessionId === sessionId && batch.events.length) return batch.events[batch.events.length - 1].seq + 1
+    }
   }
 
   /** Record how the write of `batches` ended (`undefined`: already as durable as configured). */
