@@ -206,7 +206,7 @@ async function bareLoop(baseURL: string, bodies: any[], loops: number) {
 
 // ---- the CPU profile ----
 
-async function profiled<T>(run: () => Promise<T>): Promise<{ result: T, top: string[] }> {
+async function profiled<T>(run: () => Promise<T>): Promise<{ result: T, top: string[], callers: string[] }> {
   const inspector = new Inspector()
   inspector.connect()
   await inspector.post('Profiler.enable')
@@ -217,19 +217,34 @@ async function profiled<T>(run: () => Promise<T>): Promise<{ result: T, top: str
   inspector.disconnect()
   const self = new Map<string, number>()
   const byId = new Map(profile.nodes.map((node) => [node.id, node]))
+  const parent = new Map<number, number>()
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id)
+  const label = (frame: { functionName: string, url: string, lineNumber: number }) => {
+    const where = frame.url ? `${frame.url.replace(/^file:\/\//, '').replace(process.cwd() + '/', '')}:${frame.lineNumber + 1}` : ''
+    return `${frame.functionName || '(anonymous)'} ${where}`.trim()
+  }
+  /** The nearest frame of the project's own code (packages/, plugins/) at or above a sample. */
+  const ours = (id: number) => {
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const { url } = byId.get(at)!.callFrame
+      if (/\/(packages|plugins)\//.test(url) && !url.includes('node_modules')) return label(byId.get(at)!.callFrame)
+    }
+    return '(no project frame)'
+  }
+  const byCaller = new Map<string, number>()
   const counts = new Map<number, number>()
   for (const sample of profile.samples ?? []) counts.set(sample, (counts.get(sample) ?? 0) + 1)
   let total = 0
   for (const [id, hits] of counts) {
-    const frame = byId.get(id)!.callFrame
-    const where = frame.url ? `${frame.url.replace(/^file:\/\//, '').replace(process.cwd() + '/', '')}:${frame.lineNumber + 1}` : ''
-    const name = `${frame.functionName || '(anonymous)'} ${where}`.trim()
+    const name = label(byId.get(id)!.callFrame)
     self.set(name, (self.get(name) ?? 0) + hits)
+    const caller = ours(id)
+    byCaller.set(caller, (byCaller.get(caller) ?? 0) + hits)
     total += hits
   }
-  const top = [...self].sort((a, b) => b[1] - a[1]).slice(0, 25)
+  const format = (entries: Map<string, number>, count: number) => [...entries].sort((a, b) => b[1] - a[1]).slice(0, count)
     .map(([name, hits]) => `${(100 * hits / total).toFixed(1).padStart(5)} %  ${name}`)
-  return { result, top }
+  return { result, top: format(self, 25), callers: format(byCaller, 25) }
 }
 
 // ---- the run ----
@@ -278,6 +293,7 @@ try {
 
   // 2. Throughput: the bare loop, the kernel + supervisor set, the full set.
   let profileTop: string[] | undefined
+  let profileCallers: string[] | undefined
   {
     // The requests of one task of the full set, as the bare loop's script.
     const capture = await bootHost('full', endpoint.baseURL)
@@ -305,9 +321,10 @@ try {
       const run = () => runTasks(host, SESSIONS)
       let wall: number
       if (profile) {
-        const { result, top } = await profiled(run)
+        const { result, top, callers } = await profiled(run)
         wall = result.wall
         profileTop = top
+        profileCallers = callers
       } else {
         wall = (await run()).wall
       }
@@ -358,6 +375,8 @@ try {
   if (profileTop) {
     console.log(`top self time, host process, full set, ${SESSIONS} concurrent tasks:`)
     for (const line of profileTop) console.log('  ' + line)
+    console.log('the same samples by the nearest frame of the project\'s own code (what pays for the library time):')
+    for (const line of profileCallers ?? []) console.log('  ' + line)
   }
   goals.report()
 } finally {
