@@ -44,6 +44,23 @@ describe('host: a model step is one commit', () => {
     expect(results[0]).to.deep.equal(['user/message', 'model/usage', 'tool/call', 'test/record'])
   })
 
+  it('flushes a step while the next model request is out, and before the next answer is recorded', async () => {
+    const driver = storeDriver(host.ctx) as any
+    const flushesAtUsage: number[] = []
+    host.ctx.sessions.observe((_session, event) => {
+      if (event.type === 'model/usage') flushesAtUsage.push(driver.writeStats().flushes)
+    })
+    const step = { usage: { promptTokens: 5, completionTokens: 1 }, toolCalls: [{ name: 'glob', args: { pattern: '*.none' } }] }
+    host.scripted.script('main', [step, step, step, {}])
+    const agent = await host.ctx.agents.create({ cwd: tmpdir(), model: 'scripted' })
+    const start = driver.writeStats().flushes
+    agent.followup('go')
+    await agent.whenIdle()
+    // The scripted model answers at once: each answer waits for the flush of the step before it.
+    expect(flushesAtUsage.map((flushes) => flushes - start)).to.deep.equal([0, 1, 2])
+    expect(driver.writeStats().flushes - start).to.equal(3)
+  })
+
   it('acknowledges an operator command that came during a step only once it is written', async () => {
     const held = gate()
     const entered = gate()

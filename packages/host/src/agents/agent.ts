@@ -237,11 +237,14 @@ export class Agent {
   private async runTurn(input: Followup): Promise<TurnSummary> {
     const summary: TurnSummary = { input, steps: 0, toolCalls: [] }
     const abort = this.abort = new AbortController()
+    /** The last step's commit, until it is durable. */
+    let flushed: Promise<void> | undefined
     try {
       // Each step is one commit (usage, text, tool calls, the records tools append, results; the first
-      // step also the turn's message, a refusal too), durable before the next model request or the
-      // turn's end. Other writers (operator commands, HTTP) are acknowledged only once durable: the
-      // connection waits for what is staged before it answers a request that changes something.
+      // step also the turn's message, a refusal too), written when the step ends. Its flush runs while
+      // the next model request is out: it is durable before the next answer is recorded or its tools
+      // run, and before the turn ends. Other writers (operator commands, HTTP) are acknowledged only
+      // once durable: the connection waits for what is staged before it answers a change.
       this.session.openStep()
       if (!input.meta.recorded) {
         await this.session.append(EventTypes.userMessage, { text: input.message, origin: input.meta.origin ?? 'user' })
@@ -266,6 +269,7 @@ export class Agent {
             session: this.session, role: this.role, input: { text: input.message, meta: input.meta }, results, step,
             signal: abort.signal, onText: (delta) => this.announce('agent/text-delta', this, delta),
           })
+          await flushed
           summary.steps++
           if (answer.text) await this.session.append(EventTypes.assistantMessage, { text: answer.text })
           if (answer.usage) {
@@ -292,15 +296,21 @@ export class Agent {
             }))
           }
         } finally {
-          await this.session.commitStep()
+          // The previous step's flush (if still running) settles before this one's is waited for.
+          const previous = flushed
+          const commit = this.session.commitStep()
+          commit.catch(() => {})
+          flushed = previous ? previous.then(() => commit) : commit
         }
         if (summary.cancelled) break
       }
+      await flushed
       // A turn that ran no step (no steps allowed) still commits its message.
       await this.session.commitStep()
     } catch (error) {
       // What the turn staged before the fault is still written (when the fault was the commit, nothing is left).
       await this.session.commitStep().catch(() => {})
+      await flushed?.catch(() => {})
       // A cancel that interrupted the model request ends the turn as cancelled, not as a fault.
       if (abort.signal.aborted) {
         summary.cancelled = true

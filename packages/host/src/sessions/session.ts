@@ -83,32 +83,31 @@ export class Session {
   /**
    * Open a step: from now until `commitStep`, appends are staged instead of committed one by one —
    * each gets its seq, is frozen, and goes to the observers and `session/event` at once (so what runs
-   * in the step sees it, and reads of this process see it too: the store writes staged events before
-   * any read or write), and the promise resolves then. `commitStep` writes them in one transaction
-   * with one flush. An append is therefore acknowledged as durable only by its step's commit.
+   * in the step sees it; reads of this process see it too), and the promise resolves then. The store
+   * writes staged events before any other write of its own, and `commitStep` writes the rest in one
+   * transaction with one flush: an append is acknowledged as durable only by its step's commit (or,
+   * for an HTTP change, by the connection's `settled()` barrier).
    */
   openStep() {
     this.step ??= []
   }
 
-  /** Whether a step is open (appends are staged). */
-  get stepping() {
-    return !!this.step
+  /**
+   * Close the open step: write what it staged now (one transaction, unless another write of the store
+   * took some of it earlier) and resolve once all of it is as durable as configured. The step is
+   * closed at once: appends from here on are committed as usual. On a failure nothing of the failed
+   * batch is in the log, and the next append takes the first seq it held.
+   */
+  commitStep(): Promise<void> {
+    const batches = this.step
+    this.step = undefined
+    if (!batches?.length) return Promise.resolve()
+    const writing = batches.some((batch) => !batch.written) ? this.store.writeStaged() : undefined
+    return this.settleStep(batches, writing)
   }
 
-  /**
-   * Close the open step: write what it staged (one transaction, unless another write of the store
-   * took some of it earlier) and resolve once all of it is as durable as configured. On a failure
-   * nothing of the failed batch is in the log, and the next append takes the first seq it held.
-   */
-  async commitStep(): Promise<void> {
-    const batches = this.step
-    if (!batches) return
-    // Appends queued in the step run (staged) before it closes.
-    if (this.pending) await this.tail
-    this.step = undefined
-    if (!batches.length) return
-    if (batches.some((batch) => !batch.written)) await this.store.writeStaged()
+  private async settleStep(batches: StagedBatch[], writing: Promise<void> | undefined) {
+    await writing
     for (const batch of batches) {
       try {
         await batch.written
