@@ -9,7 +9,9 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const here = dirname(fileURLToPath(import.meta.url))
-const wanted = process.argv.slice(2)
+// Names pick benchmarks; `--flags` go to each benchmark run (e.g. `npm run bench -- scale --profile`).
+const wanted = process.argv.slice(2).filter((arg) => !arg.startsWith('--'))
+const flags = process.argv.slice(2).filter((arg) => arg.startsWith('--'))
 const files = readdirSync(here)
   .filter((name) => name.endsWith('.bench.ts'))
   .filter((name) => !wanted.length || wanted.some((w) => name.includes(w)))
@@ -24,7 +26,7 @@ let failed = 0
 for (const name of files) {
   console.log(`\n== ${name} ==`)
   const started = Date.now()
-  const result = spawnSync(process.execPath, ['--import', 'tsx', '--conditions', 'source', '--expose-gc', join(here, name)], {
+  const result = spawnSync(process.execPath, ['--import', 'tsx', '--conditions', 'source', '--expose-gc', join(here, name), ...flags], {
     stdio: 'inherit',
   })
   console.log(`(${name}: ${((Date.now() - started) / 1000).toFixed(1)} s, exit ${result.status})`)

@@ -3,6 +3,7 @@ import { SessionEvent, TaskwardError } from '@taskward/protocol'
 import type { Session } from './sessions/session'
 import { original } from './original'
 import { onExit } from './exit'
+import { eventStoreOf } from './sessions/event-store'
 
 /**
  * A projection folds a session's log into state. `apply` must be pure and must not mutate its input
@@ -56,7 +57,7 @@ export class Projections extends Service {
   private memory = new Map<string, Cached>()
   private pending = new Map<string, Promise<any>>()
   /** Caches advanced by appends but not yet saved. */
-  private unsaved = new Map<string, { sessionId: string, key: string }>()
+  private unsaved = new Map<string, { session: Session, key: string }>()
   private persistTimer?: NodeJS.Timeout
   /** Cache writes in flight, per projection id (each chained after the previous one). */
   private saving = new Map<string, { written: Promise<void>, settled: Promise<void> }>()
@@ -98,7 +99,7 @@ export class Projections extends Service {
         this.memory.delete(id)
         continue
       }
-      this.unsaved.set(id, { sessionId: session.id, key })
+      this.unsaved.set(id, { session, key })
     }
     if (this.unsaved.size && !this.persistTimer) {
       this.persistTimer = setTimeout(() => {
@@ -118,14 +119,31 @@ export class Projections extends Service {
     await Promise.all([...self.saving.values()].map((write) => write.settled))
   }
 
+  /**
+   * Save the caches the appends advanced, in one write. The events they folded are written first (a
+   * step stages its events until its end), and a cache that stands past its session's log — the step
+   * it folded was refused — is dropped, never saved: a saved cache is always a fold of a log prefix.
+   */
   private async persist() {
-    const rows = []
-    for (const [id, { sessionId, key }] of this.unsaved) {
-      const cached = this.memory.get(id)
-      if (cached) rows.push({ sessionId, key, ...cached })
-    }
+    const unsaved = [...this.unsaved]
     this.unsaved.clear()
+    if (!unsaved.length) return
+    await eventStoreOf(this.home).writeStaged()
+    const rows = []
+    for (const [id, { session, key }] of unsaved) {
+      const cached = this.memory.get(id)
+      if (!cached) continue
+      if (this.ahead(session, id, cached)) continue
+      rows.push({ sessionId: session.id, key, ...cached })
+    }
     if (rows.length) await this.home.database.upsert('taskward_projection', rows)
+  }
+
+  /** A cache folded past the session's log (a refused step): forgotten, and true. */
+  private ahead(session: Session, id: string, cached: Cached) {
+    if (cached.asOfSeq < session.seq) return false
+    if (this.memory.get(id) === cached) this.memory.delete(id)
+    return true
   }
 
   /** Register a projection; disposing the registering plugin removes it. */
@@ -169,7 +187,7 @@ export class Projections extends Service {
     const id = session.id + '\u0000' + key
     if (self.pending.has(id)) return
     const cached = self.memory.get(id)
-    if (!cached || cached.version !== self.defs.get(key)?.version || cached.asOfSeq < session.seq - 1) return
+    if (!cached || cached.version !== self.defs.get(key)?.version || cached.asOfSeq !== session.seq - 1) return
     return cached.state
   }
 
@@ -184,17 +202,19 @@ export class Projections extends Service {
     const def = this.defs.get(key)
     if (!def) throw new TaskwardError('NOT_FOUND', `No projection "${key}" is registered; is its plugin loaded?`)
     let cached = this.memory.get(id)
+    if (cached && this.ahead(session, id, cached)) cached = undefined
     if (!cached || cached.version !== def.version) {
       const [row] = await this.home.database.get('taskward_projection', { sessionId: session.id, key })
-      cached = row && row.version === def.version
+      cached = row && row.version === def.version && row.asOfSeq < session.seq
         ? { version: row.version, asOfSeq: row.asOfSeq, state: row.state }
         : { version: def.version, asOfSeq: -1, state: def.init() }
     }
     if (cached.asOfSeq >= session.seq - 1) {
       this.memory.set(id, cached)
-      // Followed appends not saved yet: a `get` saves what it returns, as a fold would.
-      if (this.unsaved.delete(id)) this.save(id, session.id, key, cached)
-      // A write in flight (started by a background `get`) is waited for like one's own.
+      // Kept current by following the appends: saved with the next batched save (about a second
+      // later, and when the host stops), not by every `get` — a hot path must not pay a write per
+      // read, and a cache lost to a crash only means a longer fold after the restart.
+      // A write in flight (started by a fold) is waited for like one's own.
       if (waitForSave) await this.saving.get(id)?.written
       return cached.state
     }

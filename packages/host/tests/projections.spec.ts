@@ -136,4 +136,24 @@ describe('host: projections', () => {
     registerFrom(host, countsByType(1, []))
     expect(() => host.ctx.projections.register(countsByType(1, []))).to.throw().with.property('code', 'CONFIG_INVALID')
   })
+
+  it('a get of a cache kept current by the appends writes nothing; the batched save (or flush) writes it once', async () => {
+    const folded: number[] = []
+    registerFrom(host, countsByType(1, folded))
+    const session = await host.ctx.sessions.create({ cwd: tmpdir() })
+    for (const type of ['a', 'b', 'a']) await session.append(type, {})
+    await host.ctx.projections.get(session, 'test-counts')
+    expect(await cacheRow(host, session.id)).to.include({ asOfSeq: 2 })
+    for (const c of [1, 2]) {
+      await session.append('c', {})
+      // A step-path read: answered from memory, no write (a durable write per read was the cost).
+      expect(await host.ctx.projections.get(session, 'test-counts')).to.include({ c })
+    }
+    expect(folded, 'followed, not read again').to.deep.equal([0, 1, 2, 3, 4])
+    expect(await cacheRow(host, session.id)).to.include({ asOfSeq: 2 })
+    await host.ctx.projections.flush()
+    const row = await cacheRow(host, session.id)
+    expect(row).to.include({ asOfSeq: 4 })
+    expect(row.state).to.deep.equal({ a: 2, b: 1, c: 2 })
+  })
 })

@@ -65,6 +65,15 @@ export class TaskwardSQLiteDriver extends (SQLiteDriver as any as typeof SQLiteD
     return dirname(this.path)
   }
 
+  /** Commits and flushes (fsyncs of the WAL) since start, and the WAL's size now: for benchmarks and diagnostics. */
+  writeStats() {
+    let walBytes = 0
+    try {
+      walBytes = statSync(this.path + '-wal').size
+    } catch {}
+    return { commits: this.commits, flushes: this.flusher?.flushes ?? 0, walBytes }
+  }
+
   override async start() {
     this.path = this.config.path
     this.durability = this.config.durability ?? 'fsync'
@@ -275,31 +284,52 @@ export class TaskwardSQLiteDriver extends (SQLiteDriver as any as typeof SQLiteD
     return { ok: true }
   }
 
+  /**
+   * Called before every minato write (the host's event store sets it): events staged for a step are
+   * written first, so no row written here is durable before the events it may derive from.
+   */
+  beforeWrite?: () => void
+  private inTransaction = false
+
+  private prepareWrite() {
+    if (!this.inTransaction) this.beforeWrite?.()
+  }
+
   // Every minato write is acknowledged only once durable.
   override async create(sel: any, data: any) {
+    this.prepareWrite()
     const result = await super.create(sel, data)
     await this.committed()
     return result
   }
 
   override async upsert(sel: any, data: any[], keys: string[]) {
+    this.prepareWrite()
     const result = await super.upsert(sel, data, keys)
     await this.committed()
     return result
   }
 
   override async set(sel: any, update: any) {
+    this.prepareWrite()
     const result = await super.set(sel, update)
     await this.committed()
     return result
   }
 
   override async withTransaction(callback: () => Promise<void>) {
-    await super.withTransaction(callback)
+    this.prepareWrite()
+    this.inTransaction = true
+    try {
+      await super.withTransaction(callback)
+    } finally {
+      this.inTransaction = false
+    }
     await this.committed()
   }
 
   override async remove(sel: any) {
+    this.prepareWrite()
     const result = await super.remove(sel)
     await this.committed()
     return result

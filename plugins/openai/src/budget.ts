@@ -1,5 +1,5 @@
 import type { Context } from 'cordis'
-import type { Agent, Session } from '@taskward/host'
+import { original, type Agent, type Session } from '@taskward/host'
 import {
   pause, RECORD_EVENT_TYPE, TASK_NAMESPACE, TASK_STATE_KIND, TaskwardError, type SessionEvent, type SupervisorState,
 } from '@taskward/protocol'
@@ -49,31 +49,39 @@ export function taskTokens(acc: TaskTokens, events: Iterable<SessionEvent>, cach
 const LIVE_PHASES = ['planning', 'awaiting-approval', 'active', 'reviewing']
 
 export function registerTokenBudget(ctx: Context, budget: number, cachedWeight = 1) {
-  // Incremental counts, so that a step reads only the events written since the last one.
-  const mains = new Map<string, TaskTokens & { next: number }>()
-  const reviewers = new Map<string, { next: number, tokens: number }>()
+  // Running counts per session (main: TaskTokens; reviewer: tokens only), kept current by following
+  // the appends: a step reads the log only for events the count has not seen (the first step of a
+  // session in this process, or events another process appended).
+  const counts = new Map<string, TaskTokens & { next: number }>()
+  const sessions = original(ctx.sessions)
+  const fold = (count: TaskTokens, events: Iterable<SessionEvent>, main: boolean) =>
+    main ? taskTokens(count, events, cachedWeight) : { tokens: taskTokens({ tokens: count.tokens }, events, cachedWeight).tokens }
+  ctx.sessions.observe((session, event) => {
+    const count = counts.get(session.id)
+    if (!count || event.seq !== count.next) return
+    counts.set(session.id, { ...fold(count, [event], session.role === 'main'), next: event.seq + 1 })
+  })
 
-  async function read(session: Session, from: number) {
+  async function counted(session: Session, main: boolean) {
+    let known = counts.get(session.id) ?? { next: 0, tokens: 0 }
+    if (known.next === session.seq) return known
+    // Past the log's end: it counted a step whose commit was refused. Count again from the start.
+    if (known.next > session.seq) known = { next: 0, tokens: 0 }
     const events: SessionEvent[] = []
-    for await (const event of session.events(from)) events.push(event)
-    return events
+    for await (const event of session.events(known.next)) events.push(event)
+    const count = { ...fold(known, events, main), next: events.at(-1) ? events.at(-1)!.seq + 1 : known.next }
+    counts.set(session.id, count)
+    return count
   }
 
   async function used(main: Session, state: SupervisorState, taskId: string) {
-    const known = mains.get(main.id) ?? { next: 0, tokens: 0 }
-    const events = await read(main, known.next)
-    const folded = taskTokens(known, events, cachedWeight)
-    mains.set(main.id, { ...folded, next: events.at(-1) ? events.at(-1)!.seq + 1 : known.next })
+    const folded = await counted(main, true)
     let total = folded.taskId === taskId ? folded.tokens : 0
     for (const job of state.reviews) {
       if (job.taskId !== taskId) continue
-      const reviewer = await ctx.sessions.get(job.reviewerSessionId).catch(() => undefined)
+      const reviewer = await sessions.get(job.reviewerSessionId).catch(() => undefined)
       if (!reviewer) continue
-      const seen = reviewers.get(reviewer.id) ?? { next: 0, tokens: 0 }
-      const more = await read(reviewer, seen.next)
-      const tokens = taskTokens({ tokens: seen.tokens }, more, cachedWeight).tokens
-      reviewers.set(reviewer.id, { next: more.at(-1) ? more.at(-1)!.seq + 1 : seen.next, tokens })
-      total += tokens
+      total += (await counted(reviewer, false)).tokens
     }
     return total
   }

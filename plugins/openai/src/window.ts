@@ -6,17 +6,20 @@ import { cut, shrink } from './context'
 /**
  * The latest `size` events of the sessions a route serves, kept in memory from `session/event` so that
  * a step does not read the database again. A window that falls behind the session (another process
- * appended, or it was evicted) is read again from the database. At most `sessions` windows are kept,
- * and each event's data is kept shrunk (`shrink`): a window never holds a 1 MiB file read.
+ * appended, or it was evicted) is read again from the database. Windows are kept for every session
+ * that asked within `liveMs` (a live agent asks every step: 200 agents keep 200 windows) and for at
+ * most `sessions` others, least recently used first out; each event's data is kept shrunk (`shrink`):
+ * a window never holds a 1 MiB file read.
  */
 export class EventWindows {
-  private windows = new Map<string, { events: SessionEvent[], next: number }>()
+  /** In least recently used order. */
+  private windows = new Map<string, { events: SessionEvent[], next: number, used: number }>()
 
   /**
    * `toolLimit`: the longest string kept in tool calls, results and host notes (they are shown cut at
    * that length anyway); `messageLimit`: the longest user or assistant text kept.
    */
-  constructor(ctx: Context, private size: number, private toolLimit: number, private messageLimit: number, private sessions = 32) {
+  constructor(ctx: Context, private size: number, private toolLimit: number, private messageLimit: number, private sessions = 32, private liveMs = 60_000) {
     // An observer, not a `session/event` listener: a direct call on every append (see `sessions.observe`).
     ctx.sessions.observe((session, event) => {
       const window = this.windows.get(session.id)
@@ -54,10 +57,15 @@ export class EventWindows {
     if (!window || window.next !== session.seq) {
       const from = Math.max(0, session.seq - this.size)
       const events = (await session.read({ from, limit: this.size })).map((event) => this.compact(event))
-      window = { events, next: events.length ? events.at(-1)!.seq + 1 : from }
-      this.windows.delete(session.id)
-      this.windows.set(session.id, window)
-      while (this.windows.size > this.sessions) this.windows.delete(this.windows.keys().next().value!)
+      window = { events, next: events.length ? events.at(-1)!.seq + 1 : from, used: 0 }
+    }
+    const now = Date.now()
+    window.used = now
+    this.windows.delete(session.id)
+    this.windows.set(session.id, window)
+    for (const [id, oldest] of this.windows) {
+      if (this.windows.size <= this.sessions || now - oldest.used < this.liveMs) break
+      this.windows.delete(id)
     }
     const events = [...window.events]
     return { events, unread: events.length ? events[0].seq : 0 }

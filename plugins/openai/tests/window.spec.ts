@@ -45,4 +45,37 @@ describe('event window (memory per event)', () => {
     const { events } = await windows.latest(sessionWith([call, result] as SessionEvent[]))
     expect(events.map((e) => e.data)).to.deep.equal([call.data, result.data])
   })
+
+  describe('how many windows are kept', () => {
+    /** Sessions whose log reads are counted (each holds a few small events). */
+    function sessions(count: number) {
+      const reads = new Map<string, number>()
+      const list = Array.from({ length: count }, (_, i) => {
+        const id = `s${i}`
+        const events = [{ seq: 0, type: 'user/message', time: 0, data: { text: `hello ${i}` } }] as SessionEvent[]
+        return { id, seq: events.length, read: async () => (reads.set(id, (reads.get(id) ?? 0) + 1), events) } as any
+      })
+      return { list, reads: () => [...reads.values()].reduce((a, b) => a + b, 0) }
+    }
+
+    it('keeps a window for every live session (each asked lately): 50 agents in turn read their logs once', async () => {
+      const windows = new EventWindows(fakeCtx, 300, TOOL_LIMIT, 96_000, 32)
+      const { list, reads } = sessions(50)
+      for (let round = 0; round < 3; round++) {
+        for (const session of list) await windows.latest(session)
+      }
+      expect(reads()).to.equal(50)
+    })
+
+    it('keeps at most `sessions` windows of sessions not asked lately, least recently used first out', async () => {
+      const windows = new EventWindows(fakeCtx, 300, TOOL_LIMIT, 96_000, 2, 0)
+      const { list, reads } = sessions(3)
+      for (const session of list) await windows.latest(session)
+      await windows.latest(list[2])
+      await windows.latest(list[1])
+      expect(reads()).to.equal(3)
+      await windows.latest(list[0])
+      expect(reads()).to.equal(4)
+    })
+  })
 })

@@ -237,57 +237,81 @@ export class Agent {
   private async runTurn(input: Followup): Promise<TurnSummary> {
     const summary: TurnSummary = { input, steps: 0, toolCalls: [] }
     const abort = this.abort = new AbortController()
+    /** The last step's commit, until it is durable. */
+    let flushed: Promise<void> | undefined
     try {
+      // Each step is one commit (usage, text, tool calls, the records tools append, results; the first
+      // step also the turn's message, a refusal too), written when the step ends. Its flush runs while
+      // the next model request is out: it is durable before the next answer is recorded or its tools
+      // run, and before the turn ends. Other writers (operator commands, HTTP) are acknowledged only
+      // once durable: the connection waits for what is staged before it answers a change.
+      this.session.openStep()
       if (!input.meta.recorded) {
         await this.session.append(EventTypes.userMessage, { text: input.message, origin: input.meta.origin ?? 'user' })
       }
       const adapter = this.ctx.models.get(this.model)
       let results: ToolResult[] = []
       for (let step = 0; step < this.options.maxStepsPerTurn; step++) {
-        const refused = await this.refusal()
-        if (refused) {
-          summary.refused = { code: refused.code, message: refused.message }
-          this.queue = []
-          await this.session.append('agent/refused', summary.refused)
-          break
-        }
-        if (abort.signal.aborted) {
-          summary.cancelled = true
-          break
-        }
-        const answer = await adapter.step({
-          session: this.session, role: this.role, input: { text: input.message, meta: input.meta }, results, step,
-          signal: abort.signal, onText: (delta) => this.announce('agent/text-delta', this, delta),
-        })
-        summary.steps++
-        if (answer.text) await this.session.append(EventTypes.assistantMessage, { text: answer.text })
-        if (answer.usage) {
-          await this.session.append('model/usage', {
-            route: this.model, step, promptTokens: answer.usage.promptTokens, completionTokens: answer.usage.completionTokens,
-            ...(answer.usage.cachedTokens !== undefined ? { cachedTokens: answer.usage.cachedTokens } : {}),
-            ...(answer.usage.estimated ? { estimated: true } : {}),
-          })
-        }
-        if (!answer.toolCalls?.length) break
-        // A stop wins over what the model asked for: no call of this step starts after a cancel.
-        if (abort.signal.aborted) {
-          summary.cancelled = true
-          break
-        }
-        results = []
-        for (const call of answer.toolCalls) {
+        this.session.openStep()
+        try {
+          const refused = await this.refusal()
+          if (refused) {
+            summary.refused = { code: refused.code, message: refused.message }
+            this.queue = []
+            await this.session.append('agent/refused', summary.refused)
+            break
+          }
           if (abort.signal.aborted) {
             summary.cancelled = true
             break
           }
-          summary.toolCalls.push(call.name)
-          results.push(await this.tools.execute(this.session, call.name, call.args ?? {}, {
-            agentId: this.id, signal: abort.signal, modelCallId: call.id, invalidArgs: call.invalidArgs,
-          }))
+          const answer = await adapter.step({
+            session: this.session, role: this.role, input: { text: input.message, meta: input.meta }, results, step,
+            signal: abort.signal, onText: (delta) => this.announce('agent/text-delta', this, delta),
+          })
+          await flushed
+          summary.steps++
+          if (answer.text) await this.session.append(EventTypes.assistantMessage, { text: answer.text })
+          if (answer.usage) {
+            await this.session.append('model/usage', {
+              route: this.model, step, promptTokens: answer.usage.promptTokens, completionTokens: answer.usage.completionTokens,
+              ...(answer.usage.cachedTokens !== undefined ? { cachedTokens: answer.usage.cachedTokens } : {}),
+              ...(answer.usage.estimated ? { estimated: true } : {}),
+            })
+          }
+          if (!answer.toolCalls?.length) break
+          // A stop wins over what the model asked for: no call of this step starts after a cancel.
+          if (abort.signal.aborted) {
+            summary.cancelled = true
+            break
+          }
+          results = []
+          for (const call of answer.toolCalls) {
+            if (abort.signal.aborted) {
+              summary.cancelled = true
+              break
+            }
+            summary.toolCalls.push(call.name)
+            results.push(await this.tools.execute(this.session, call.name, call.args ?? {}, {
+              agentId: this.id, signal: abort.signal, modelCallId: call.id, invalidArgs: call.invalidArgs,
+            }))
+          }
+        } finally {
+          // The previous step's flush (if still running) settles before this one's is waited for.
+          const previous = flushed
+          const commit = this.session.commitStep()
+          commit.catch(() => {})
+          flushed = previous ? previous.then(() => commit) : commit
         }
         if (summary.cancelled) break
       }
+      await flushed
+      // A turn that ran no step (no steps allowed) still commits its message.
+      await this.session.commitStep()
     } catch (error) {
+      // What the turn staged before the fault is still written (when the fault was the commit, nothing is left).
+      await this.session.commitStep().catch(() => {})
+      await flushed?.catch(() => {})
       // A cancel that interrupted the model request ends the turn as cancelled, not as a fault.
       if (abort.signal.aborted) {
         summary.cancelled = true

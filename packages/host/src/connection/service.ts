@@ -9,6 +9,7 @@ import { storeHealth } from '../store/health'
 import { describeProblems, readiness, type ReadinessReport } from './readiness'
 import { verboseHealth } from '../store/verbose-health'
 import { checkId } from '../sessions/ids'
+import { eventStoreOf } from '../sessions/event-store'
 
 export const TOKEN_COOKIE = 'taskward_token'
 
@@ -183,7 +184,11 @@ export class Connection extends Service {
           }
         }
       }
-      return await route.handler(toRequest(koa, body), { params, url, grant, sessionId })
+      const response = await route.handler(toRequest(koa, body), { params, url, grant, sessionId })
+      // A change is acknowledged once durable: what it appended to a session in the middle of a model
+      // step was staged with the step's events (docs/host.md, sessions), so write those now.
+      if (MUTATING.has(koa.method)) await eventStoreOf(this.home).settled()
+      return response
     } catch (error) {
       const coded = asTaskwardError(error)
       if (coded.code === 'INTERNAL') this.home.logger('connection').warn(error)

@@ -1,8 +1,11 @@
 import type { Context } from 'cordis'
 import type { SessionEvent } from '@taskward/protocol'
-import { TaskwardError } from '@taskward/protocol'
 import { storeDriver } from '../store/health'
 import type { Fence } from './lease'
+import { StagedBatches, type StagedBatch } from './staged'
+import { MySQLEventStore } from './mysql-event-store'
+import { MinatoEventStore } from './minato-event-store'
+import { duplicate } from './duplicate'
 
 /** An event as stored: its data already serialized, once, as the JSON text the column holds. */
 export interface StoredEvent {
@@ -33,15 +36,27 @@ export interface EventStore {
   insert(sessionId: string, events: StoredEvent[], fence?: Fence): Promise<void> | undefined
   read(sessionId: string, options: ReadOptions): Promise<SessionEvent[]>
   nextSeq(sessionId: string): Promise<number>
+  /**
+   * Keep `batch` (a step's events, see `Session.openStep`) to be written with the next write of this
+   * store, before it: every insert and (SQLite) minato write first writes what is staged, in staging
+   * order, so nothing committed can depend on a staged event that is not. Reads see staged events
+   * (SQLite serves them from memory; MySQL writes them first).
+   */
+  stage(batch: StagedBatch): void
+  /**
+   * Write what is staged now (one transaction on SQLite); each batch then carries its outcome. The
+   * promise resolves once what it wrote is as durable as configured (never rejects: the steps report).
+   */
+  writeStaged(): Promise<void> | undefined
+  /**
+   * Write what is staged and resolve once every staged event written so far is as durable as
+   * configured (never rejects): the barrier before acknowledging a change to anyone outside.
+   */
+  settled(): Promise<void> | undefined
   /** The driver behind it was stopped: look the store up again. */
   readonly closed: boolean
 }
 
-const duplicate = (error: any) => {
-  const wrapped: any = new Error(String(error?.message ?? error))
-  wrapped.code = 'duplicate-entry'
-  return wrapped
-}
 
 const placeholders = (count: number) => Array(count).fill('?').join(', ')
 
@@ -53,8 +68,35 @@ const placeholders = (count: number) => Array(count).fill('?').join(', ')
 class SQLiteEventStore implements EventStore {
   private statements = new Map<string, any>()
   private tablesReady?: Promise<void>
+  private staged = new StagedBatches()
 
-  constructor(private driver: any, private ctx: Context) {}
+  constructor(private driver: any, private ctx: Context) {
+    // A minato write (a projection cache, a session row) must not become durable before the staged
+    // events it may derive from: the driver asks for them to be written first.
+    driver.beforeWrite = () => this.writeStaged()
+  }
+
+  stage(batch: StagedBatch) {
+    this.staged.add(batch)
+  }
+
+  /** The durability of the last write that took staged batches (a flush covers every commit before it). */
+  private lastStaged?: Promise<void>
+
+  settled() {
+    this.writeStaged()
+    return this.lastStaged
+  }
+
+  writeStaged(): Promise<void> | undefined {
+    if (!this.staged.size) return
+    if (!this.isReady) return this.ready().then(() => this.writeStaged())
+    try {
+      return this.insert('', [])?.catch(() => {})
+    } catch {
+      // Each batch carries the failure; its step reports it.
+    }
+  }
 
   get closed() {
     return this.driver.opened === false
@@ -85,31 +127,52 @@ class SQLiteEventStore implements EventStore {
     }
   }
 
+  /** Staged batches and then `events`, in ONE transaction: one commit, one flush for all of them. */
   insert(sessionId: string, events: StoredEvent[]): Promise<void> | undefined {
     if (!this.isReady) return this.ready().then(() => this.insert(sessionId, events))
     const db = this.driver.db
-    this.guard(() => {
-      const insert = this.statement('INSERT INTO `taskward_event` (`sessionId`, `seq`, `type`, `time`, `data`) VALUES (?, ?, ?, ?, ?)')
-      if (events.length === 1) {
-        const [event] = events
-        insert.run([sessionId, event.seq, event.type, event.time, event.text])
-        return
-      }
-      db.exec('BEGIN')
-      try {
-        for (const event of events) insert.run([sessionId, event.seq, event.type, event.time, event.text])
-        db.exec('COMMIT')
-      } catch (error) {
-        db.exec('ROLLBACK')
-        throw error
-      }
-    })
-    return this.driver.committed?.()
+    const batches: StagedBatch[] = []
+    for (const batch of this.staged.take()) {
+      if (batch.previous?.failure) StagedBatches.refuse([batch], batch.previous.failure)
+      else batches.push(batch)
+    }
+    let durable: Promise<void> | undefined
+    try {
+      this.guard(() => {
+        const insert = this.statement('INSERT INTO `taskward_event` (`sessionId`, `seq`, `type`, `time`, `data`) VALUES (?, ?, ?, ?, ?)')
+        if (events.length === 1 && !batches.length) {
+          const [event] = events
+          insert.run([sessionId, event.seq, event.type, event.time, event.text])
+          return
+        }
+        db.exec('BEGIN')
+        try {
+          for (const batch of batches) {
+            for (const event of batch.events) insert.run([batch.sessionId, event.seq, event.type, event.time, event.text])
+          }
+          for (const event of events) insert.run([sessionId, event.seq, event.type, event.time, event.text])
+          db.exec('COMMIT')
+        } catch (error) {
+          db.exec('ROLLBACK')
+          throw error
+        }
+      })
+      durable = this.driver.committed?.()
+    } catch (error) {
+      StagedBatches.refuse(batches, error)
+      throw error
+    }
+    StagedBatches.settle(batches, durable)
+    if (batches.length) this.lastStaged = durable?.catch(() => {})
+    return durable
   }
 
-  async read(sessionId: string, { from, limit, types }: ReadOptions) {
+  /** The stored page, completed with the session's staged events (reading writes nothing). */
+  async read(sessionId: string, options: ReadOptions) {
     if (!this.isReady) await this.ready()
-    return this.guard(() => this.readPage(sessionId, from, limit, types) ?? this.readRows(sessionId, from, limit, types))
+    const { from, limit, types } = options
+    const page = this.guard(() => this.readPage(sessionId, from, limit, types) ?? this.readRows(sessionId, from, limit, types))
+    return this.staged.merge(sessionId, page, options)
   }
 
   private selection(types: readonly string[] | undefined) {
@@ -171,6 +234,8 @@ class SQLiteEventStore implements EventStore {
 
   async nextSeq(sessionId: string) {
     if (!this.isReady) await this.ready()
+    const staged = this.staged.nextSeq(sessionId)
+    if (staged !== undefined) return staged
     return this.guard(() => {
       const statement = this.statement('SELECT max(`seq`) FROM `taskward_event` WHERE `sessionId` = ?')
       try {
@@ -182,89 +247,6 @@ class SQLiteEventStore implements EventStore {
         statement.reset()
       }
     })
-  }
-}
-
-/** MySQL/MariaDB: plain parameterized statements on the driver's pool; a multi-row INSERT is atomic. */
-class MySQLEventStore implements EventStore {
-  private tablesReady?: Promise<void>
-  readonly closed = false
-
-  constructor(private driver: any, private ctx: Context) {}
-
-  private async query(sql: string, values: any[]): Promise<any> {
-    await (this.tablesReady ??= this.ctx.database.prepared())
-    return new Promise((resolve, reject) => {
-      this.driver.pool.query(sql, values, (error: any, results: any) => error ? reject(error) : resolve(results))
-    })
-  }
-
-  async insert(sessionId: string, events: StoredEvent[], fence?: Fence) {
-    const rows = events.map((event) => [sessionId, event.seq, event.type, event.time, event.text])
-    let result: any
-    try {
-      result = fence ? await this.fencedInsert(sessionId, rows, fence) : await this.query('INSERT INTO `taskward_event` (`sessionId`, `seq`, `type`, `time`, `data`) VALUES ?', [rows])
-    } catch (error: any) {
-      throw error?.code === 'ER_DUP_ENTRY' || /Duplicate/i.test(String(error?.message)) ? duplicate(error) : error
-    }
-    if (fence && !(result?.affectedRows > 0)) {
-      throw new TaskwardError('LEASE_LOST',
-        `This host no longer holds the lease of session ${sessionId} (another host took it, or it lapsed while this host was paused); nothing was written. Resume the session on the host that holds it.`,
-        { sessionId, token: fence.token })
-    }
-  }
-
-  /**
-   * One INSERT ... SELECT that joins the rows with the lease row still holding `fence.token` and not
-   * expired by the store's clock: the check and the write are one statement, and InnoDB locks the
-   * lease row it read (shared) until the insert commits, so a takeover cannot come between.
-   */
-  private fencedInsert(sessionId: string, rows: unknown[][], fence: Fence) {
-    const values = rows.map((_, i) => i ? 'SELECT ?, ?, ?, ?, ?' : 'SELECT ? AS `sessionId`, ? AS `seq`, ? AS `type`, ? AS `time`, ? AS `data`').join(' UNION ALL ')
-    return this.query('INSERT INTO `taskward_event` (`sessionId`, `seq`, `type`, `time`, `data`) SELECT `v`.* FROM (' + values + ') AS `v` '
-      + 'JOIN `taskward_lease` AS `l` ON `l`.`sessionId` = ? AND `l`.`token` = ? AND `l`.`expiresAt` > ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000)',
-    [...rows.flat(), sessionId, fence.token])
-  }
-
-  async read(sessionId: string, { from, limit, types }: ReadOptions) {
-    const filter = types ? ' AND `type` IN (?)' : ''
-    const values = types ? [sessionId, from, [...types], limit] : [sessionId, from, limit]
-    const rows: any[] = await this.query(`SELECT \`seq\`, \`type\`, \`time\`, \`data\` FROM \`taskward_event\` WHERE \`sessionId\` = ? AND \`seq\` >= ?${filter} ORDER BY \`seq\` LIMIT ?`, values)
-    return rows.map((row) => ({ seq: Number(row.seq), type: row.type, time: Number(row.time), data: JSON.parse(row.data) }))
-  }
-
-  async nextSeq(sessionId: string) {
-    const [row]: any[] = await this.query('SELECT max(`seq`) AS `last` FROM `taskward_event` WHERE `sessionId` = ?', [sessionId])
-    return row?.last === null || row?.last === undefined ? 0 : Number(row.last) + 1
-  }
-}
-
-/** Any other minato driver (the memory driver of tiny fixtures): through minato itself. */
-class MinatoEventStore implements EventStore {
-  readonly closed = false
-  constructor(private ctx: Context) {}
-
-  async insert(sessionId: string, events: StoredEvent[]) {
-    const rows = events.map((event) => ({ sessionId, seq: event.seq, type: event.type, time: event.time, data: JSON.parse(event.text) }))
-    if (rows.length === 1) {
-      await this.ctx.database.create('taskward_event', rows[0])
-      return
-    }
-    await this.ctx.database.withTransaction(async (database) => {
-      for (const row of rows) await database.create('taskward_event', row)
-    })
-  }
-
-  async read(sessionId: string, { from, limit, types }: ReadOptions) {
-    const query: any = { sessionId, seq: { $gte: from } }
-    if (types) query.type = { $in: [...types] }
-    const rows = await this.ctx.database.select('taskward_event').where(query).orderBy('seq', 'asc').limit(limit).execute()
-    return rows.map((row) => ({ seq: Number(row.seq), type: row.type, time: row.time, data: row.data }))
-  }
-
-  async nextSeq(sessionId: string) {
-    const [last] = await this.ctx.database.select('taskward_event').where({ sessionId }).orderBy('seq', 'desc').limit(1).project(['seq']).execute()
-    return last ? Number(last.seq) + 1 : 0
   }
 }
 

@@ -4,6 +4,7 @@ import type { SessionRow } from '../tables'
 import { sessionEventEmitter } from './emit'
 import { eventStoreOf, type EventStore, type StoredEvent } from './event-store'
 import type { Fence } from './lease'
+import type { StagedBatch } from './staged'
 
 const MAX_APPEND_RETRIES = 5
 
@@ -35,6 +36,8 @@ export class Session {
   /** Appends started and not yet settled. */
   private pending = 0
   private cachedStore?: EventStore
+  /** The open step (see `openStep`): its batches in staging order; the last one takes new events. */
+  private step?: StagedBatch[]
   private readonly emit: (session: Session, event: SessionEvent) => void
 
   constructor(private ctx: Context, row: SessionRow, nextSeq: number, private observers: ReadonlySet<(session: Session, event: SessionEvent) => void> = new Set()) {
@@ -78,6 +81,47 @@ export class Session {
   }
 
   /**
+   * Open a step: from now until `commitStep`, appends are staged instead of committed one by one —
+   * each gets its seq, is frozen, and goes to the observers and `session/event` at once (so what runs
+   * in the step sees it; reads of this process see it too), and the promise resolves then. The store
+   * writes staged events before any other write of its own, and `commitStep` writes the rest in one
+   * transaction with one flush: an append is acknowledged as durable only by its step's commit (or,
+   * for an HTTP change, by the connection's `settled()` barrier).
+   */
+  openStep() {
+    this.step ??= []
+  }
+
+  /**
+   * Close the open step: write what it staged now (one transaction, unless another write of the store
+   * took some of it earlier) and resolve once all of it is as durable as configured. The step is
+   * closed at once: appends from here on are committed as usual. On a failure nothing of the failed
+   * batch is in the log, and the next append takes the first seq it held.
+   */
+  commitStep(): Promise<void> {
+    const batches = this.step
+    this.step = undefined
+    if (!batches?.length) return Promise.resolve()
+    const writing = batches.some((batch) => !batch.written) ? this.store.writeStaged() : undefined
+    return this.settleStep(batches, writing)
+  }
+
+  private async settleStep(batches: StagedBatch[], writing: Promise<void> | undefined) {
+    await writing
+    for (const batch of batches) {
+      try {
+        await batch.written
+      } catch (error: any) {
+        if (error?.code !== 'duplicate-entry') throw error
+        this.seq = await this.store.nextSeq(this.id)
+        throw new TaskwardError('SEQ_CONFLICT',
+          `Session ${this.id}: another writer took seq ${batch.events[0].seq} while a step ran here; the step's events from there on were not written. Read the session again and retry.`,
+          { sessionId: this.id, expectSeq: batch.events[0].seq, seq: this.seq })
+      }
+    }
+  }
+
+  /**
    * Another process (a second host on the same store) appended up to `seenSeq`, as a read of the
    * database showed: the next append of this process starts after it instead of colliding first.
    */
@@ -96,6 +140,7 @@ export class Session {
     const store = this.store
     // One JSON text per event: what is stored, and (parsed back) exactly what a reader gets later.
     const texts = entries.map(({ data }) => data === undefined ? 'null' : JSON.stringify(data))
+    if (this.step) return this.stage(store, entries, texts)
     let stored: StoredEvent[] | undefined
     for (let attempt = 0; attempt < MAX_APPEND_RETRIES && !stored; attempt++) {
       const time = Date.now()
@@ -117,6 +162,30 @@ export class Session {
         `Session ${this.id}: another writer kept taking the next seq; retry the operation.`, { sessionId: this.id })
     }
     this.seq = stored[stored.length - 1].seq + 1
+    return this.announce(stored)
+  }
+
+  /** Stage events in the open step's batch (a new batch once a write of the store took the last one). */
+  private stage<D>(store: EventStore, entries: { type: string }[], texts: string[]): SessionEvent<D>[] {
+    const step = this.step!
+    let batch = step[step.length - 1]
+    if (!batch || batch.written) {
+      const first = this.seq
+      // Nothing from a refused batch on is written (a later batch waits for the one before it): its
+      // seqs are free again at once, before anyone can save state folded past the log's end.
+      batch = { sessionId: this.id, events: [], fence: this.fence, previous: batch, refused: () => { this.seq = Math.min(this.seq, first) } }
+      step.push(batch)
+      store.stage(batch)
+    }
+    const time = Date.now()
+    const staged = entries.map(({ type }, i) => ({ seq: this.seq + i, type, time, text: texts[i] }))
+    batch.events.push(...staged)
+    this.seq += staged.length
+    return this.announce(staged)
+  }
+
+  /** The frozen events as a reader gets them, after the observers and `session/event` saw them. */
+  private announce<D>(stored: StoredEvent[]): SessionEvent<D>[] {
     const events = stored.map(({ seq, type, time, text }) => deepFreeze({ seq, type, time, data: JSON.parse(text) as D }))
     for (const event of events) {
       for (const observer of this.observers) {

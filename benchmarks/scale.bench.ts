@@ -1,0 +1,384 @@
+/**
+ * Scale benchmark: what a model step costs the host, and how many agents one host carries. The model
+ * is the loopback OpenAI mock playing a competent agent through one-node supervised tasks with their
+ * reviews (benchmarks/scale-endpoint.ts), in a process of its own: this process is the host alone.
+ * Every figure is set against a baseline measured in the same run:
+ *
+ *   1. in-turn gap (one session, kernel + supervisor): from the endpoint ending an answer to its
+ *      receiving the same turn's next request, durability `fsync` vs `os` (tasks alternate between two
+ *      hosts). Goal: fsync ≤ 1.15× os. Per model step: commits, flushes, appends, WAL bytes.
+ *   2. throughput (SCALE_SESSIONS, default 50, concurrent tasks, no endpoint delay): steps/s of the
+ *      cordis.yml plugin set (recovery included) vs a bare loop — the same SDK sending the same requests
+ *      (captured from a task of that set) to the same endpoint, no host — and vs the kernel + supervisor
+ *      set. Goals: full ≥ 0.5× bare, full ≥ 0.9× kernel + supervisor. Per step: host CPU ms.
+ *   3. flat per-session cost (SCALE_DELAY_MS, default 500, per answer; SCALE_FLAT sessions, default
+ *      1,10,50,200, full set): in-turn gap p99 at 50 and 200 sessions vs at 1 session (goal ≤ 3×) and host
+ *      RSS (peak while the tasks run) growth per live session (goal ≤ 1 MB).
+ *
+ * `npm run bench -- scale --profile`: a CPU profile of the host during the full set's throughput run,
+ * top functions by self time. The machine may be shared: the load average is printed with the figures.
+ */
+import { spawn } from 'node:child_process'
+import { createInterface } from 'node:readline'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { loadavg, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { performance } from 'node:perf_hooks'
+import { Session as Inspector } from 'node:inspector/promises'
+import OpenAI from 'openai'
+import { Logger } from 'cordis'
+import { storeDriver, type Session } from '@taskward/host'
+import { RECORD_EVENT_TYPE } from '@taskward/protocol'
+import * as OpenAIPlugin from '@taskward/plugin-openai'
+import { SupervisorPlugin } from '@taskward/plugin-supervisor'
+import WorkspacePlugin from '@taskward/plugin-workspace'
+import { AdmissionService } from '@taskward/plugin-admission'
+import { RepairPlugin } from '@taskward/plugin-repair'
+import { RecoveryPlugin } from '@taskward/plugin-recovery'
+import { WebConsole } from '@taskward/plugin-console'
+import { TestHost, tempWorkspace, removeTree } from '@taskward/testkit'
+import { Goals } from './goals'
+
+const number = (name: string, fallback: number) => {
+  const value = Number(process.env[name] ?? fallback)
+  if (!Number.isSafeInteger(value) || value <= 0) {
+    console.error(`${name} must be a positive integer.`)
+    process.exit(1)
+  }
+  return value
+}
+const SESSIONS = number('SCALE_SESSIONS', 50)
+const GAP_TASKS = number('SCALE_GAP_TASKS', 4)
+const DELAY_MS = number('SCALE_DELAY_MS', 500)
+const FLAT = (process.env.SCALE_FLAT ?? '1,10,50,200').split(',').map(Number)
+if (FLAT.some((n) => !Number.isSafeInteger(n) || n <= 0) || !FLAT.length) {
+  console.error('SCALE_FLAT must be a comma-separated list of positive integers, e.g. 1,10,50,200.')
+  process.exit(1)
+}
+const PROFILE = process.argv.includes('--profile')
+
+const quantile = (values: number[], q: number) => {
+  if (!values.length) return NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]
+}
+const ms = (value: number) => `${value.toFixed(1)} ms`
+const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`
+const load = () => loadavg().map((value) => value.toFixed(2)).join(' ')
+
+// ---- the endpoint, in its own process ----
+
+interface EndpointStats { served: number, inTurn: number[], sameSession: number[] }
+
+class Endpoint {
+  private lines: string[] = []
+  private waiters: ((line: string) => void)[] = []
+  baseURL = ''
+  private readonly child = spawn(process.execPath, ['--import', 'tsx', '--conditions', 'source', fileURLToPath(new URL('./scale-endpoint.ts', import.meta.url))], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  })
+
+  async start() {
+    createInterface({ input: this.child.stdout! }).on('line', (line) => {
+      const waiter = this.waiters.shift()
+      if (waiter) waiter(line)
+      else this.lines.push(line)
+    })
+    const ready = await this.next()
+    if (!ready.startsWith('ready ')) throw new Error(`the endpoint said: ${ready}`)
+    this.baseURL = ready.slice(6)
+    return this
+  }
+
+  private next(): Promise<string> {
+    const line = this.lines.shift()
+    if (line !== undefined) return Promise.resolve(line)
+    return new Promise((resolve) => this.waiters.push(resolve))
+  }
+
+  async send(command: string) {
+    this.child.stdin!.write(command + '\n')
+    const answer = await this.next()
+    if (answer.startsWith('error')) throw new Error(`endpoint: ${answer}`)
+    return answer
+  }
+
+  async stats(): Promise<EndpointStats> {
+    return JSON.parse((await this.send('stats')).slice(6))
+  }
+
+  close() {
+    this.child.stdin!.end()
+    this.child.kill()
+  }
+}
+
+// ---- hosts ----
+
+type PluginSet = 'kernel+supervisor' | 'full'
+
+const routeConfig = (baseURL: string) => ({ routes: [{ route: 'endpoint', baseURL, apiKey: 'sk-scale', model: 'scale', maxRetries: 0, timeoutMs: 600_000 }] })
+const supervisorConfig = { automaticContinuation: true, progressReviewAfterTurns: 3, reviewerModel: 'openai', defaultModel: 'openai' }
+
+/** A host with one plugin set (`full`: the plugins of cordis.yml, with a check recovery can run). */
+async function bootHost(set: PluginSet, baseURL: string, durability: 'fsync' | 'os' = 'fsync') {
+  const dataDir = await mkdtemp(join(tmpdir(), 'taskward-scale-'))
+  const openai = [OpenAIPlugin, routeConfig(baseURL)] as const
+  const supervisor = [SupervisorPlugin, supervisorConfig] as const
+  const plugins: any[] = set === 'kernel+supervisor' ? [openai, supervisor] : [
+    [WorkspacePlugin, { repairMaxFiles: 10000, repairMaxBytes: 268435456 }], [AdmissionService, {}], openai, supervisor,
+    [RepairPlugin, {}], [RecoveryPlugin, { checks: [{ id: 'ok', argv: ['true'] }], sandbox: 'auto', candidateSource: 'workspace' }],
+    [WebConsole, { demo: false }],
+  ]
+  const host = await TestHost.boot({
+    dataDir, plugins,
+    database: { driver: 'sqlite', path: join(dataDir, 'taskward.db'), durability },
+    waitFor: set === 'full' ? ['supervisor', 'workspace', 'repair', 'recovery', 'admission'] : ['supervisor'],
+    timeout: 30_000,
+  })
+  while (!host.ctx.models.routes().includes('openai')) await new Promise((resolve) => setTimeout(resolve, 10))
+  // Appends and phase changes, followed as the host's own observers follow them (no polling).
+  let appends = 0
+  const waiters = new Map<string, () => void>()
+  host.ctx.sessions.observe((session, event) => {
+    appends++
+    if (event.type === RECORD_EVENT_TYPE) waiters.get(session.id)?.()
+  })
+  const phase = async (session: Session) => (await host.ctx.supervisor.state(session)).current?.phase
+  const reached = (session: Session, wanted: string) => new Promise<void>((resolve, reject) => {
+    const check = () => phase(session).then((now) => {
+      if (now !== wanted) return
+      waiters.delete(session.id)
+      resolve()
+    }, reject)
+    waiters.set(session.id, check)
+    check()
+  })
+  /** One supervised one-node task, start to complete, with its plan, stage and completion reviews. */
+  const runTask = async () => {
+    const cwd = await tempWorkspace({ 'README.md': '# scale\n' })
+    const { session } = await host.ctx.supervisor.startSession({ cwd, model: 'openai' })
+    const plan = reached(session, 'awaiting-approval')
+    await host.ctx.commands.input(session, '/task new write a')
+    await plan
+    const done = reached(session, 'complete')
+    const approved = await host.ctx.commands.input(session, '/task approve')
+    if (approved?.error) throw new Error(`/task approve: ${approved.error.message}`)
+    await done
+    return cwd
+  }
+  const driver = () => storeDriver(host.ctx) as any
+  return {
+    host, runTask, appends: () => appends, writeStats: () => driver().writeStats() as { commits: number, flushes: number, walBytes: number },
+    async dispose() {
+      await host.dispose()
+      await rm(dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** `count` tasks at once; resolves with the wall time and the peak RSS while they ran. */
+async function runTasks(host: Awaited<ReturnType<typeof bootHost>>, count: number) {
+  let peak = process.memoryUsage().rss
+  const sampler = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss) }, 100)
+  const started = performance.now()
+  const cwds = await Promise.all(Array.from({ length: count }, () => host.runTask()))
+  const wall = performance.now() - started
+  clearInterval(sampler)
+  await Promise.all(cwds.map((cwd) => removeTree(cwd)))
+  return { wall, peak }
+}
+
+// ---- the bare loop: the same SDK, the same requests, no host ----
+
+async function bareLoop(baseURL: string, bodies: any[], loops: number) {
+  const client = new OpenAI({ baseURL, apiKey: 'sk-scale', maxRetries: 0, timeout: 600_000 })
+  const started = performance.now()
+  await Promise.all(Array.from({ length: loops }, async () => {
+    for (const body of bodies) {
+      const stream = await client.chat.completions.create(body)
+      for await (const _ of stream as any);
+    }
+  }))
+  return performance.now() - started
+}
+
+// ---- the CPU profile ----
+
+async function profiled<T>(run: () => Promise<T>): Promise<{ result: T, top: string[], callers: string[] }> {
+  const inspector = new Inspector()
+  inspector.connect()
+  await inspector.post('Profiler.enable')
+  await inspector.post('Profiler.setSamplingInterval', { interval: 500 })
+  await inspector.post('Profiler.start')
+  const result = await run()
+  const { profile } = await inspector.post('Profiler.stop')
+  inspector.disconnect()
+  const self = new Map<string, number>()
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]))
+  const parent = new Map<number, number>()
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id)
+  const label = (frame: { functionName: string, url: string, lineNumber: number }) => {
+    const where = frame.url ? `${frame.url.replace(/^file:\/\//, '').replace(process.cwd() + '/', '')}:${frame.lineNumber + 1}` : ''
+    return `${frame.functionName || '(anonymous)'} ${where}`.trim()
+  }
+  /** The nearest frame of the project's own code (packages/, plugins/) at or above a sample. */
+  const ours = (id: number) => {
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const { url } = byId.get(at)!.callFrame
+      if (/\/(packages|plugins)\//.test(url) && !url.includes('node_modules')) return label(byId.get(at)!.callFrame)
+    }
+    return '(no project frame)'
+  }
+  const byCaller = new Map<string, number>()
+  const counts = new Map<number, number>()
+  for (const sample of profile.samples ?? []) counts.set(sample, (counts.get(sample) ?? 0) + 1)
+  let total = 0
+  for (const [id, hits] of counts) {
+    const name = label(byId.get(id)!.callFrame)
+    self.set(name, (self.get(name) ?? 0) + hits)
+    const caller = ours(id)
+    byCaller.set(caller, (byCaller.get(caller) ?? 0) + hits)
+    total += hits
+  }
+  const format = (entries: Map<string, number>, count: number) => [...entries].sort((a, b) => b[1] - a[1]).slice(0, count)
+    .map(([name, hits]) => `${(100 * hits / total).toFixed(1).padStart(5)} %  ${name}`)
+  return { result, top: format(self, 25), callers: format(byCaller, 25) }
+}
+
+// ---- the run ----
+
+Logger.levels.base = 1
+const endpoint = await new Endpoint().start()
+const goals = new Goals()
+const rows: string[][] = [['measure', 'ours', 'baseline', 'ratio']]
+const row = (...cells: string[]) => rows.push(cells)
+try {
+  console.log(`load average at start: ${load()} (2 cores shared: only ratios inside this run count)`)
+
+  // 1. The in-turn gap, fsync vs os, one session; and what a step writes.
+  {
+    const fsyncHost = await bootHost('kernel+supervisor', endpoint.baseURL, 'fsync')
+    const osHost = await bootHost('kernel+supervisor', endpoint.baseURL, 'os')
+    // Warm both (module caches, JIT), then alternate tasks between them.
+    await endpoint.stats()
+    await removeTree(await fsyncHost.runTask())
+    await removeTree(await osHost.runTask())
+    await endpoint.stats()
+    const gaps = { fsync: [] as number[], os: [] as number[] }
+    let steps = 0
+    const before = fsyncHost.writeStats()
+    const appendsBefore = fsyncHost.appends()
+    for (let i = 0; i < GAP_TASKS; i++) {
+      await removeTree(await fsyncHost.runTask())
+      const stats = await endpoint.stats()
+      gaps.fsync.push(...stats.inTurn)
+      steps += stats.served
+      await removeTree(await osHost.runTask())
+      gaps.os.push(...(await endpoint.stats()).inTurn)
+    }
+    const after = fsyncHost.writeStats()
+    const appends = fsyncHost.appends() - appendsBefore
+    await fsyncHost.dispose()
+    await osHost.dispose()
+    const [fsyncGap, osGap] = [quantile(gaps.fsync, 0.5), quantile(gaps.os, 0.5)]
+    row(`in-turn gap, 1 session, kernel+supervisor (median of ${gaps.fsync.length} / ${gaps.os.length})`, `${ms(fsyncGap)} fsync (p90 ${ms(quantile(gaps.fsync, 0.9))})`, `${ms(osGap)} os (p90 ${ms(quantile(gaps.os, 0.9))})`, `${(fsyncGap / osGap).toFixed(2)}x (goal ≤ 1.15x)`)
+    const commits = (after.commits - before.commits) / steps
+    const flushes = (after.flushes - before.flushes) / steps
+    const walBytes = (after.walBytes - before.walBytes) / steps
+    row(`per model step (fsync, ${steps} steps)`, `${(appends / steps).toFixed(1)} appends, ${commits.toFixed(2)} commits, ${flushes.toFixed(2)} flushes`, `${(walBytes / 1024).toFixed(1)} KB of WAL`, '')
+    goals.check('in-turn gap with fsync vs os', fsyncGap / osGap <= 1.15, `${(fsyncGap / osGap).toFixed(2)}x, goal <= 1.15x (${ms(fsyncGap)} vs ${ms(osGap)})`)
+  }
+
+  // 2. Throughput: the bare loop, the kernel + supervisor set, the full set.
+  let profileTop: string[] | undefined
+  let profileCallers: string[] | undefined
+  {
+    // The requests of one task of the full set, as the bare loop's script.
+    const capture = await bootHost('full', endpoint.baseURL)
+    await removeTree(await capture.runTask())
+    const file = join(tmpdir(), `taskward-scale-bodies-${process.pid}.json`)
+    await endpoint.send('capture on')
+    await removeTree(await capture.runTask())
+    await endpoint.send(`dump ${file}`)
+    await capture.dispose()
+    const bodies = (JSON.parse(await readFile(file, 'utf8')) as { body: any }[]).map(({ body }) => body)
+    await rm(file, { force: true })
+    await endpoint.stats()
+
+    await bareLoop(endpoint.baseURL, bodies, 5)
+    await endpoint.stats()
+    const bareWall = await bareLoop(endpoint.baseURL, bodies, SESSIONS)
+    const bareSteps = (await endpoint.stats()).served
+    const bareRate = bareSteps / (bareWall / 1000)
+
+    const rate = async (set: PluginSet, profile: boolean) => {
+      const host = await bootHost(set, endpoint.baseURL)
+      await removeTree(await host.runTask())
+      await endpoint.stats()
+      const cpuBefore = process.cpuUsage()
+      const run = () => runTasks(host, SESSIONS)
+      let wall: number
+      if (profile) {
+        const { result, top, callers } = await profiled(run)
+        wall = result.wall
+        profileTop = top
+        profileCallers = callers
+      } else {
+        wall = (await run()).wall
+      }
+      const cpu = process.cpuUsage(cpuBefore)
+      const steps = (await endpoint.stats()).served
+      await host.dispose()
+      return { rate: steps / (wall / 1000), cpuPerStep: (cpu.user + cpu.system) / 1000 / steps, steps }
+    }
+    const kernel = await rate('kernel+supervisor', false)
+    const full = await rate('full', PROFILE)
+    row(`steps/s, ${SESSIONS} concurrent one-node tasks, full set (cordis.yml)`, `${full.rate.toFixed(0)} steps/s (${full.steps} steps)`, `${bareRate.toFixed(0)} steps/s bare loop (same SDK and requests, no host)`, `${(full.rate / bareRate).toFixed(2)}x (goal ≥ 0.5x)`)
+    row(`steps/s, ${SESSIONS} concurrent, full set vs kernel+supervisor`, `${full.rate.toFixed(0)} steps/s`, `${kernel.rate.toFixed(0)} steps/s kernel+supervisor`, `${(full.rate / kernel.rate).toFixed(2)}x (goal ≥ 0.9x)`)
+    row(`host CPU per model step, ${SESSIONS} concurrent`, `${ms(full.cpuPerStep)} full set`, `${ms(kernel.cpuPerStep)} kernel+supervisor`, '')
+    goals.check('full plugin set vs a bare loop', full.rate / bareRate >= 0.5, `${(full.rate / bareRate).toFixed(2)}x, goal >= 0.5x (${full.rate.toFixed(0)} vs ${bareRate.toFixed(0)} steps/s)`)
+    goals.check('full plugin set vs kernel+supervisor', full.rate / kernel.rate >= 0.9, `${(full.rate / kernel.rate).toFixed(2)}x, goal >= 0.9x (${full.rate.toFixed(0)} vs ${kernel.rate.toFixed(0)} steps/s)`)
+  }
+
+  // 3. Flat per-session cost: a slow endpoint, more and more sessions.
+  {
+    await endpoint.send(`delay ${DELAY_MS}`)
+    const flat: { sessions: number, p50: number, p99: number, peak: number, rate: number }[] = []
+    for (const sessions of FLAT) {
+      const host = await bootHost('full', endpoint.baseURL)
+      await removeTree(await host.runTask())
+      await endpoint.stats()
+      const { wall, peak } = await runTasks(host, sessions)
+      const stats = await endpoint.stats()
+      await host.dispose()
+      flat.push({ sessions, p50: quantile(stats.inTurn, 0.5), p99: quantile(stats.inTurn, 0.99), peak, rate: stats.served / (wall / 1000) })
+    }
+    await endpoint.send('delay 0')
+    const one = flat.find((entry) => entry.sessions === 1) ?? flat[0]
+    for (const entry of flat) {
+      row(`endpoint ${DELAY_MS} ms/step, ${entry.sessions} sessions: in-turn gap p50 / p99, host RSS peak`, `${ms(entry.p50)} / ${ms(entry.p99)}, ${mb(entry.peak)}`, `${ms(one.p99)} p99 at ${one.sessions}`, `${(entry.p99 / one.p99).toFixed(2)}x, ${entry.rate.toFixed(0)} steps/s`)
+      if (entry.sessions >= 50) goals.check(`in-turn gap p99 at ${entry.sessions} sessions vs ${one.sessions}`, entry.p99 / one.p99 <= 3, `${(entry.p99 / one.p99).toFixed(2)}x, goal <= 3x (${ms(entry.p99)} vs ${ms(one.p99)})`)
+    }
+    const most = flat.reduce((a, b) => b.sessions > a.sessions ? b : a)
+    if (most !== one) {
+      const perSession = (most.peak - one.peak) / (most.sessions - one.sessions)
+      row(`host RSS growth per live session (${one.sessions} → ${most.sessions})`, `${(perSession / 2 ** 20).toFixed(2)} MB`, '', 'goal ≤ 1 MB')
+      goals.check('host RSS growth per live session', perSession <= 2 ** 20, `${(perSession / 2 ** 20).toFixed(2)} MB, goal <= 1 MB (${mb(one.peak)} at ${one.sessions}, ${mb(most.peak)} at ${most.sessions})`)
+    }
+  }
+
+  const widths = rows[0].map((_, c) => Math.max(...rows.map((cells) => (cells[c] ?? '').length)))
+  for (const cells of rows) console.log(cells.map((cell, c) => (cell ?? '').padEnd(widths[c])).join('  '))
+  console.log(`load average at end: ${load()}`)
+  if (profileTop) {
+    console.log(`top self time, host process, full set, ${SESSIONS} concurrent tasks:`)
+    for (const line of profileTop) console.log('  ' + line)
+    console.log('the same samples by the nearest frame of the project\'s own code (what pays for the library time):')
+    for (const line of profileCallers ?? []) console.log('  ' + line)
+  }
+  goals.report()
+} finally {
+  endpoint.close()
+}

@@ -1,0 +1,74 @@
+import { expect } from 'chai'
+import { tmpdir } from 'node:os'
+import type { Context } from 'cordis'
+import { storeDriver } from '@taskward/host'
+import { TestHost, mysqlTestConfig } from '@taskward/testkit'
+
+/*
+ * A step's events are one fenced INSERT on MySQL/MariaDB: the batch carries the lease token the
+ * session held when the step began, so a host that lost the lease during a step writes none of it.
+ * Runs when TASKWARD_TEST_MYSQL is set (as the MySQL suite).
+ */
+const url = process.env.TASKWARD_TEST_MYSQL
+
+describe('host: a step commit on MySQL carries the lease token', function () {
+  this.timeout(60_000)
+  let host: TestHost
+
+  before(function () {
+    if (url) return
+    if (process.env.CI) throw new Error('CI must set TASKWARD_TEST_MYSQL (.ci/run starts MariaDB)')
+    this.skip()
+  })
+  afterEach(async () => {
+    await host?.dispose()
+  })
+
+  const query = (sql: string, values: unknown[]) => new Promise<any>((resolve, reject) => {
+    storeDriver(host.ctx).pool.query(sql, values, (error: any, result: any) => error ? reject(error) : resolve(result))
+  })
+
+  it('writes a whole step, and nothing of a step during which another host took the lease (LEASE_LOST)', async () => {
+    host = await TestHost.boot({ database: mysqlTestConfig(url!) })
+    // A projection that counts events: it follows the step's staged events as they are appended.
+    host.ctx.plugin({
+      name: 'test-count-projection', inject: ['projections'],
+      apply: (ctx: Context) => { ctx.projections.register({ key: 'test-count', version: 1, init: () => 0, apply: (count: number) => count + 1 }) },
+    })
+    let steal = false
+    host.ctx.tools.register({
+      name: 'note',
+      description: 'Append a record; in the second step, another host takes the lease meanwhile.',
+      async execute(_args: any, { session }) {
+        await session.append('test/record', { steal })
+        await host.ctx.projections.get(session, 'test-count')
+        if (steal) await query('UPDATE `taskward_lease` SET `token` = `token` + 1, `holder` = ? WHERE `sessionId` = ?', ['other-host', session.id])
+        return { ok: true }
+      },
+    })
+    const step = { usage: { promptTokens: 10, completionTokens: 1 }, toolCalls: [{ name: 'note' }] }
+    host.scripted.script('main', [step, {}])
+    const agent = await host.ctx.agents.create({ cwd: tmpdir(), model: 'scripted' })
+    expect(agent.session.fence, 'a main session on MySQL drives under a lease').to.not.equal(undefined)
+    agent.followup('first')
+    await agent.whenIdle()
+    const first = await agent.session.read({ from: 0, limit: 100 })
+    expect(first.map((e) => e.type)).to.deep.equal(['user/message', 'model/usage', 'tool/call', 'test/record', 'tool/result'])
+
+    steal = true
+    host.scripted.script('main', [step, {}])
+    const ended = new Promise<any>((resolve) => host.ctx.on('agent/turn-end', (_agent, summary) => resolve(summary)))
+    agent.followup('second')
+    const summary = await ended
+    expect(summary.error?.code).to.equal('LEASE_LOST')
+    const rows = await query('SELECT `seq`, `type` FROM `taskward_event` WHERE `sessionId` = ? ORDER BY `seq`', [agent.session.id])
+    // The second turn's message went with its first step: of that turn, nothing was written.
+    expect(rows.map((row: any) => row.type)).to.deep.equal(first.map((e) => e.type))
+    expect(agent.session.seq, 'the step\'s seqs are free again').to.equal(rows.length)
+    // The cache that folded the refused step is never saved, and the state is the log's again.
+    await host.ctx.projections.flush()
+    const [cache] = await query('SELECT `asOfSeq` FROM `taskward_projection` WHERE `sessionId` = ? AND `key` = ?', [agent.session.id, 'test-count'])
+    expect(Number(cache.asOfSeq)).to.be.lessThan(rows.length)
+    expect(await host.ctx.projections.get(agent.session, 'test-count')).to.equal(rows.length)
+  })
+})

@@ -1,0 +1,91 @@
+import { expect } from 'chai'
+import { tmpdir } from 'node:os'
+import { storeDriver } from '@taskward/host'
+import { TestHost } from '@taskward/testkit'
+
+/** A promise and the function that settles it, to hold a tool call (and so its step) open. */
+function gate() {
+  let open!: () => void
+  const opened = new Promise<void>((resolve) => open = resolve)
+  return { open, opened }
+}
+
+describe('host: a model step is one commit', () => {
+  let host: TestHost
+  beforeEach(async () => { host = await TestHost.boot() })
+  afterEach(async () => { await host.dispose() })
+
+  const stored = async (sessionId: string) => (await host.ctx.database.get('taskward_event', { sessionId }))
+    .sort((a, b) => a.seq - b.seq).map((row) => row.type)
+
+  it('writes a step\'s events (the turn\'s message, usage, calls, records, results) in one commit, which readers of the process see before it', async () => {
+    host.ctx.tools.register({
+      name: 'note',
+      description: 'Append a record and read the log back.',
+      async execute(_args: any, { session }) {
+        await session.append('test/record', {})
+        // Staged, not yet written: the process reads it all the same.
+        return { seen: (await session.read({ from: 0, limit: 100 })).map((e) => e.type) }
+      },
+    })
+    host.scripted.script('main', [{ usage: { promptTokens: 5, completionTokens: 1 }, toolCalls: [{ name: 'note' }, { name: 'note' }] }, { text: 'done' }])
+    const agent = await host.ctx.agents.create({ cwd: tmpdir(), model: 'scripted' })
+    const before = (storeDriver(host.ctx) as any).writeStats()
+    agent.followup('go')
+    await agent.whenIdle()
+    const after = (storeDriver(host.ctx) as any).writeStats()
+    expect(await stored(agent.session.id)).to.deep.equal([
+      'user/message', 'model/usage', 'tool/call', 'test/record', 'tool/result', 'tool/call', 'test/record', 'tool/result', 'assistant/message',
+    ])
+    // Two model steps, two commits, two flushes.
+    expect(after.commits - before.commits).to.equal(2)
+    expect(after.flushes - before.flushes).to.equal(2)
+    const results = (await agent.session.read({ from: 0, limit: 100, types: ['tool/result'] })).map((e) => e.data.result.seen)
+    expect(results[0]).to.deep.equal(['user/message', 'model/usage', 'tool/call', 'test/record'])
+  })
+
+  it('flushes a step while the next model request is out, and before the next answer is recorded', async () => {
+    const driver = storeDriver(host.ctx) as any
+    const flushesAtUsage: number[] = []
+    host.ctx.sessions.observe((_session, event) => {
+      if (event.type === 'model/usage') flushesAtUsage.push(driver.writeStats().flushes)
+    })
+    const step = { usage: { promptTokens: 5, completionTokens: 1 }, toolCalls: [{ name: 'glob', args: { pattern: '*.none' } }] }
+    host.scripted.script('main', [step, step, step, {}])
+    const agent = await host.ctx.agents.create({ cwd: tmpdir(), model: 'scripted' })
+    const start = driver.writeStats().flushes
+    agent.followup('go')
+    await agent.whenIdle()
+    // The scripted model answers at once: each answer waits for the flush of the step before it.
+    expect(flushesAtUsage.map((flushes) => flushes - start)).to.deep.equal([0, 1, 2])
+    expect(driver.writeStats().flushes - start).to.equal(3)
+  })
+
+  it('acknowledges an operator command that came during a step only once it is written', async () => {
+    const held = gate()
+    const entered = gate()
+    host.ctx.tools.register({
+      name: 'hold',
+      description: 'Wait until the test lets go.',
+      async execute() {
+        entered.open()
+        await held.opened
+        return { ok: true }
+      },
+    })
+    host.ctx.commands.register('ping', () => 'pong')
+    host.scripted.script('main', [{ toolCalls: [{ name: 'hold' }] }, {}])
+    const agent = await host.ctx.agents.create({ cwd: tmpdir(), model: 'scripted' })
+    agent.followup('go')
+    await entered.opened
+    const response = await host.http.post(`/api/sessions/${agent.session.id}/input`, { text: '/ping' })
+    expect(response.status).to.equal(200)
+    // The step is still open (its tool call waits), and the command's reply is in the database.
+    expect(await stored(agent.session.id)).to.include('command/reply')
+    held.open()
+    await agent.whenIdle()
+    const types = await stored(agent.session.id)
+    expect(types).to.deep.equal((await agent.session.read({ from: 0, limit: 100 })).map((e) => e.type))
+    expect(types.filter((type) => type === 'tool/result')).to.have.length(1)
+  })
+})
