@@ -1,4 +1,5 @@
-import { Context, Service } from 'cordis'
+import type { Context } from 'cordis'
+import { provideService } from '@taskward/cordis-compat'
 import type { Agent, Session } from '@taskward/host'
 import type {} from '@taskward/plugin-supervisor'
 import type {} from '@taskward/plugin-workspace'
@@ -27,8 +28,8 @@ interface ReaderRegistry {
  * and the view of both. It owns the `dsh-task-supervisor-repair` reader's registration with
  * `admission`, the two proposal tools and the HTTP routes. See docs/repair.md.
  */
-export class RepairService extends Service {
-  static [Service.provide] = 'repair'
+export class RepairService {
+  static readonly provide = 'repair'
   static inject = {
     supervisor: { required: true },
     sessions: { required: true },
@@ -44,9 +45,9 @@ export class RepairService extends Service {
   /** Serializes the repair decisions of each main session. */
   readonly locks = new KeyedLock()
   private readonly home: Context
+  readonly config: Config
 
   constructor(ctx: Context, config: Partial<Config> = {}) {
-    super(ctx, 'repair', true)
     this.home = ctx
     this.config = Config(loadedConfig('repair', config))
     // One owner registers the repair namespace's reader: this plugin, for as long as it is loaded.
@@ -55,6 +56,12 @@ export class RepairService extends Service {
     })
     registerRepairTools(ctx, this)
     registerRepairRoutes(ctx, this)
+    provideService(ctx, 'repair', this)
+  }
+
+  /** This plugin's logger (a cordis 3 `Service` had one; both versions have `ctx.logger(name)`). */
+  get logger() {
+    return this.home.logger('repair')
   }
 
   get supervisor() {
