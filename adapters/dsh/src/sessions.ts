@@ -1,0 +1,79 @@
+import type { Context } from 'cordis'
+import { onDispose } from '@taskward/cordis-compat'
+import { TaskwardError, type SessionEvent } from '@taskward/protocol'
+import type { DshAgent, DshAgents, DshSession, DshSessions } from './dsh-types'
+import { SessionView, viewEvent } from './session-view'
+
+type Observer = (session: SessionView, event: SessionEvent) => void
+
+/**
+ * Taskward's `sessions` service (docs/host.md) over DSH's: views of DSH's live sessions (one view per
+ * DSH session object, so identity comparisons hold), and observers called on every DSH append.
+ * Creating a session is DSH's business (its web app, `session.create`); `create` makes reviewer
+ * sessions through `agents` (agents.ts).
+ */
+export class DshSessionsContract {
+  readonly observers = new Set<Observer>()
+  private readonly views = new WeakMap<DshSession, SessionView>()
+  /** Sessions this adapter created as reviewers (in memory: DSH's header has no role). */
+  readonly reviewers = new Set<string>()
+  protected ctx: Context
+
+  constructor(ctx: Context, private readonly dsh: { sessions: DshSessions, agents: DshAgents }, readonly model: string) {
+    this.ctx = ctx
+  }
+
+  /** Called by the adapter's `session/event` listener on every DSH append. */
+  dispatch(session: DshSession, event: { seq: number }) {
+    if (!this.observers.size) return
+    const view = this.view(session)
+    const seen = viewEvent(session.events[event.seq] ?? (event as any))
+    for (const observer of [...this.observers]) {
+      try {
+        observer(view, seen)
+      } catch (error) {
+        this.ctx.logger('taskward').warn('a session observer failed (ignored):', error)
+      }
+    }
+  }
+
+  view(session: DshSession): SessionView {
+    let view = this.views.get(session)
+    if (!view) {
+      view = new SessionView({
+        agentOf: (id) => this.dsh.agents.get(id) as DshAgent | undefined,
+        roleOf: (s) => this.reviewers.has(s.id) ? 'reviewer' : 'main',
+        model: this.model,
+      }, session)
+      this.views.set(session, view)
+    }
+    return view
+  }
+
+  observe(listener: Observer) {
+    const observers = this.observers
+    observers.add(listener)
+    return onDispose(this.ctx, () => { observers.delete(listener) })
+  }
+
+  observerCount() {
+    return this.observers.size
+  }
+
+  async get(id: string): Promise<SessionView> {
+    const session = this.dsh.sessions.get(id)
+    if (!session) throw new TaskwardError('SESSION_NOT_FOUND', `Session ${id} is not open in DSH; open it in the DSH web app (or resume it) and retry.`)
+    return this.view(session)
+  }
+
+  async has(id: string) {
+    return !!this.dsh.sessions.get(id)
+  }
+
+  async list(options: { parentId?: string } = {}) {
+    return this.dsh.sessions.list()
+      .filter((s) => options.parentId === undefined || s.header.parentSession === options.parentId)
+      .sort((a, b) => a.header.createdAt - b.header.createdAt)
+      .map((s) => this.view(s))
+  }
+}
