@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { mockText, OpenAIMock } from '@taskward/testkit'
 import { DshHome, dshInstall, packedBundle, type DshWeb } from './dsh-host'
-import { commandText, execute, replyJson } from './dsh-api'
+import { carriedEvents, carrierEvents, commandText, execute, replyJson, waitFor } from './dsh-api'
 
 /*
  * M1/M2 against the real DSH host (0.1.0-rc.8, cached install): the packed bundle added with
@@ -64,5 +64,48 @@ describe('Taskward inside the real DSH host', function () {
     const status = replyJson(result)
     expect(status).to.have.property('controller')
     expect(status.current ?? null).to.equal(null)
+  })
+
+  it('/task new writes the task\'s state record into DSH\'s log; after a DSH restart the same readers read it back', async () => {
+    const { sessionId } = await web.api('session.create', { cwd: workspace })
+    const created = replyJson(await execute(web, sessionId, '/task new Add a CLI'))
+    expect(created).to.include({ revision: 1, phase: 'planning' })
+    // The controller's follow-up turn ran on the loopback model (DSH's own loop).
+    await waitFor(() => model.requests.length > 0, 'the controller\'s turn to reach the model')
+    const before = replyJson(await execute(web, sessionId, '/task'))
+    expect(before.task).to.include({ id: created.taskId, phase: 'planning', revision: 1 })
+
+    await web.stop()
+    web = await home.start()
+
+    // DSH reopens the session (the carrier is a type it knows) and our readers fold the record again.
+    const history = await web.api('session.history', { sessionId })
+    const records = carriedEvents(history).filter((e) => e.type === 'extension/record') as { data: any }[]
+    expect(records.map((e) => [e.data.namespace, e.data.schemaVersion, e.data.kind])).to.deep.equal([['dsh-task-supervisor', 10, 'state']])
+    const after = replyJson(await execute(web, sessionId, '/task'))
+    expect(after.task).to.include({ id: created.taskId, objective: 'Add a CLI', phase: 'planning', revision: 1 })
+    // A restart never continues by itself: the task waits for /task resume.
+    expect(after.controller).to.include({ armed: false, awaitingManualResume: true })
+  })
+
+  it('refuses every step of a session holding a record no reader reads (READER_UNAVAILABLE), as on our host', async () => {
+    const { sessionId } = await web.api('session.create', { cwd: workspace })
+    await execute(web, sessionId, '/task new Forged future')
+    await waitFor(async () => (await web.api('session.list', {})).items.some((s: any) => s.sessionId === sessionId && !s.running), 'the first turn to end')
+    await web.stop()
+    // A record of a schema version no installed reader reads (an older bundle meeting a newer log).
+    await home.appendToLog(sessionId, carrierEvents('extension/record', {
+      namespace: 'dsh-task-supervisor', schemaVersion: 11, kind: 'state', recordId: 'future:1', payload: {},
+    }))
+    web = await home.start()
+    const served = model.requests.length
+    await web.api('session.prompt', { sessionId, mode: 'queue', content: [{ type: 'text', text: 'carry on' }] })
+    await waitFor(async () => carriedEvents(await web.api('session.history', { sessionId })).some((e) => e.type === 'agent/refused'), 'the refusal in the log')
+    const refusal = carriedEvents(await web.api('session.history', { sessionId })).find((e) => e.type === 'agent/refused') as { data: any }
+    expect(refusal.data.code).to.equal('READER_UNAVAILABLE')
+    expect(model.requests.length, 'no model step ran').to.equal(served)
+    // Commands still run (they are how a person fixes things) and name the refusal's cause.
+    const status = await execute(web, sessionId, '/task')
+    expect(status.kind).to.equal('success')
   })
 })

@@ -1,3 +1,4 @@
+import { CARRIER_KIND, readCarried } from '@taskward/dsh'
 import type { DshWeb } from './dsh-host'
 
 /** What DSH's `commands/execute` answers for one line. */
@@ -18,4 +19,31 @@ export function replyJson(answer: CommandAnswer): any {
   const match = /```json\n([\s\S]*?)\n```/.exec(commandText(answer))
   if (!match) throw new Error(`no JSON in the reply: ${commandText(answer)}`)
   return JSON.parse(match[1])
+}
+
+/** Poll `check` until it holds (real processes: no fixed sleeps). */
+export async function waitFor(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}
+
+/**
+ * The two DSH events that carry one Taskward event (adapters/dsh/src/carrier.ts), for tests that write
+ * a log the way a hostile or older writer would.
+ */
+export function carrierEvents(type: string, data: unknown) {
+  const id = `forged-${Math.random().toString(36).slice(2)}`
+  return [
+    { type: 'agent/inbox/spliced', data: { target: 'next-step', start: 0, inserted: [{ id, role: 'user', content: [{ type: 'text', text: 'forged' }], source: { kind: CARRIER_KIND, type, data } }] } },
+    { type: 'agent/inbox/spliced', data: { target: 'next-step', start: 0, removedCount: 1, inserted: [], outcome: 'canceled' } },
+  ]
+}
+
+/** The Taskward events in a DSH `session.history` answer, as the adapter's view reads them. */
+export function carriedEvents(history: { events: { event: { type: string, seq: number, time: number, data: any } }[] }) {
+  return history.events.map(({ event }) => ({ seq: event.seq, carried: readCarried(event) })).filter((e) => e.carried)
+    .map(({ seq, carried }) => ({ seq, ...carried! }))
 }

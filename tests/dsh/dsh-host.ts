@@ -69,6 +69,28 @@ export class DshHome {
     return this.dsh(['plugin', '--profile', 'web', 'remove', name], 300_000)
   }
 
+  /**
+   * Append `events` (seq and time filled in) to a stopped DSH's log of `sessionId`, as a hostile or
+   * buggy writer could: DSH keeps sessions as zstd JSONL (a header frame, then frames of one event a
+   * line). Runs
+   * under the cached Node 24 (zstd is in its zlib).
+   */
+  async appendToLog(sessionId: string, events: { type: string, data: unknown }[]) {
+    const script = `
+      const fs = require('node:fs'), zlib = require('node:zlib'), path = require('node:path')
+      const [root, id, raw] = process.argv.slice(1)
+      const find = (dir) => fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => e.isDirectory() ? (e.name === id ? [path.join(dir, e.name, 'session.jsonl.zstd')] : find(path.join(dir, e.name))) : [])
+      const file = find(root)[0]
+      const lines = zlib.zstdDecompressSync(fs.readFileSync(file)).toString('utf8').split('\\n').filter(Boolean)
+      let seq = JSON.parse(lines[lines.length - 1]).seq + 1
+      for (const event of JSON.parse(raw)) lines.push(JSON.stringify({ type: event.type, seq: seq++, time: Date.now(), data: event.data }))
+      // DSH's framing: the header alone in the first zstd frame, events in the frames after it.
+      const frame = (text) => zlib.zstdCompressSync(Buffer.from(text))
+      fs.writeFileSync(file, Buffer.concat([frame(lines[0] + '\\n'), frame(lines.slice(1).join('\\n') + '\\n')]))
+    `
+    await run(this.paths.node, ['-e', script, join(this.home, 'sessions'), sessionId, JSON.stringify(events)], { env: this.env })
+  }
+
   async start(): Promise<DshWeb> {
     const port = await freePort()
     const web = new DshWeb(this, port)
@@ -105,7 +127,8 @@ export class DshWeb {
         const response = await fetch(`${this.origin}/taskward/health`)
         if (response.ok) {
           const body: any = await response.json().catch(() => undefined)
-          if (body?.taskward) return
+          // Taskward's route can answer before DSH's own API is mounted: wait for that too.
+          if (body?.taskward && await this.api('session.list', {}).then(() => true, () => false)) return
         }
       } catch {}
       if (Date.now() > deadline) throw new Error(`dsh web did not answer within ${timeoutMs} ms:\n${this.output.slice(-4000)}`)
