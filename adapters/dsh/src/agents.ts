@@ -108,8 +108,28 @@ export class DshAgentsContract {
     }
   }
 
-  async create(_options: { cwd?: string, model?: string, role?: string, parentId?: string }): Promise<AgentView> {
-    throw new TaskwardError('SERVICE_UNAVAILABLE', 'Taskward inside DSH does not create sessions of its own yet (reviewer sessions: docs/dsh.md).')
+  /**
+   * A new DSH session with its agent, on DSH's configured model: how the supervisor starts a reviewer
+   * (`role: 'reviewer'`, `parentId` = the main session). The agent belongs to the Taskward plugin (it
+   * goes when the bundle is unloaded); what it may run is decided by the supervisor's tool guard.
+   */
+  async create(options: { cwd?: string, model?: string, role?: string, parentId?: string }): Promise<AgentView> {
+    const sessionId = `session-${randomUUID()}`
+    if (options.role === 'reviewer') this.sessions.reviewers.add(sessionId)
+    try {
+      // DSH's configured model is the one the main session runs on (a new agent without options has none).
+      const parent = options.parentId ? this.dsh.get(options.parentId) : this.dsh.list()[0]
+      const agentOptions = parent?.options ? { ...(parent.options.provider ? { provider: parent.options.provider } : {}), ...(parent.options.model ? { model: parent.options.model } : {}) } : undefined
+      const handle = await this.dsh.create({
+        sessionId,
+        meta: { ...(options.cwd ? { cwd: options.cwd } : {}), ...(options.parentId ? { parentSession: options.parentId } : {}) },
+        ...(agentOptions ? { agentOptions } : {}),
+      })
+      return this.view('agent' in handle ? handle.agent : handle)
+    } catch (error) {
+      this.sessions.reviewers.delete(sessionId)
+      throw new TaskwardError('SERVICE_UNAVAILABLE', `DSH could not create a session for Taskward: ${(error as Error).message}`)
+    }
   }
 
   stepGuard(guard: StepGuard) {
@@ -118,9 +138,12 @@ export class DshAgentsContract {
     return onDispose(this.ctx, () => { guards.delete(guard) })
   }
 
-  /** The first refusal of the step guards for `agent`, or undefined. */
-  async refusal(agent: AgentView): Promise<TaskwardError | undefined> {
-    if (agent.held) return new TaskwardError('TASK_NOT_EXECUTING', 'The task is under review; this session continues after the verdict.')
+  /**
+   * The first refusal of the step guards for `agent`'s step `step` of a turn, or undefined. A hold
+   * (our host: no queued turn starts) refuses only a turn's first step: the running turn may finish.
+   */
+  async refusal(agent: AgentView, step = 1): Promise<TaskwardError | undefined> {
+    if (agent.held && step <= 1) return new TaskwardError('TASK_NOT_EXECUTING', 'The task is under review; this session continues after the verdict.')
     for (const guard of [...this.guards]) {
       try {
         const refused = await guard(agent)

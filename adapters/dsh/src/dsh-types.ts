@@ -44,6 +44,7 @@ export interface DshInbox {
 /** packages/core/agent/src/runtime-types.ts `Agent` (its id is its session's id). */
 export interface DshAgent {
   readonly id: string
+  readonly options?: { provider?: string, model?: string }
   readonly session: DshSession
   readonly inbox: DshInbox
   readonly status: 'idle' | 'running'

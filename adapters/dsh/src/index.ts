@@ -77,9 +77,10 @@ export function apply(ctx: Context, input: Partial<Config>) {
     if (denial) return { kind: 'deny', reason: refusalText(denial) }
     return next()
   })
-  c.on('agent/pre-step', async (payload: { agent: DshAgent }, next: () => Promise<unknown>) => {
+  c.on('agent/pre-step', async (payload: { agent: DshAgent, step: number }, next: () => Promise<unknown>) => {
     const view = agents.view(payload.agent)
-    const refusal = await agents.refusal(view)
+    view.turn.steps++
+    const refusal = await agents.refusal(view, payload.step)
     if (!refusal) return next()
     view.turn.refused = { code: refusal.code, message: refusal.message }
     // The refusal's code in the log (a DSH rejection carries none), as on our host.

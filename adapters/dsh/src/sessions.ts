@@ -42,7 +42,9 @@ export class DshSessionsContract {
     if (!view) {
       view = new SessionView({
         agentOf: (id) => this.dsh.agents.get(id) as DshAgent | undefined,
-        roleOf: (s) => this.reviewers.has(s.id) ? 'reviewer' : 'main',
+        // DSH's header has no role: a session Taskward created for a main session (a parent, and not
+        // one of DSH's own sub-agents) is a reviewer, also after a restart.
+        roleOf: (s) => this.reviewers.has(s.id) || (!!s.header.parentSession && (s.header as any).origin !== 'subagent') ? 'reviewer' : 'main',
         model: this.model,
       }, session)
       this.views.set(session, view)
