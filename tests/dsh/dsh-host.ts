@@ -1,5 +1,5 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -61,6 +61,14 @@ export class DshHome {
     return run(this.paths.node, [this.paths.dsh, ...args], { env: this.env, cwd: this.home, timeout: timeoutMs, maxBuffer: 16 << 20 })
   }
 
+  /** Set the `taskward` row's config in the web profile's own patch layer (read at the next start). */
+  async configureTaskward(config: Record<string, unknown>) {
+    const profile = join(this.home, 'profiles', 'web')
+    await mkdir(profile, { recursive: true })
+    // JSON is YAML: DSH's list format, one patch entry.
+    await writeFile(join(profile, 'cordis.patch.yml'), JSON.stringify([{ id: 'taskward', config }], null, 2) + '\n')
+  }
+
   addBundle(tarball: string) {
     return this.dsh(['plugin', '--profile', 'web', 'add', tarball], 300_000)
   }
@@ -91,10 +99,11 @@ export class DshHome {
     await run(this.paths.node, ['-e', script, join(this.home, 'sessions'), sessionId, JSON.stringify(events)], { env: this.env })
   }
 
-  async start(): Promise<DshWeb> {
+  /** Start `dsh web`; resolves once DSH's API answers (and, unless `taskward: false`, Taskward's route). */
+  async start(options: { taskward?: boolean } = {}): Promise<DshWeb> {
     const port = await freePort()
     const web = new DshWeb(this, port)
-    await web.start()
+    await web.start(90_000, options.taskward ?? true)
     return web
   }
 
@@ -112,7 +121,7 @@ export class DshWeb {
 
   get origin() { return `http://127.0.0.1:${this.port}` }
 
-  async start(timeoutMs = 90_000) {
+  async start(timeoutMs = 90_000, taskward = true) {
     const child = spawn(this.home.paths.node, [this.home.paths.dsh, 'web', '--no-open', '--port', String(this.port)], {
       env: this.home.env, cwd: this.home.home, stdio: ['ignore', 'pipe', 'pipe'],
     })
@@ -124,8 +133,9 @@ export class DshWeb {
     for (;;) {
       if (child.exitCode !== null) throw new Error(`dsh web exited with ${child.exitCode} before listening:\n${this.output.slice(-4000)}`)
       try {
+        if (!taskward && await this.api('session.list', {}).then(() => true, () => false)) return
         const response = await fetch(`${this.origin}/taskward/health`)
-        if (response.ok) {
+        if (taskward && response.ok) {
           const body: any = await response.json().catch(() => undefined)
           // Taskward's route can answer before DSH's own API is mounted: wait for that too.
           if (body?.taskward && await this.api('session.list', {}).then(() => true, () => false)) return

@@ -68,11 +68,17 @@ export function dshTaskPlayer(options: { plan?: typeof TWO_NODE_PLAN, reviewerTr
     if (phase === 'planning') {
       return before.includes('task_submit_plan') ? text('Plan submitted for review.') : call('task_submit_plan', plan)
     }
+    // Slowly (about 2 s): the review's verdict lands while this turn still runs, so only the
+    // controller's turn-end continuation can carry the task on.
+    if (phase === 'reviewing') return { text: 'Nothing for me to do while the task is reviewing.', chunkSize: 4, delayMs: 150 }
     if (phase !== 'active') return text(`Nothing for me to do while the task is ${phase ?? 'absent'}.`)
     const running = state.nodes.find((n: any) => n.status === 'running')
     if (running) {
       if (before.includes('write')) return call('task_report_stage', { nodeId: running.id, summary: `wrote ${running.id}.txt` })
-      return call('write', { file_path: `${workspaceOf(messages)}/${running.id}.txt`, content: `${running.id} done\n` })
+      const file = `${workspaceOf(messages)}/${running.id}.txt`
+      // A later attempt rewrites the file: DSH's write refuses to overwrite a file it has not read.
+      if ((running.attempt ?? 1) > 1 && !before.includes('read')) return call('read', { file_path: file })
+      return call('write', { file_path: file, content: (running.attempt ?? 1) > 1 ? `${running.id} repaired\n` : `${running.id} done\n` })
     }
     if (state.readyNodes?.length) return call('task_start_node', { nodeId: state.readyNodes[0] })
     if (state.nodes.length && state.nodes.every((n: any) => n.status === 'passed')) {

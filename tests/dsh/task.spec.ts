@@ -42,11 +42,12 @@ describe('a supervised task inside the real DSH host', function () {
     if (workspace) await rm(workspace, { recursive: true, force: true })
   })
 
+  // On failure: what the model was asked, and DSH's output.
   afterEach(async function () {
-    if (this.currentTest?.state !== 'failed') return
+    if (this.currentTest?.state !== 'failed' || !model) return
     for (const r of model.requests) {
       const ms: any[] = r.body.messages ?? []
-      console.log('REQ', ms.length, ms.slice(-3).map((m) => `${m.role}:${JSON.stringify(m.content ?? m.tool_calls).slice(0, 200)}`).join(' | '))
+      console.log('      model', ms.length, ms.slice(-3).map((m) => `${m.role}: ${JSON.stringify(m.content ?? m.tool_calls).slice(0, 200)}`).join(' | '))
     }
     console.log(web.output.slice(-3000))
   })

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto'
 import { onDispose } from '@taskward/cordis-compat'
 import { TaskwardError, asTaskwardError } from '@taskward/protocol'
 import type { DshAgent, DshAgents, DshUserMessage } from './dsh-types'
+import { resumeLikeDsh } from './resume'
 import type { DshSessionsContract } from './sessions'
 import type { SessionView } from './session-view'
 
@@ -22,7 +23,7 @@ export class AgentView {
   readonly holds = new Set<symbol>()
   maintenance = 0
   /** What the running turn ended with, for its `agent/turn-end` summary. */
-  turn: { refused?: { code: string, message: string }, error?: { code: string, message: string }, cancelled?: boolean, steps: number } = { steps: 0 }
+  turn: { refused?: { code: string, message: string }, error?: { code: string, message: string }, cancelled?: boolean, steps: number, toolCalls: string[] } = { steps: 0, toolCalls: [] }
 
   constructor(readonly dsh: DshAgent, readonly session: SessionView) {}
 
@@ -101,8 +102,7 @@ export class DshAgentsContract {
     const live = this.get(sessionId)
     if (live) return live
     try {
-      const handle = await this.dsh.resume({ resumeSessionId: sessionId })
-      return this.view('agent' in handle ? handle.agent : handle)
+      return this.view(await resumeLikeDsh(this.sessions.resume(), sessionId))
     } catch (error) {
       throw new TaskwardError('SESSION_NOT_FOUND', `DSH could not resume session ${sessionId}: ${(error as Error).message}`)
     }

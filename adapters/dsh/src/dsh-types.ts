@@ -59,7 +59,7 @@ export interface DshAgents {
   get(id: string): DshAgent | undefined
   list(): DshAgent[]
   create(options: { sessionId: string, meta?: { cwd?: string, parentSession?: string }, agentOptions?: { provider?: string, model?: string }, setup?: unknown }): Promise<{ agent: DshAgent } | DshAgent>
-  resume(options: { resumeSessionId: string }): Promise<{ agent: DshAgent } | DshAgent>
+  resume(options: { resumeSessionId: string, agentOptions?: { provider?: string, model?: string }, setup?: unknown }): Promise<{ agent: DshAgent } | DshAgent>
 }
 
 /** packages/interaction/commands/src/index.ts `CommandRuntime` (ctx key `commands`). */

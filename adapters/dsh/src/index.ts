@@ -64,7 +64,8 @@ export function apply(ctx: Context, input: Partial<Config>) {
   for (const service of CONTRACT) child = (child as any).isolate(service, service === 'sessions' ? label : undefined)
   privateEvents(ctx, label)
 
-  const sessions = new DshSessionsContract(child, dsh, 'dsh')
+  // DSH's cold-session services are optional plugins: read each time they are needed.
+  const sessions = new DshSessionsContract(child, dsh, 'dsh', () => ({ agents: dsh.agents, persistence: c.get('sessionPersistence'), presets: c.get('agentPresets') }))
   const agents = new DshAgentsContract(child, dsh.agents, sessions)
   const tools = new DshToolsContract(child, dsh.tools, sessions)
   const connection = new DshConnectionContract(child, dsh.webServer, config.prefix, config.operatorToken, () => listeningPort(dsh.webServer))
@@ -73,6 +74,9 @@ export function apply(ctx: Context, input: Partial<Config>) {
   c.on('session/event', (session: DshSession, event: { seq: number }) => sessions.dispatch(session, event))
   c.on('tools/pre-execute', async (exec: { name: string, arguments: unknown, agent?: DshAgent }, next: () => Promise<unknown>) => {
     if (!exec.agent) return next()
+    // The turn's tool calls, for its `agent/turn-end` summary (the controller continues only after a
+    // turn that called tools).
+    agents.view(exec.agent).turn.toolCalls.push(exec.name)
     const denial = await tools.denial(exec.agent, exec.name, exec.arguments)
     if (denial) return { kind: 'deny', reason: refusalText(denial) }
     return next()
@@ -93,8 +97,8 @@ export function apply(ctx: Context, input: Partial<Config>) {
   })
   c.on('agent/status', ({ agent, status }: { agent: DshAgent, status: string }) => {
     const view = agents.view(agent)
-    if (status === 'running') { view.turn = { steps: 0 }; return }
-    const summary = { input: { id: '', message: '', meta: {}, queuedAt: 0 }, toolCalls: [], ...view.turn }
+    if (status === 'running') { view.turn = { steps: 0, toolCalls: [] }; return }
+    const summary = { input: { id: '', message: '', meta: {}, queuedAt: 0 }, ...view.turn }
     emitPrivate(child, 'agent/turn-end', view, summary)
   })
 

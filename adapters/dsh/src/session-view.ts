@@ -5,11 +5,19 @@ import type { DshAgent, DshEvent, DshSession } from './dsh-types'
 /** DSH's own events appear to Taskward's folds under this prefix, so no DSH type is read as one of ours. */
 export const DSH_TYPE_PREFIX = 'dsh:'
 
-/** One DSH event as Taskward's plugins see it: a carried event as itself, any other under `dsh:<type>`. */
+/**
+ * DSH's event types that mean what ours of the same name mean (a message, a tool call or result):
+ * kept as they are, so repair evidence can cite them (`EVIDENCE_EVENT_TYPES`). Their data is DSH's
+ * shape; no fold of ours reads them (the supervisor's reads only `extension/record`).
+ */
+const SHARED_TYPES = new Set(['user/message', 'assistant/message', 'tool/call', 'tool/result'])
+
+/** One DSH event as Taskward's plugins see it: a carried event as itself, a shared type as is, any other under `dsh:<type>`. */
 export function viewEvent(event: DshEvent): SessionEvent {
   const carried = readCarried(event)
   if (carried) return { seq: event.seq, time: event.time, type: carried.type, data: carried.data }
-  return { seq: event.seq, time: event.time, type: DSH_TYPE_PREFIX + event.type, data: event.data }
+  const type = SHARED_TYPES.has(event.type) ? event.type : DSH_TYPE_PREFIX + event.type
+  return { seq: event.seq, time: event.time, type, data: event.data }
 }
 
 export interface SessionViewHost {

@@ -2,6 +2,7 @@ import type { Context } from 'cordis'
 import { onDispose } from '@taskward/cordis-compat'
 import { TaskwardError, type SessionEvent } from '@taskward/protocol'
 import type { DshAgent, DshAgents, DshSession, DshSessions } from './dsh-types'
+import { resumeLikeDsh, type DshResumeServices } from './resume'
 import { SessionView, viewEvent } from './session-view'
 
 type Observer = (session: SessionView, event: SessionEvent) => void
@@ -19,7 +20,7 @@ export class DshSessionsContract {
   readonly reviewers = new Set<string>()
   protected ctx: Context
 
-  constructor(ctx: Context, private readonly dsh: { sessions: DshSessions, agents: DshAgents }, readonly model: string) {
+  constructor(ctx: Context, private readonly dsh: { sessions: DshSessions, agents: DshAgents }, readonly model: string, readonly resume: () => DshResumeServices) {
     this.ctx = ctx
   }
 
@@ -62,10 +63,20 @@ export class DshSessionsContract {
     return this.observers.size
   }
 
+  /**
+   * The view of session `id`. A session DSH has on disk but not open (after a restart) is resumed
+   * through DSH's `agents.resume` first, as DSH's own API does on first touch: Taskward's records
+   * need its live agent, and admission still refuses its steps if they cannot be read.
+   */
   async get(id: string): Promise<SessionView> {
-    const session = this.dsh.sessions.get(id)
-    if (!session) throw new TaskwardError('SESSION_NOT_FOUND', `Session ${id} is not open in DSH; open it in the DSH web app (or resume it) and retry.`)
-    return this.view(session)
+    const live = this.dsh.sessions.get(id)
+    if (live) return this.view(live)
+    if (!/^[\w.-]{1,128}$/.test(id)) throw new TaskwardError('BAD_REQUEST', 'A session id holds letters, digits, ".", "_" and "-" (at most 128).')
+    try {
+      return this.view((await resumeLikeDsh(this.resume(), id)).session)
+    } catch {
+      throw new TaskwardError('SESSION_NOT_FOUND', `Session ${id} is not a DSH session here (or DSH cannot open it).`)
+    }
   }
 
   async has(id: string) {
