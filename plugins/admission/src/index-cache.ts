@@ -1,4 +1,5 @@
 import type { Context } from 'cordis'
+import { onDispose } from '@taskward/cordis-compat'
 import type { ProjectionDef, Session } from '@taskward/host'
 import { RECORD_EVENT_TYPE, RecordIndex, SessionEvent, emptyRecordIndex, indexRecordEvent } from '@taskward/protocol'
 
@@ -36,7 +37,7 @@ export class RecordIndexCache {
       types: [RECORD_EVENT_TYPE],
     }
     ctx.projections.register<RecordIndex>(projection)
-    ctx.on('dispose', () => { this.disposed = true })
+    onDispose(ctx, () => { this.disposed = true })
   }
 
   /**

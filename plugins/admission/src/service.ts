@@ -1,4 +1,5 @@
-import { Context, Service } from 'cordis'
+import type { Context } from 'cordis'
+import { provideService } from '@taskward/cordis-compat'
 import type { Agent, Session } from '@taskward/host'
 import { loadedConfig, RecordPair, RecordReader, ReadRecord, SessionEvent, TaskwardError, readRecord, recordPairs } from '@taskward/protocol'
 import { Config } from './config'
@@ -17,8 +18,8 @@ declare module 'cordis' {
  * (a step guard of the `agents` service) with `READER_UNAVAILABLE`, so an install that lacks a reader can never drive it ("no unsupervised
  * fallback"). See docs/records.md.
  */
-export class AdmissionService extends Service {
-  static [Service.provide] = 'admission'
+export class AdmissionService {
+  static readonly provide = 'admission'
   static inject = ['sessions', 'projections']
   static Config = Config
 
@@ -27,9 +28,11 @@ export class AdmissionService extends Service {
   private readonly registry: ReaderRegistry
   private readonly indexes: RecordIndexCache
   private readonly home: Context
+  /** The calling plugin's context (the tracing view callers get sets it; see `provideService`). */
+  protected ctx: Context
 
   constructor(ctx: Context, config: Partial<Config> = {}) {
-    super(ctx, 'admission', true)
+    this.ctx = ctx
     const indexes = new RecordIndexCache(ctx, Config(loadedConfig('admission', config)).persistEvery)
     const registry = new ReaderRegistry(indexes)
     this.indexes = indexes
@@ -43,6 +46,8 @@ export class AdmissionService extends Service {
     ctx.inject(['agents'], (ctx) => {
       ctx.agents.stepGuard((agent: Agent) => registry.refusalNow(agent.session))
     })
+    // Last: dependents may start as soon as it is provided.
+    provideService(ctx, 'admission', this)
   }
 
   /**

@@ -1,4 +1,6 @@
-import { Schema, type Context } from 'cordis'
+import type { Context } from 'cordis'
+// From schemastery, not cordis: DSH's cordis 4 does not re-export it.
+import Schema from 'schemastery'
 import { defaultTitle, TaskwardError, type RepairBinding } from '@taskward/protocol'
 import type { RepairService } from './service'
 

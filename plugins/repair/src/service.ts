@@ -1,4 +1,5 @@
-import { Context, Service } from 'cordis'
+import type { Context } from 'cordis'
+import { provideService } from '@taskward/cordis-compat'
 import type { Agent, Session } from '@taskward/host'
 import type {} from '@taskward/plugin-supervisor'
 import type {} from '@taskward/plugin-workspace'
@@ -28,8 +29,8 @@ interface ReaderRegistry {
  * and the view of both. It owns the `dsh-task-supervisor-repair` reader's registration with
  * `admission`, the two proposal tools and the HTTP routes. See docs/repair.md.
  */
-export class RepairService extends Service {
-  static [Service.provide] = 'repair'
+export class RepairService {
+  static readonly provide = 'repair'
   static inject = {
     // Only for relaying clicks between hosts of one shared store (relay.ts); a host without a
     // `database` service (DSH) has one host per session log and nothing to relay.
@@ -50,11 +51,9 @@ export class RepairService extends Service {
   /** Confirm clicks between hosts that share a MySQL/MariaDB store (see relay.ts). */
   readonly relay?: ClickRelay
   private readonly home: Context
-
-  declare config: Config
+  readonly config: Config
 
   constructor(ctx: Context, config: Partial<Config> = {}) {
-    super(ctx, 'repair', true)
     this.home = ctx
     this.config = Config(loadedConfig('repair', config))
     // One owner registers the repair namespace's reader: this plugin, for as long as it is loaded.
@@ -67,6 +66,12 @@ export class RepairService extends Service {
       this.relay = new ClickRelay(ctx, this.config, async (sessionId, binding) =>
         confirmRepair(this, await this.mainSession(sessionId), binding, { relayed: true }))
     }
+    provideService(ctx, 'repair', this)
+  }
+
+  /** This plugin's logger (a cordis 3 `Service` had one; both versions have `ctx.logger(name)`). */
+  get logger() {
+    return this.home.logger('repair')
   }
 
   get supervisor() {

@@ -1,4 +1,5 @@
 import type { Context, Logger } from 'cordis'
+import { isActive } from '@taskward/cordis-compat'
 import type { Agent, TurnSummary } from '@taskward/host'
 import { TaskwardError, type Task } from '@taskward/protocol'
 import type { Config } from './config'
@@ -47,7 +48,7 @@ export class Controller {
 
   /** False once the supervisor plugin is disposed (the host stops): nothing more may be queued. */
   private get live() {
-    return this.home.scope.isActive
+    return isActive(this.home)
   }
 
   arm(sessionId: string) {

@@ -1,4 +1,5 @@
 import type { Context } from 'cordis'
+import { onDispose } from '@taskward/cordis-compat'
 import type {} from '@taskward/host'
 import type { SupervisorState } from '@taskward/protocol'
 import type { Supervisor } from './service'
@@ -32,7 +33,9 @@ export function holdInputDuringReviews(ctx: Context, supervisor: Supervisor) {
 
   // A supervisor loaded while agents already run (a reload during a review) holds what is under review
   // now: the holds of the instance before it went with it.
-  ctx.on('ready', () => {
+  // On the next tick (cordis 3's `ready` for a plugin loaded into a running app; cordis 4 has no such event).
+  queueMicrotask(() => {
+    if (disposed) return
     for (const agent of ctx.agents.list()) {
       if (agent.session.role !== 'main') continue
       supervisor.state(agent.session).then((state) => decide(agent.session.id, state), () => {})
@@ -64,7 +67,7 @@ export function holdInputDuringReviews(ctx: Context, supervisor: Supervisor) {
     supervisor.state(agent.session).then((state) => decide(sessionId, state), unheld)
   })
 
-  ctx.on('dispose', () => {
+  onDispose(ctx, () => {
     disposed = true
     for (const held of holds.values()) held.release()
     holds.clear()

@@ -1,4 +1,5 @@
 import type { Context, Logger } from 'cordis'
+import { isActive, onDispose } from '@taskward/cordis-compat'
 import { randomUUID } from 'node:crypto'
 import type { Agent, Session, TurnSummary } from '@taskward/host'
 import {
@@ -65,10 +66,10 @@ export class Reviews {
       if (agent.session.role !== 'reviewer') return
       this.onReviewerTurnEnd(agent, summary).catch((error) => {
         // A review still in flight when the host stops fails on disposed services: expected then.
-        if (home.scope.isActive) this.logger.warn(error)
+        if (isActive(home)) this.logger.warn(error)
       })
     })
-    home.on('dispose', () => {
+    onDispose(home, () => {
       for (const timer of this.deadlines.values()) clearTimeout(timer)
       this.deadlines.clear()
     })

@@ -1,4 +1,5 @@
-import { Context, Service } from 'cordis'
+import type { Context } from 'cordis'
+import { listenersOf, provideService } from '@taskward/cordis-compat'
 import type { Agent, Session } from '@taskward/host'
 import {
   applySupervisorEvent, isRecordEnvelope, RECORD_EVENT_TYPE, repairReader, reviewJobReader, SUPERVISOR_PROJECTION_KEY,
@@ -74,8 +75,8 @@ const SUPERVISOR_NAMESPACES = new Set([taskReader.namespace, reviewJobReader.nam
  * through the pure projection of `@taskward/protocol`. Every write goes through `transact`, which
  * serializes per session and refuses records that would poison the projection. See docs/supervisor.md.
  */
-export class Supervisor extends Service {
-  static [Service.provide] = 'supervisor'
+export class Supervisor {
+  static readonly provide = 'supervisor'
   static inject = {
     sessions: { required: true },
     projections: { required: true },
@@ -99,9 +100,11 @@ export class Supervisor extends Service {
   private readonly subcommands = new Map<string, TaskSubcommand>()
   private readonly progressSources = new Set<ProgressSource>()
   private readonly home: Context
+  /** The calling plugin's context (the tracing view callers get sets it; see `provideService`). */
+  protected ctx: Context
 
-  constructor(ctx: Context, public override config: Config) {
-    super(ctx, 'supervisor', true)
+  constructor(ctx: Context, public config: Config) {
+    this.ctx = ctx
     this.home = ctx
     this.config = Config(loadedConfig('supervisor', config))
     ctx.projections.register<SupervisorState>({
@@ -130,6 +133,7 @@ export class Supervisor extends Service {
     registerTaskTools(ctx, this)
     registerTaskCommand(ctx, this)
     holdInputDuringReviews(ctx, this)
+    provideService(ctx, 'supervisor', this)
   }
 
   /** The supervisor projection of a session, folded up to its last event. */
@@ -318,7 +322,6 @@ export class Supervisor extends Service {
    * passed back to the writer: the records are already durable and a listener is not a veto.
    */
   private announce(session: Session, records: RecordEnvelope[], states: SupervisorState[], at: number) {
-    const lifecycle = this.home.lifecycle
     records.forEach((record, index) => {
       if (record.namespace !== TASK_NAMESPACE || record.kind !== TASK_STATE_KIND) return
       const id = (record.payload as Task).id
@@ -326,10 +329,10 @@ export class Supervisor extends Service {
       if (!next) return
       const previous = findTask(states[index], id)
       const transition: TaskTransition = { kind: transitionKind(previous, next), ...(previous ? { previous } : {}), next, session, seq: at + index }
-      for (const hook of lifecycle.filterHooks(lifecycle._hooks['supervisor/transition'] ?? [])) {
+      for (const listener of listenersOf(this.home, 'supervisor/transition')) {
         const report = (error: unknown) => this.home.logger('supervisor').warn('a supervisor/transition listener failed (ignored; the change is committed):', error)
         try {
-          const returned = hook.callback.call(null, transition) as unknown
+          const returned = listener.call(null, transition) as unknown
           if (returned instanceof Promise) returned.catch(report)
         } catch (error) {
           report(error)

@@ -1,4 +1,5 @@
-import { Context, Service } from 'cordis'
+import type { Context } from 'cordis'
+import { provideService } from '@taskward/cordis-compat'
 import { loadedConfig, resolveStampLimits, validateLimitConfig, type StampLimits, type StampOptions, type WorkspaceStamp } from '@taskward/protocol'
 import { Config } from './config'
 import { stampWorkspace } from './stamp'
@@ -13,8 +14,8 @@ declare module 'cordis' {
  * The `workspace` service: identity stamps of a directory tree, used to bind a repair confirmation to
  * the workspace its proposal showed. See docs/workspace.md for the contract and the digest framing.
  */
-export class WorkspaceService extends Service {
-  static [Service.provide] = 'workspace'
+export class WorkspaceService {
+  static readonly provide = 'workspace'
   static Config = Config
 
   private readonly limitConfig: Config
@@ -23,9 +24,9 @@ export class WorkspaceService extends Service {
     // The schema already refused bad values at load; this also guards direct construction, before
     // anything is registered on the context.
     validateLimitConfig(loadedConfig('workspace', config))
-    // `immediate`: usable as soon as the plugin is applied; it holds no state that needs starting.
-    super(ctx, 'workspace', true)
     this.limitConfig = Config(config ?? {})
+    // Usable as soon as the plugin is applied; it holds no state that needs starting.
+    provideService(ctx, 'workspace', this)
   }
 
   /** The limits a call without overrides runs under. */

@@ -1,0 +1,156 @@
+import type { Context } from 'cordis'
+import { randomUUID } from 'node:crypto'
+import { onDispose } from '@taskward/cordis-compat'
+import { TaskwardError, asTaskwardError } from '@taskward/protocol'
+import type { DshAgent, DshAgents, DshUserMessage } from './dsh-types'
+import { resumeLikeDsh } from './resume'
+import type { DshSessionsContract } from './sessions'
+import type { SessionView } from './session-view'
+
+/** A step guard of Taskward's contract: a coded refusal (returned or thrown) stops the step. */
+export type StepGuard = (agent: AgentView) => TaskwardError | undefined | void | Promise<TaskwardError | undefined | void>
+
+/** The `source` of a message Taskward's controller queues for the agent (a DSH plugin message). */
+const FOLLOWUP_SOURCE = { kind: 'plugin', plugin: 'taskward' } as const
+
+/**
+ * Taskward's `Agent` (docs/host.md) over a DSH agent. DSH owns the turn loop and its queue (the inbox);
+ * `hold()` is kept here and enforced by the adapter's `agent/pre-step` listener (a held agent's step is
+ * refused), because rc.8 has no hold of its own. Turn ends are announced as `agent/turn-end`.
+ */
+export class AgentView {
+  /** Holds taken by `hold()`; the step guard refuses while any is taken. */
+  readonly holds = new Set<symbol>()
+  maintenance = 0
+  /** What the running turn ended with, for its `agent/turn-end` summary. */
+  turn: { refused?: { code: string, message: string }, error?: { code: string, message: string }, cancelled?: boolean, steps: number, toolCalls: string[] } = { steps: 0, toolCalls: [] }
+
+  constructor(readonly dsh: DshAgent, readonly session: SessionView) {}
+
+  get id() { return this.dsh.id }
+  get state(): 'idle' | 'running' | 'maintenance' {
+    return this.maintenance ? 'maintenance' : this.dsh.status
+  }
+  /** Messages waiting for a turn (DSH's inbox). */
+  get queued() { return this.dsh.inbox.nextTurn.length }
+  get held() { return this.holds.size > 0 }
+
+  followup(message: string, meta: Record<string, any> = {}): string {
+    const id = `taskward-${randomUUID()}`
+    const dsh: DshUserMessage = { id, role: 'user', content: [{ type: 'text', text: message }], source: { ...FOLLOWUP_SOURCE, origin: String(meta.origin ?? 'plugin') } }
+    this.dsh.followup(dsh)
+    return id
+  }
+
+  hold(): () => void {
+    const token = Symbol('hold')
+    this.holds.add(token)
+    return () => { this.holds.delete(token) }
+  }
+
+  whenIdle() { return this.dsh.whenIdle() }
+
+  async runMaintenance<T>(fn: () => Promise<T> | T): Promise<T> {
+    return this.dsh.runMaintenance(async () => {
+      this.maintenance++
+      try {
+        return await fn()
+      } finally {
+        this.maintenance--
+      }
+    })
+  }
+
+  cancel() {
+    this.turn.cancelled = true
+    this.dsh.cancel({ kind: 'plugin', plugin: 'taskward' })
+  }
+}
+
+/**
+ * Taskward's `agents` service over DSH's registry: views of DSH's live agents, step guards run from
+ * the adapter's `agent/pre-step` listener, and `resume` through DSH's `agents.resume`.
+ */
+export class DshAgentsContract {
+  readonly guards = new Set<StepGuard>()
+  private readonly views = new WeakMap<DshAgent, AgentView>()
+  protected ctx: Context
+
+  constructor(ctx: Context, private readonly dsh: DshAgents, private readonly sessions: DshSessionsContract) {
+    this.ctx = ctx
+  }
+
+  view(agent: DshAgent): AgentView {
+    let view = this.views.get(agent)
+    if (!view) {
+      view = new AgentView(agent, this.sessions.view(agent.session))
+      this.views.set(agent, view)
+    }
+    return view
+  }
+
+  get(sessionId: string): AgentView | undefined {
+    const agent = this.dsh.get(sessionId)
+    return agent && this.view(agent)
+  }
+
+  list(): AgentView[] {
+    return this.dsh.list().map((agent) => this.view(agent))
+  }
+
+  async resume(sessionId: string): Promise<AgentView> {
+    const live = this.get(sessionId)
+    if (live) return live
+    try {
+      return this.view(await resumeLikeDsh(this.sessions.resume(), sessionId))
+    } catch (error) {
+      throw new TaskwardError('SESSION_NOT_FOUND', `DSH could not resume session ${sessionId}: ${(error as Error).message}`)
+    }
+  }
+
+  /**
+   * A new DSH session with its agent, on DSH's configured model: how the supervisor starts a reviewer
+   * (`role: 'reviewer'`, `parentId` = the main session). The agent belongs to the Taskward plugin (it
+   * goes when the bundle is unloaded); what it may run is decided by the supervisor's tool guard.
+   */
+  async create(options: { cwd?: string, model?: string, role?: string, parentId?: string }): Promise<AgentView> {
+    const sessionId = `session-${randomUUID()}`
+    if (options.role === 'reviewer') this.sessions.reviewers.add(sessionId)
+    try {
+      // DSH's configured model is the one the main session runs on (a new agent without options has none).
+      const parent = options.parentId ? this.dsh.get(options.parentId) : this.dsh.list()[0]
+      const agentOptions = parent?.options ? { ...(parent.options.provider ? { provider: parent.options.provider } : {}), ...(parent.options.model ? { model: parent.options.model } : {}) } : undefined
+      const handle = await this.dsh.create({
+        sessionId,
+        meta: { ...(options.cwd ? { cwd: options.cwd } : {}), ...(options.parentId ? { parentSession: options.parentId } : {}) },
+        ...(agentOptions ? { agentOptions } : {}),
+      })
+      return this.view('agent' in handle ? handle.agent : handle)
+    } catch (error) {
+      this.sessions.reviewers.delete(sessionId)
+      throw new TaskwardError('SERVICE_UNAVAILABLE', `DSH could not create a session for Taskward: ${(error as Error).message}`)
+    }
+  }
+
+  stepGuard(guard: StepGuard) {
+    const guards = this.guards
+    guards.add(guard)
+    return onDispose(this.ctx, () => { guards.delete(guard) })
+  }
+
+  /**
+   * The first refusal of the step guards for `agent`'s step `step` of a turn, or undefined. A hold
+   * (our host: no queued turn starts) refuses only a turn's first step: the running turn may finish.
+   */
+  async refusal(agent: AgentView, step = 1): Promise<TaskwardError | undefined> {
+    if (agent.held && step <= 1) return new TaskwardError('TASK_NOT_EXECUTING', 'The task is under review; this session continues after the verdict.')
+    for (const guard of [...this.guards]) {
+      try {
+        const refused = await guard(agent)
+        if (refused) return asTaskwardError(refused)
+      } catch (error) {
+        return asTaskwardError(error)
+      }
+    }
+  }
+}

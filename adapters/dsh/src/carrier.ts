@@ -1,0 +1,56 @@
+import { randomUUID } from 'node:crypto'
+import type { DshAgent, DshEvent, DshUserMessage } from './dsh-types'
+
+/*
+ * THE seam for Taskward's own events in a DSH log. DSH 0.1.0-rc.8 refuses to reopen a session whose
+ * log holds an event type it does not know (and offers no way to write the `ignorable` marker it would
+ * accept), so each Taskward event rides in an inbox insert that is removed again in the same tick:
+ * `agent/inbox/spliced` is a type DSH knows, the message never reaches the model, and the log keeps
+ * it. When DSH can append `ignorable` events, `writeCarried` / `readCarried` are all that change.
+ *
+ * Caveats (docs/dsh.md): it needs the session's live agent; DSH's consumed-work fold counts each
+ * removed message as dropped work; the DSH web app may flash the queued message.
+ */
+
+/** The `source.kind` of a carrier message. */
+export const CARRIER_KIND = 'taskward.event'
+
+export interface CarriedEvent {
+  type: string
+  data: unknown
+}
+
+/**
+ * Append `events` to `agent`'s session, one DSH event each (so each gets its own seq, in order), then
+ * one removal of all of them. Synchronous: no turn can claim them in between. Returns the DSH events
+ * that carry them.
+ */
+export function writeCarried(agent: DshAgent, events: CarriedEvent[]): DshEvent[] {
+  const start = agent.inbox.nextStep.length
+  const carriers: DshEvent[] = []
+  try {
+    for (const [index, event] of events.entries()) {
+      const message: DshUserMessage = {
+        id: `taskward-${randomUUID()}`,
+        role: 'user',
+        content: [{ type: 'text', text: `[Taskward ${event.type}; carried in the log, never sent to the model]` }],
+        source: { kind: CARRIER_KIND, type: event.type, data: event.data },
+      }
+      agent.inbox.splice('next-step', start + index, 0, [message])
+      carriers.push(agent.session.events[agent.session.seq - 1])
+    }
+  } finally {
+    if (carriers.length) agent.inbox.splice('next-step', start, carriers.length, [])
+  }
+  return carriers
+}
+
+/** The Taskward event a DSH event carries, or undefined when it carries none. */
+export function readCarried(event: DshEvent): CarriedEvent | undefined {
+  if (event.type !== 'agent/inbox/spliced') return
+  const inserted = event.data?.inserted
+  if (!Array.isArray(inserted) || inserted.length !== 1) return
+  const source = inserted[0]?.source
+  if (source?.kind !== CARRIER_KIND || typeof source.type !== 'string') return
+  return { type: source.type, data: source.data }
+}

@@ -1,0 +1,167 @@
+import type { Context } from 'cordis'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { Readable } from 'node:stream'
+import { match, type MatchFunction } from 'path-to-regexp'
+import { onDispose } from '@taskward/cordis-compat'
+import { sameOriginTarget, TokenStore, type TokenGrant } from '@taskward/host'
+import { TaskwardError, asTaskwardError, errorBody, httpStatusOf } from '@taskward/protocol'
+import type { DshWebServer } from './dsh-types'
+
+export const TOKEN_COOKIE = 'taskward_token'
+const MAX_BODY = 1 << 20
+const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+const SECURITY_HEADERS: Record<string, string> = { 'x-content-type-options': 'nosniff', 'referrer-policy': 'same-origin' }
+
+export interface RouteContext {
+  params: Record<string, string>
+  url: URL
+  grant: TokenGrant
+  sessionId?: string
+}
+
+export interface ConnectionRoute {
+  /** A path under the prefix with `:name` parameters, e.g. `/api/sessions/:sessionId/repair`. */
+  path: string
+  methods: string[]
+  access?: 'session' | 'operator' | 'public'
+  handler(request: Request, context: RouteContext): Response | Promise<Response>
+}
+
+interface Registered extends ConnectionRoute { match: MatchFunction<Record<string, string>> }
+
+/**
+ * Taskward's `connection` (docs/host.md) on DSH's web server. DSH rc.8 authenticates no plugin route,
+ * so every Taskward route is served under ONE prefix route (`/taskward`, no trailing slash: rc.8 never
+ * matches a prefix path that has one) and authenticates itself exactly as on our host: the operator
+ * token or a session token (Bearer or the HttpOnly SameSite=Strict cookie set by `<prefix>/login`),
+ * the Origin rule for mutating requests, JSON bodies ≤ 1 MiB, errors `{error, code, details?}`.
+ */
+export class DshConnectionContract {
+  private readonly routes: Registered[] = []
+  readonly tokens: TokenStore
+  protected ctx: Context
+
+  constructor(ctx: Context, private readonly web: DshWebServer, readonly prefix: string, operatorToken: string | undefined, private readonly port: () => number | undefined) {
+    this.ctx = ctx
+    this.tokens = new TokenStore(operatorToken || undefined)
+  }
+
+  /** The login link a person opens once (printed by `npm run dsh`, answered by `/task console`). */
+  get loginUrl() {
+    return `${this.origin}${this.prefix}/login?token=${this.tokens.operatorToken}&next=${encodeURIComponent(this.prefix + '/')}`
+  }
+
+  get origin() {
+    return `http://127.0.0.1:${this.port() ?? 0}`
+  }
+
+  issueSessionToken(sessionId: string) {
+    return this.tokens.issueSessionToken(sessionId)
+  }
+
+  register(route: ConnectionRoute) {
+    // path-to-regexp: the matcher koa-router uses on our host, so paths mean the same on both.
+    const registered: Registered = { ...route, match: match<Record<string, string>>(this.prefix + route.path, { decode: decodeURIComponent }) }
+    const routes = this.routes
+    routes.push(registered)
+    return onDispose(this.ctx, () => {
+      const index = routes.indexOf(registered)
+      if (index >= 0) routes.splice(index, 1)
+    })
+  }
+
+  /** Mount the prefix on DSH's web server (done once by the adapter). */
+  mount() {
+    return this.web.register({ kind: 'prefix', path: this.prefix, handler: (req, res) => this.serve(req, res) })
+  }
+
+  private async serve(req: IncomingMessage, res: ServerResponse) {
+    let response: Response
+    try {
+      response = await this.answer(req)
+    } catch (error) {
+      const coded = asTaskwardError(error)
+      if (coded.code === 'INTERNAL') this.ctx.logger('taskward').warn(error)
+      response = Response.json(errorBody(coded), { status: httpStatusOf(coded.code) })
+    }
+    const headers: Record<string, string | string[]> = { ...SECURITY_HEADERS }
+    response.headers.forEach((value, key) => { headers[key] = value })
+    const cookies = response.headers.getSetCookie?.() ?? []
+    if (cookies.length) headers['set-cookie'] = cookies
+    res.writeHead(response.status, headers)
+    if (!response.body) { res.end(); return }
+    Readable.fromWeb(response.body as any).pipe(res)
+  }
+
+  private async answer(req: IncomingMessage): Promise<Response> {
+    const url = new URL(req.url ?? '/', this.origin)
+    const method = (req.method ?? 'GET').toUpperCase()
+    if (url.pathname === `${this.prefix}/login` && method === 'GET') return this.login(url)
+    const found = this.routes.map((route) => ({ route, matched: route.match(url.pathname) })).find((r) => r.matched)
+    if (!found) throw new TaskwardError('NOT_FOUND', `No Taskward route ${url.pathname}.`)
+    const { route, matched } = found
+    if (!route.methods.includes(method)) throw new TaskwardError('NOT_FOUND', `${method} ${url.pathname} is not a Taskward route.`)
+    const params = matched ? { ...matched.params } : {}
+    const access = route.access ?? 'session'
+    let grant: TokenGrant = { kind: 'operator' }
+    let sessionId: string | undefined
+    if (access !== 'public') {
+      const { token, viaCookie } = presentedToken(req)
+      const verified = this.tokens.verify(token)
+      if (!verified) throw new TaskwardError('UNAUTHORIZED', 'Send the operator token (Authorization: Bearer …) or log in through the login link.')
+      grant = verified
+      const origin = req.headers.origin
+      if (MUTATING.has(method)) {
+        if (origin !== undefined && origin !== this.origin && origin !== `http://localhost:${this.port()}`) {
+          throw new TaskwardError('FORBIDDEN', `Requests from ${origin} may not change anything here.`)
+        }
+        if (viaCookie && origin === undefined) throw new TaskwardError('FORBIDDEN', 'A cookie-authenticated change must carry an Origin header.')
+      }
+      sessionId = params.sessionId ?? url.searchParams.get('sessionId') ?? undefined
+      if (grant.kind === 'session' && (access === 'operator' || grant.sessionId !== sessionId)) {
+        throw new TaskwardError('FORBIDDEN', 'This token opens another session.')
+      }
+    }
+    const body = MUTATING.has(method) ? await readBody(req) : undefined
+    if (body && body.length && !/json/.test(String(req.headers['content-type'] ?? 'application/json'))) {
+      // Non-JSON bodies are the handler's business.
+    } else if (body && body.length) {
+      try { JSON.parse(body.toString('utf8')) } catch { throw new TaskwardError('BAD_REQUEST', 'body: send a JSON object.') }
+    }
+    const headers = new Headers()
+    for (const [key, value] of Object.entries(req.headers)) if (typeof value === 'string') headers.set(key, value)
+    const request = new Request(url, { method, headers, ...(body && body.length ? { body } : {}) })
+    return route.handler(request, { params, url, grant, ...(sessionId ? { sessionId } : {}) })
+  }
+
+  private login(url: URL): Response {
+    const token = url.searchParams.get('token') ?? ''
+    if (this.tokens.verify(token)?.kind !== 'operator') throw new TaskwardError('UNAUTHORIZED', 'This login link is not valid (any more); ask for a new one with /task console.')
+    const next = sameOriginTarget(url.searchParams.get('next'), this.origin)
+    return new Response(null, {
+      status: 303,
+      headers: { location: next, 'set-cookie': `${TOKEN_COOKIE}=${token}; HttpOnly; SameSite=Strict; Path=/` },
+    })
+  }
+}
+
+function presentedToken(req: IncomingMessage): { token?: string, viaCookie: boolean } {
+  const auth = req.headers.authorization
+  if (auth?.startsWith('Bearer ')) return { token: auth.slice(7).trim(), viaCookie: false }
+  for (const part of String(req.headers.cookie ?? '').split(';')) {
+    const [key, ...rest] = part.trim().split('=')
+    if (key === TOKEN_COOKIE) return { token: rest.join('='), viaCookie: true }
+  }
+  return { viaCookie: false }
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of req) {
+    size += chunk.length
+    if (size > MAX_BODY) throw new TaskwardError('BAD_REQUEST', 'body: at most 1 MiB.')
+    chunks.push(chunk)
+  }
+  return Buffer.concat(chunks)
+}

@@ -1,0 +1,136 @@
+import type { Context } from 'cordis'
+import Schema from 'schemastery'
+import { provideService } from '@taskward/cordis-compat'
+import { AdmissionService } from '@taskward/plugin-admission'
+import { RepairService } from '@taskward/plugin-repair'
+import { Supervisor } from '@taskward/plugin-supervisor'
+import { WorkspaceService } from '@taskward/plugin-workspace'
+import { DshAgentsContract } from './agents'
+import { DshCommandsContract } from './commands'
+import { DshConnectionContract } from './connection'
+import type { DshAgent, DshAgents, DshCommands, DshSession, DshSessions, DshTools, DshWebServer } from './dsh-types'
+import { emitPrivate, privateEvents } from './events'
+import { DshModelsContract } from './models'
+import { DshProjectionsContract } from './projections'
+import { DshSessionsContract } from './sessions'
+import { DshToolsContract, refusalText } from './tools'
+
+export { CARRIER_KIND, readCarried, writeCarried } from './carrier'
+export { viewEvent, DSH_TYPE_PREFIX } from './session-view'
+
+/** The row name DSH loads (the bundle's cordis.patch.yml inserts `{id: taskward, name: '@taskward/dsh'}`). */
+export const name = 'taskward'
+export const inject = ['sessions', 'agents', 'tools', 'commands', 'webServer']
+
+export interface Config {
+  prefix: string
+  operatorToken: string
+  supervisor: Record<string, unknown>
+  workspace: Record<string, unknown>
+}
+
+export const Config: Schema<Partial<Config>, Config> = Schema.object({
+  prefix: Schema.string().pattern(/^\/[a-z][a-z0-9-]*$/).default('/taskward')
+    .description('Path prefix of Taskward\'s routes on DSH\'s web server (no trailing slash).'),
+  operatorToken: Schema.string().default('').description('Operator token (empty: a random one at each start).'),
+  supervisor: Schema.dict(Schema.any()).default({}).description('The supervisor plugin\'s config.'),
+  workspace: Schema.dict(Schema.any()).default({}).description('The workspace plugin\'s config (repairMaxFiles, repairMaxBytes).'),
+}) as Schema<Partial<Config>, Config>
+
+/** The service names of Taskward's host contract; DSH has services of the same names (other shapes). */
+const CONTRACT = ['sessions', 'agents', 'tools', 'commands', 'projections', 'models', 'connection'] as const
+
+interface Dsh {
+  sessions: DshSessions
+  agents: DshAgents
+  tools: DshTools
+  commands: DshCommands
+  webServer: DshWebServer & { port?: number, address?: () => { port: number } }
+}
+
+/**
+ * Taskward inside DSH (rc.8). Loaded by DSH as the bundle's row; it
+ *  1. creates a child context that isolates the contract's service names, so DSH's `sessions`,
+ *     `agents`, `tools` and `commands` stay what they are for every other DSH plugin;
+ *  2. provides there Taskward's host contract (docs/host.md) implemented over DSH's services;
+ *  3. loads the plugins — the same code our own host runs — into that child.
+ */
+export function apply(ctx: Context, input: Partial<Config>) {
+  const config = Config(input)
+  const c = ctx as any
+  const dsh: Dsh = { sessions: c.sessions, agents: c.agents, tools: c.tools, commands: c.commands, webServer: c.webServer }
+  const label = Symbol('taskward')
+  let child: Context = ctx
+  for (const service of CONTRACT) child = (child as any).isolate(service, service === 'sessions' ? label : undefined)
+  privateEvents(ctx, label)
+
+  // DSH's cold-session services are optional plugins: read each time they are needed.
+  const sessions = new DshSessionsContract(child, dsh, 'dsh', () => ({ agents: dsh.agents, persistence: c.get('sessionPersistence'), presets: c.get('agentPresets') }))
+  const agents = new DshAgentsContract(child, dsh.agents, sessions)
+  const tools = new DshToolsContract(child, dsh.tools, sessions)
+  const connection = new DshConnectionContract(child, dsh.webServer, config.prefix, config.operatorToken, () => listeningPort(dsh.webServer))
+
+  // DSH's events, heard on the entry context (outside the subtree), feed the contract.
+  c.on('session/event', (session: DshSession, event: { seq: number }) => sessions.dispatch(session, event))
+  c.on('tools/pre-execute', async (exec: { name: string, arguments: unknown, agent?: DshAgent }, next: () => Promise<unknown>) => {
+    if (!exec.agent) return next()
+    // The turn's tool calls, for its `agent/turn-end` summary (the controller continues only after a
+    // turn that called tools).
+    agents.view(exec.agent).turn.toolCalls.push(exec.name)
+    const denial = await tools.denial(exec.agent, exec.name, exec.arguments)
+    if (denial) return { kind: 'deny', reason: refusalText(denial) }
+    return next()
+  })
+  c.on('agent/pre-step', async (payload: { agent: DshAgent, step: number }, next: () => Promise<unknown>) => {
+    const view = agents.view(payload.agent)
+    view.turn.steps++
+    const refusal = await agents.refusal(view, payload.step)
+    if (!refusal) return next()
+    view.turn.refused = { code: refusal.code, message: refusal.message }
+    // The refusal's code in the log (a DSH rejection carries none), as on our host.
+    view.session.append('agent/refused', { code: refusal.code, message: refusal.message }).catch(() => {})
+    return { kind: 'reject' }
+  })
+  c.on('agent/created', ({ agent }: { agent: DshAgent }) => emitPrivate(child, 'agent/created', agents.view(agent)))
+  c.on('agent/error', ({ agent, error }: { agent: DshAgent, error: unknown }) => {
+    agents.view(agent).turn.error = { code: 'MODEL_FAILED', message: String((error as Error)?.message ?? error) }
+  })
+  c.on('agent/status', ({ agent, status }: { agent: DshAgent, status: string }) => {
+    const view = agents.view(agent)
+    if (status === 'running') { view.turn = { steps: 0, toolCalls: [] }; return }
+    const summary = { input: { id: '', message: '', meta: {}, queuedAt: 0 }, ...view.turn }
+    emitPrivate(child, 'agent/turn-end', view, summary)
+  })
+
+  ;(child as any).plugin({
+    name: 'taskward-host-contract',
+    apply(host: Context) {
+      provideService(host, 'sessions', sessions)
+      provideService(host, 'agents', agents)
+      provideService(host, 'tools', tools)
+      provideService(host, 'projections', new DshProjectionsContract(host))
+      provideService(host, 'commands', new DshCommandsContract(host, dsh.commands, sessions))
+      provideService(host, 'models', new DshModelsContract())
+      provideService(host, 'connection', connection)
+    },
+  })
+  ;(ctx as any).effect(() => connection.mount())
+  connection.register({
+    path: '/health',
+    methods: ['GET'],
+    access: 'public',
+    handler: () => Response.json({ ok: true, taskward: true, host: 'dsh', prefix: config.prefix }),
+  })
+
+  ;(child as any).plugin(WorkspaceService, config.workspace)
+  ;(child as any).plugin(AdmissionService, {})
+  ;(child as any).plugin(Supervisor, { reviewerModel: 'dsh', defaultModel: 'dsh', ...config.supervisor })
+  ;(child as any).plugin(RepairService, {})
+}
+
+function listeningPort(web: Dsh['webServer']): number | undefined {
+  const server = (web as any).server ?? (web as any).httpServer
+  const address = server?.address?.()
+  if (address && typeof address === 'object') return address.port
+  return (web as any).port ?? (web as any).config?.port
+}

@@ -1,0 +1,103 @@
+import { TaskwardError, type SessionEvent } from '@taskward/protocol'
+import { readCarried, writeCarried } from './carrier'
+import type { DshAgent, DshEvent, DshSession } from './dsh-types'
+
+/** DSH's own events appear to Taskward's folds under this prefix, so no DSH type is read as one of ours. */
+export const DSH_TYPE_PREFIX = 'dsh:'
+
+/**
+ * DSH's event types that mean what ours of the same name mean (a message, a tool call or result):
+ * kept as they are, so repair evidence can cite them (`EVIDENCE_EVENT_TYPES`). Their data is DSH's
+ * shape; no fold of ours reads them (the supervisor's reads only `extension/record`).
+ */
+const SHARED_TYPES = new Set(['user/message', 'assistant/message', 'tool/call', 'tool/result'])
+
+/** One DSH event as Taskward's plugins see it: a carried event as itself, a shared type as is, any other under `dsh:<type>`. */
+export function viewEvent(event: DshEvent): SessionEvent {
+  const carried = readCarried(event)
+  if (carried) return { seq: event.seq, time: event.time, type: carried.type, data: carried.data }
+  const type = SHARED_TYPES.has(event.type) ? event.type : DSH_TYPE_PREFIX + event.type
+  return { seq: event.seq, time: event.time, type, data: event.data }
+}
+
+export interface SessionViewHost {
+  agentOf(sessionId: string): DshAgent | undefined
+  roleOf(session: DshSession): 'main' | 'reviewer'
+  model: string
+}
+
+/**
+ * Taskward's `Session` (docs/host.md) over one live DSH session. Seqs are DSH's own (one DSH event, one
+ * seq); Taskward's events are written through the carrier (carrier.ts), so a batch of N events takes N
+ * consecutive seqs followed by the carrier's removal event. DSH appends synchronously and keeps the
+ * whole log in memory; durability is DSH's (its persistence flushes behind).
+ */
+export class SessionView {
+  constructor(private readonly host: SessionViewHost, readonly dsh: DshSession) {}
+
+  get id() { return this.dsh.id }
+  get cwd() { return this.dsh.header.cwd ?? process.cwd() }
+  get parentId() { return this.dsh.header.parentSession ?? '' }
+  get role() { return this.host.roleOf(this.dsh) }
+  get model() { return this.host.model }
+  get preset() { return '' }
+  get createdAt() { return this.dsh.header.createdAt }
+  /** The seq the next append gets. */
+  get seq() { return this.dsh.seq }
+
+  async append<D = any>(type: string, data: D): Promise<SessionEvent<D>> {
+    return (await this.appendBatch([{ type, data }]))[0]
+  }
+
+  async appendBatch<D = any>(entries: { type: string, data: D }[], options: { expectSeq?: number } = {}): Promise<SessionEvent<D>[]> {
+    if (options.expectSeq !== undefined && options.expectSeq !== this.dsh.seq) {
+      throw new TaskwardError('SEQ_CONFLICT', `Session ${this.id} moved on to seq ${this.dsh.seq} (expected ${options.expectSeq}); nothing was written. Read it again and retry.`)
+    }
+    if (!entries.length) return []
+    const agent = this.host.agentOf(this.id)
+    if (!agent) {
+      throw new TaskwardError('SERVICE_UNAVAILABLE', `Session ${this.id} has no live DSH agent, which Taskward's records need (carrier.ts); open the session in DSH and retry.`)
+    }
+    // Through JSON, like an append on our host: the returned events are what a reader gets back.
+    const plain = entries.map(({ type, data }) => ({ type, data: JSON.parse(JSON.stringify(data ?? null)) }))
+    return writeCarried(agent, plain).map((event) => viewEvent(event) as SessionEvent<D>)
+  }
+
+  /** One process drives a DSH session: nothing to catch up. */
+  catchUp(_seenSeq: number) {}
+
+  async read({ from = 0, limit = 500, types }: { from?: number, limit?: number, types?: readonly string[] } = {}): Promise<SessionEvent[]> {
+    return this.readNow(from, limit, types)
+  }
+
+  readNow(from: number, limit: number, types?: readonly string[]): SessionEvent[] {
+    const out: SessionEvent[] = []
+    const events = this.dsh.events
+    for (let seq = Math.max(0, from); seq < events.length && out.length < limit; seq++) {
+      const event = viewEvent(events[seq])
+      if (!types || types.includes(event.type)) out.push(event)
+    }
+    return out
+  }
+
+  page(from: number, limit: number, types?: readonly string[]) {
+    return this.read({ from, limit, types })
+  }
+
+  async event(seq: number): Promise<SessionEvent | undefined> {
+    const event = this.dsh.events[seq]
+    return event && viewEvent(event)
+  }
+
+  async *events(from = 0, pageSize = 2000, options: { types?: readonly string[] } = {}): AsyncGenerator<SessionEvent> {
+    for (let at = from; at < this.dsh.seq; at += pageSize) {
+      for (const event of this.readNow(at, pageSize, undefined)) {
+        if (!options.types || options.types.includes(event.type)) yield event
+      }
+    }
+  }
+
+  toJSON() {
+    return { id: this.id, cwd: this.cwd, parentId: this.parentId, role: this.role, model: this.model, createdAt: this.createdAt, seq: this.seq }
+  }
+}

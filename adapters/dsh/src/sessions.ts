@@ -1,0 +1,92 @@
+import type { Context } from 'cordis'
+import { onDispose } from '@taskward/cordis-compat'
+import { TaskwardError, type SessionEvent } from '@taskward/protocol'
+import type { DshAgent, DshAgents, DshSession, DshSessions } from './dsh-types'
+import { resumeLikeDsh, type DshResumeServices } from './resume'
+import { SessionView, viewEvent } from './session-view'
+
+type Observer = (session: SessionView, event: SessionEvent) => void
+
+/**
+ * Taskward's `sessions` service (docs/host.md) over DSH's: views of DSH's live sessions (one view per
+ * DSH session object, so identity comparisons hold), and observers called on every DSH append.
+ * Creating a session is DSH's business (its web app, `session.create`); `create` makes reviewer
+ * sessions through `agents` (agents.ts).
+ */
+export class DshSessionsContract {
+  readonly observers = new Set<Observer>()
+  private readonly views = new WeakMap<DshSession, SessionView>()
+  /** Sessions this adapter created as reviewers (in memory: DSH's header has no role). */
+  readonly reviewers = new Set<string>()
+  protected ctx: Context
+
+  constructor(ctx: Context, private readonly dsh: { sessions: DshSessions, agents: DshAgents }, readonly model: string, readonly resume: () => DshResumeServices) {
+    this.ctx = ctx
+  }
+
+  /** Called by the adapter's `session/event` listener on every DSH append. */
+  dispatch(session: DshSession, event: { seq: number }) {
+    if (!this.observers.size) return
+    const view = this.view(session)
+    const seen = viewEvent(session.events[event.seq] ?? (event as any))
+    for (const observer of [...this.observers]) {
+      try {
+        observer(view, seen)
+      } catch (error) {
+        this.ctx.logger('taskward').warn('a session observer failed (ignored):', error)
+      }
+    }
+  }
+
+  view(session: DshSession): SessionView {
+    let view = this.views.get(session)
+    if (!view) {
+      view = new SessionView({
+        agentOf: (id) => this.dsh.agents.get(id) as DshAgent | undefined,
+        // DSH's header has no role: a session Taskward created for a main session (a parent, and not
+        // one of DSH's own sub-agents) is a reviewer, also after a restart.
+        roleOf: (s) => this.reviewers.has(s.id) || (!!s.header.parentSession && (s.header as any).origin !== 'subagent') ? 'reviewer' : 'main',
+        model: this.model,
+      }, session)
+      this.views.set(session, view)
+    }
+    return view
+  }
+
+  observe(listener: Observer) {
+    const observers = this.observers
+    observers.add(listener)
+    return onDispose(this.ctx, () => { observers.delete(listener) })
+  }
+
+  observerCount() {
+    return this.observers.size
+  }
+
+  /**
+   * The view of session `id`. A session DSH has on disk but not open (after a restart) is resumed
+   * through DSH's `agents.resume` first, as DSH's own API does on first touch: Taskward's records
+   * need its live agent, and admission still refuses its steps if they cannot be read.
+   */
+  async get(id: string): Promise<SessionView> {
+    const live = this.dsh.sessions.get(id)
+    if (live) return this.view(live)
+    if (!/^[\w.-]{1,128}$/.test(id)) throw new TaskwardError('BAD_REQUEST', 'A session id holds letters, digits, ".", "_" and "-" (at most 128).')
+    try {
+      return this.view((await resumeLikeDsh(this.resume(), id)).session)
+    } catch {
+      throw new TaskwardError('SESSION_NOT_FOUND', `Session ${id} is not a DSH session here (or DSH cannot open it).`)
+    }
+  }
+
+  async has(id: string) {
+    return !!this.dsh.sessions.get(id)
+  }
+
+  async list(options: { parentId?: string } = {}) {
+    return this.dsh.sessions.list()
+      .filter((s) => options.parentId === undefined || s.header.parentSession === options.parentId)
+      .sort((a, b) => a.header.createdAt - b.header.createdAt)
+      .map((s) => this.view(s))
+  }
+}

@@ -1,0 +1,104 @@
+import type { Context } from 'cordis'
+import type Schema from 'schemastery'
+import { onDispose } from '@taskward/cordis-compat'
+import { TaskwardError, asTaskwardError } from '@taskward/protocol'
+import type { DshAgent, DshTools } from './dsh-types'
+import type { DshSessionsContract } from './sessions'
+import type { SessionView } from './session-view'
+import { dshParameters } from './tool-schema'
+
+export interface ToolDef {
+  name: string
+  description: string
+  parameters?: Schema
+  readOnly?: boolean
+  execute(args: any, exec: { session: SessionView, agentId?: string, callId: string, signal?: AbortSignal }): unknown
+}
+
+export interface ToolCall {
+  session: SessionView
+  agentId?: string
+  name: string
+  args: unknown
+  tool?: ToolDef
+}
+
+type Decision = void | undefined | { allow: true } | { deny: { code: string, message: string, details?: Record<string, unknown> } }
+export type ToolGuard = (call: ToolCall) => Decision | Promise<Decision>
+
+/** What a refusal looks like to a DSH agent: rc.8 carries only a reason string, so the code leads it. */
+export function refusalText(error: { code: string, message: string }) {
+  return `${error.code}: ${error.message}`
+}
+
+/**
+ * Taskward's `tools` (docs/host.md) inside DSH: our tools are registered as DSH tools (JSON Schema
+ * parameters for the model, the schemastery schema still validates each call) and our guards are
+ * asked for EVERY DSH tool call — DSH's own file, edit and bash tools and unknown names included —
+ * from the adapter's `tools/pre-execute` listener, whose `deny` the agent sees as `Error: <reason>`.
+ */
+export class DshToolsContract {
+  readonly guards = new Set<ToolGuard>()
+  readonly defs = new Map<string, ToolDef>()
+  protected ctx: Context
+
+  constructor(ctx: Context, private readonly dsh: DshTools, private readonly sessions: DshSessionsContract) {
+    this.ctx = ctx
+  }
+
+  register(def: ToolDef) {
+    if (this.defs.has(def.name)) throw new TaskwardError('CONFIG_INVALID', `Tool ${def.name} is already registered.`)
+    const sessions = this.sessions
+    const unregister = this.dsh.register({
+      name: def.name,
+      description: def.description,
+      parameters: dshParameters(def.parameters),
+      output: {
+        schema: { type: 'object', additionalProperties: true },
+        render: (_args, value) => [{ type: 'text', text: JSON.stringify(value, null, 2) }],
+      },
+      async execute(args, exec) {
+        const agent = exec.agent as DshAgent | undefined
+        if (!agent) throw new Error(refusalText({ code: 'FORBIDDEN', message: `${def.name} runs only in an agent's session.` }))
+        let parsed: unknown
+        try {
+          parsed = def.parameters ? def.parameters(args ?? {}) : args
+        } catch (error) {
+          throw new Error(refusalText({ code: 'TOOL_INVALID_ARGS', message: (error as Error).message }))
+        }
+        try {
+          const result = await def.execute(parsed, { session: sessions.view(agent.session), agentId: agent.id, callId: exec.callId, signal: exec.signal })
+          // DSH's output schema wants an object: wrap anything else.
+          return result && typeof result === 'object' && !Array.isArray(result) ? JSON.parse(JSON.stringify(result)) : { result: result ?? null }
+        } catch (error) {
+          throw new Error(refusalText(asTaskwardError(error, 'TOOL_FAILED')))
+        }
+      },
+    })
+    const defs = this.defs
+    defs.set(def.name, def)
+    return onDispose(this.ctx, () => {
+      defs.delete(def.name)
+      unregister()
+    })
+  }
+
+  guard(guard: ToolGuard) {
+    const guards = this.guards
+    guards.add(guard)
+    return onDispose(this.ctx, () => { guards.delete(guard) })
+  }
+
+  /** The first denial of the guards for a DSH tool call, or undefined. */
+  async denial(agent: DshAgent, name: string, args: unknown): Promise<{ code: string, message: string } | undefined> {
+    const call: ToolCall = { session: this.sessions.view(agent.session), agentId: agent.id, name, args, tool: this.defs.get(name) }
+    for (const guard of [...this.guards]) {
+      try {
+        const decision = await guard(call)
+        if (decision && 'deny' in decision) return decision.deny
+      } catch (error) {
+        return asTaskwardError(error)
+      }
+    }
+  }
+}

@@ -1,0 +1,185 @@
+import { spawn, execFile, type ChildProcess } from 'node:child_process'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { freePort } from '@taskward/testkit'
+// @ts-expect-error plain ESM script without types
+import { checkCache, dshDir, dshPaths, installDsh } from '../../scripts/dsh/install.mjs'
+// @ts-expect-error plain ESM script without types
+import { packDsh } from '../../scripts/dsh/pack.mjs'
+
+const run = promisify(execFile)
+
+/*
+ * Real DSH for tests: the cached install (scripts/dsh/install.mjs), a temporary DSH_HOME per instance,
+ * `dsh web --no-open --port N` as a child process against a loopback model endpoint, and DSH's own
+ * HTTP API. In CI a missing cache is installed (10-20 min, once per machine); locally it skips.
+ */
+
+export interface DshPaths { dir: string, node: string, nodeBin: string, pnpmBin: string, dsh: string }
+
+/** The cached install, or why the suite cannot run (installing it first when CI is set). */
+export async function dshInstall(): Promise<{ paths?: DshPaths, skip?: string }> {
+  let why = checkCache()
+  if (why && process.env.CI) {
+    await installDsh()
+    why = checkCache()
+  }
+  if (why) return { skip: `DSH is not installed in ${dshDir()} (${why}); run \`node scripts/dsh/install.mjs\` (10-20 min) or set CI=1` }
+  return { paths: dshPaths() }
+}
+
+let packed: Promise<string> | undefined
+/** `npm run pack:dsh`, once per test run. */
+export function packedBundle(): Promise<string> {
+  packed ??= packDsh({ log: () => {} }) as Promise<string>
+  return packed!
+}
+
+export class DshHome {
+  private constructor(readonly paths: DshPaths, readonly home: string, readonly env: NodeJS.ProcessEnv) {}
+
+  static async create(paths: DshPaths, model: { baseURL: string }): Promise<DshHome> {
+    const home = await mkdtemp(join(tmpdir(), 'taskward-dsh-home-'))
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      PATH: `${paths.nodeBin}:${paths.pnpmBin}:${process.env.PATH}`,
+      DSH_HOME: home,
+      DSH_TELEMETRY_DISABLED: '1',
+      DEEPSEEK_BASE_URL: model.baseURL,
+      DEEPSEEK_API_KEY: 'taskward-test-key',
+      NODE_OPTIONS: '',
+    }
+    // pnpm 11 (run by `dsh plugin add`) reads pnpm_config_registry, not npm_config_registry.
+    if (process.env.npm_config_registry && !process.env.pnpm_config_registry) env.pnpm_config_registry = process.env.npm_config_registry
+    return new DshHome(paths, home, env)
+  }
+
+  /** `dsh <args>` under this home; resolves with its output. */
+  async dsh(args: string[], timeoutMs = 120_000) {
+    return run(this.paths.node, [this.paths.dsh, ...args], { env: this.env, cwd: this.home, timeout: timeoutMs, maxBuffer: 16 << 20 })
+  }
+
+  /** Set the `taskward` row's config in the web profile's own patch layer (read at the next start). */
+  async configureTaskward(config: Record<string, unknown>) {
+    const profile = join(this.home, 'profiles', 'web')
+    await mkdir(profile, { recursive: true })
+    // JSON is YAML: DSH's list format, one patch entry.
+    await writeFile(join(profile, 'cordis.patch.yml'), JSON.stringify([{ id: 'taskward', config }], null, 2) + '\n')
+  }
+
+  addBundle(tarball: string) {
+    return this.dsh(['plugin', '--profile', 'web', 'add', tarball], 300_000)
+  }
+
+  removeBundle(name = 'taskward-dsh') {
+    return this.dsh(['plugin', '--profile', 'web', 'remove', name], 300_000)
+  }
+
+  /**
+   * Append `events` (seq and time filled in) to a stopped DSH's log of `sessionId`, as a hostile or
+   * buggy writer could: DSH keeps sessions as zstd JSONL (a header frame, then frames of one event a
+   * line). Runs
+   * under the cached Node 24 (zstd is in its zlib).
+   */
+  async appendToLog(sessionId: string, events: { type: string, data: unknown }[]) {
+    const script = `
+      const fs = require('node:fs'), zlib = require('node:zlib'), path = require('node:path')
+      const [root, id, raw] = process.argv.slice(1)
+      const find = (dir) => fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => e.isDirectory() ? (e.name === id ? [path.join(dir, e.name, 'session.jsonl.zstd')] : find(path.join(dir, e.name))) : [])
+      const file = find(root)[0]
+      const lines = zlib.zstdDecompressSync(fs.readFileSync(file)).toString('utf8').split('\\n').filter(Boolean)
+      let seq = JSON.parse(lines[lines.length - 1]).seq + 1
+      for (const event of JSON.parse(raw)) lines.push(JSON.stringify({ type: event.type, seq: seq++, time: Date.now(), data: event.data }))
+      // DSH's framing: the header alone in the first zstd frame, events in the frames after it.
+      const frame = (text) => zlib.zstdCompressSync(Buffer.from(text))
+      fs.writeFileSync(file, Buffer.concat([frame(lines[0] + '\\n'), frame(lines.slice(1).join('\\n') + '\\n')]))
+    `
+    await run(this.paths.node, ['-e', script, join(this.home, 'sessions'), sessionId, JSON.stringify(events)], { env: this.env })
+  }
+
+  /** Start `dsh web`; resolves once DSH's API answers (and, unless `taskward: false`, Taskward's route). */
+  async start(options: { taskward?: boolean } = {}): Promise<DshWeb> {
+    const port = await freePort()
+    const web = new DshWeb(this, port)
+    await web.start(90_000, options.taskward ?? true)
+    return web
+  }
+
+  async dispose() {
+    await rm(this.home, { recursive: true, force: true })
+  }
+}
+
+export class DshWeb {
+  process!: ChildProcess
+  output = ''
+  private exited?: Promise<number | null>
+
+  constructor(readonly home: DshHome, readonly port: number) {}
+
+  get origin() { return `http://127.0.0.1:${this.port}` }
+
+  async start(timeoutMs = 90_000, taskward = true) {
+    const child = spawn(this.home.paths.node, [this.home.paths.dsh, 'web', '--no-open', '--port', String(this.port)], {
+      env: this.home.env, cwd: this.home.home, stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    this.process = child
+    child.stdout!.on('data', (chunk) => { this.output += chunk })
+    child.stderr!.on('data', (chunk) => { this.output += chunk })
+    this.exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)))
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`dsh web exited with ${child.exitCode} before listening:\n${this.output.slice(-4000)}`)
+      try {
+        if (!taskward && await this.api('session.list', {}).then(() => true, () => false)) return
+        const response = await fetch(`${this.origin}/taskward/health`)
+        if (taskward && response.ok) {
+          const body: any = await response.json().catch(() => undefined)
+          // Taskward's route can answer before DSH's own API is mounted: wait for that too.
+          if (body?.taskward && await this.api('session.list', {}).then(() => true, () => false)) return
+        }
+      } catch {}
+      if (Date.now() > deadline) throw new Error(`dsh web did not answer within ${timeoutMs} ms:\n${this.output.slice(-4000)}`)
+      await new Promise((resolve) => setTimeout(resolve, 250))
+    }
+  }
+
+  /** Wait until DSH answers at all (with or without Taskward loaded). */
+  async waitListening(timeoutMs = 90_000) {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      try {
+        const response = await fetch(`${this.origin}/`)
+        if (response.status) return
+      } catch {}
+      if (this.process.exitCode !== null) throw new Error(`dsh web exited with ${this.process.exitCode}:\n${this.output.slice(-4000)}`)
+      if (Date.now() > deadline) throw new Error(`dsh web did not listen within ${timeoutMs} ms:\n${this.output.slice(-4000)}`)
+      await new Promise((resolve) => setTimeout(resolve, 250))
+    }
+  }
+
+  /** One call of DSH's HTTP API: `POST /api/<method>` with its client-request envelope. */
+  async api<T = any>(method: string, payload: unknown): Promise<T> {
+    const response = await fetch(`${this.origin}/api/${method}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: this.origin },
+      body: JSON.stringify({ type: 'client-request', rpcId: `r${Math.random().toString(36).slice(2)}`, method, payload }),
+    })
+    const text = await response.text()
+    let body: any
+    try { body = JSON.parse(text) } catch { throw new Error(`${method}: ${response.status} ${text.slice(0, 500)}`) }
+    // `{type: 'server-response', rpcId, result: {ok, value} | {ok: false, error}}`
+    if (!response.ok || body?.result?.ok !== true) throw new Error(`${method}: ${response.status} ${text.slice(0, 2000)}`)
+    return body.result.value as T
+  }
+
+  async stop(signal: NodeJS.Signals = 'SIGTERM') {
+    if (!this.process || this.process.exitCode !== null) return
+    this.process.kill(signal)
+    const timer = setTimeout(() => this.process.kill('SIGKILL'), 15_000)
+    await this.exited
+    clearTimeout(timer)
+  }
+}

@@ -1,0 +1,131 @@
+import { expect } from 'chai'
+import { randomBytes } from 'node:crypto'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { OpenAIMock } from '@taskward/testkit'
+import { DshHome, dshInstall, packedBundle, type DshWeb } from './dsh-host'
+import { execute, replyJson, taskward, waitFor } from './dsh-api'
+import { dshTaskPlayer } from './dsh-player'
+
+/*
+ * M4 against the real DSH host: the repair flow of seed 000 through Taskward's own authenticated
+ * route on DSH's web server — a proposal, the refused clicks (no token, foreign Origin, stale
+ * revision, changed files), the confirmed click reopening the task, completion again, a second click
+ * already applied — and proposals restored across a DSH restart.
+ */
+describe('repair after completion inside the real DSH host', function () {
+  this.timeout(600_000)
+  const token = randomBytes(32).toString('base64url')
+  let model: OpenAIMock
+  let home: DshHome
+  let web: DshWeb
+  let workspace: string
+  let main: string | undefined
+
+  before(async function () {
+    const found = await dshInstall()
+    if (!found.paths) {
+      console.log(`      skipped: ${found.skip}`)
+      return this.skip()
+    }
+    model = await OpenAIMock.start()
+    model.fallback = dshTaskPlayer()
+    home = await DshHome.create(found.paths, { baseURL: `http://127.0.0.1:${model.port}` })
+    workspace = await mkdtemp(join(tmpdir(), 'taskward-dsh-repair-'))
+    await home.addBundle(await packedBundle())
+    await home.configureTaskward({ operatorToken: token })
+    web = await home.start()
+  })
+
+  after(async () => {
+    await web?.stop()
+    await home?.dispose()
+    await model?.close()
+    if (workspace) await rm(workspace, { recursive: true, force: true })
+  })
+
+  // On failure: the tail of each main session's log without the /task polls, and the last model requests.
+  afterEach(async function () {
+    if (this.currentTest?.state !== 'failed' || !model || !web) return
+    if (main) {
+      const h = await web.api('session.history', { sessionId: main }).catch(() => undefined)
+      for (const { event } of (h?.events ?? []).filter((e: any) => !e.event.type.startsWith('command/')).slice(-30)) {
+        console.log('      log', event.seq, event.type, JSON.stringify(event.data).slice(0, 250))
+      }
+    }
+    for (const r of model.requests.slice(-2)) {
+      const ms: any[] = r.body.messages ?? []
+      console.log('      model', ms.slice(-2).map((m) => `${m.role}: ${JSON.stringify(m.content ?? m.tool_calls).slice(0, 300)}`).join(' | '))
+    }
+  })
+
+  const status = async (sessionId: string) => replyJson(await execute(web, sessionId, '/task'))
+  const repair = (sessionId: string, body: unknown, options: { token?: string, origin?: string | null } = { token }) =>
+    taskward(web, `/api/sessions/${sessionId}/repair`, { body, ...options })
+
+  it('proposes, refuses bad clicks writing nothing, keeps the proposal across a restart, reopens on the click, completes again; a second click is already-applied', async () => {
+    const { sessionId } = await web.api('session.create', { cwd: workspace })
+    main = sessionId
+    await execute(web, sessionId, '/task new Write a.txt and b.txt')
+    await waitFor(async () => (await status(sessionId)).task?.phase === 'awaiting-approval', 'the plan review', 60_000)
+    await execute(web, sessionId, '/task approve')
+    await waitFor(async () => (await status(sessionId)).task?.phase === 'complete', 'completion', 120_000)
+    const completed = (await status(sessionId)).task
+
+    const proposed = await repair(sessionId, { action: 'propose', taskId: completed.id, revision: completed.revision, reason: 'a.txt says done but must say repaired', rootNodeIds: ['a'] })
+    expect(proposed.status, JSON.stringify(proposed.body)).to.equal(200)
+    const { proposalId } = proposed.body
+    const listed = await taskward(web, `/api/sessions/${sessionId}/repairs`, { token })
+    expect(listed.body.proposals).to.have.length(1)
+    expect(listed.body.proposals[0]).to.include({ status: 'pending' })
+    expect(listed.body.proposals[0].proposal).to.include({ id: proposalId, source: 'user' })
+    expect(listed.body.proposals[0].proposal.affectedNodeIds).to.deep.equal(['a', 'b'])
+
+    const click = { action: 'confirm', proposalId, taskId: completed.id, revision: completed.revision }
+    const noToken = await repair(sessionId, click, {})
+    expect([noToken.status, noToken.body.code]).to.deep.equal([401, 'UNAUTHORIZED'])
+    const foreign = await repair(sessionId, click, { token, origin: 'http://evil.example' })
+    expect([foreign.status, foreign.body.code]).to.deep.equal([403, 'FORBIDDEN'])
+    const stale = await repair(sessionId, { ...click, revision: completed.revision - 1 })
+    expect([stale.status, stale.body.code]).to.deep.equal([409, 'REPAIR_STALE'])
+    // None of them wrote anything: the task is complete at the same revision.
+    expect((await status(sessionId)).task).to.include({ phase: 'complete', revision: completed.revision })
+
+    // A restart restores the proposal without applying it.
+    await web.stop()
+    web = await home.start()
+    const restored = await taskward(web, `/api/sessions/${sessionId}/repairs`, { token })
+    expect(restored.status, JSON.stringify(restored.body)).to.equal(200)
+    expect(restored.body.proposals.map((p: any) => [p.proposal.id, p.status])).to.deep.equal([[proposalId, 'pending']])
+    expect((await status(sessionId)).task).to.include({ phase: 'complete', revision: completed.revision })
+
+    const confirmed = await repair(sessionId, click)
+    expect(confirmed.status, JSON.stringify(confirmed.body)).to.equal(200)
+    expect(confirmed.body.outcome).to.equal('reopened')
+    await waitFor(async () => {
+      const task = (await status(sessionId)).task
+      return task.phase === 'complete' && task.revision > completed.revision
+    }, 'the reopened task to complete again', 120_000)
+    const again = await status(sessionId)
+    expect(again.task.acceptanceCycle).to.equal(2)
+    expect(again.history.length + (again.task.repairs ?? 0)).to.be.at.least(1)
+    expect(await readFile(join(workspace, 'a.txt'), 'utf8')).to.equal('a repaired\n')
+    expect(await readFile(join(workspace, 'b.txt'), 'utf8')).to.equal('b repaired\n')
+
+    const served = model.requests.length
+    const second = await repair(sessionId, click)
+    expect([second.status, second.body.outcome]).to.deep.equal([200, 'already-applied'])
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    expect(model.requests.length, 'a second click wakes no turn').to.equal(served)
+
+    // Files changed after a proposal: the click is refused with ARTIFACT_CHANGED and reopens nothing.
+    const task = again.task
+    const next = await repair(sessionId, { action: 'propose', taskId: task.id, revision: task.revision, reason: 'b.txt again', rootNodeIds: ['b'] })
+    expect(next.status, JSON.stringify(next.body)).to.equal(200)
+    await writeFile(join(workspace, 'c.txt'), 'written outside the agent\n')
+    const changed = await repair(sessionId, { action: 'confirm', proposalId: next.body.proposalId, taskId: task.id, revision: task.revision })
+    expect([changed.status, changed.body.code]).to.deep.equal([409, 'ARTIFACT_CHANGED'])
+    expect((await status(sessionId)).task).to.include({ phase: 'complete', revision: task.revision })
+  })
+})

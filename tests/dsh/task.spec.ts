@@ -1,0 +1,111 @@
+import { expect } from 'chai'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { mockText, OpenAIMock } from '@taskward/testkit'
+import { DshHome, dshInstall, packedBundle, type DshWeb } from './dsh-host'
+import { execute, replyJson, waitFor } from './dsh-api'
+import { contentOf, dshTaskPlayer } from './dsh-player'
+import { access } from 'node:fs/promises'
+
+/*
+ * M3 against the real DSH host: the supervisor's task tools offered to DSH's agent, plan, stage and
+ * completion reviews each in its own DSH reviewer session, a two-node task from /task new to
+ * completion with the loopback endpoint playing the agent and the reviewers.
+ */
+describe('a supervised task inside the real DSH host', function () {
+  this.timeout(600_000)
+  let model: OpenAIMock
+  let home: DshHome
+  let web: DshWeb
+  let workspace: string
+  let completed: string | undefined
+
+  before(async function () {
+    const found = await dshInstall()
+    if (!found.paths) {
+      console.log(`      skipped: ${found.skip}`)
+      return this.skip()
+    }
+    model = await OpenAIMock.start()
+    model.fallback = dshTaskPlayer({ reviewerTries: true })
+    home = await DshHome.create(found.paths, { baseURL: `http://127.0.0.1:${model.port}` })
+    workspace = await mkdtemp(join(tmpdir(), 'taskward-dsh-task-'))
+    await home.addBundle(await packedBundle())
+    web = await home.start()
+  })
+
+  after(async () => {
+    await web?.stop()
+    await home?.dispose()
+    await model?.close()
+    if (workspace) await rm(workspace, { recursive: true, force: true })
+  })
+
+  // On failure: what the model was asked, and DSH's output.
+  afterEach(async function () {
+    if (this.currentTest?.state !== 'failed' || !model) return
+    for (const r of model.requests) {
+      const ms: any[] = r.body.messages ?? []
+      console.log('      model', ms.length, ms.slice(-3).map((m) => `${m.role}: ${JSON.stringify(m.content ?? m.tool_calls).slice(0, 200)}`).join(' | '))
+    }
+    console.log(web.output.slice(-3000))
+  })
+
+  const status = async (sessionId: string) => replyJson(await execute(web, sessionId, '/task'))
+
+  it('runs a two-node task from /task new to completion: task tools, reviews in DSH reviewer sessions', async () => {
+    const { sessionId } = await web.api('session.create', { cwd: workspace })
+    expect((model.requests[0]?.body.tools ?? []).length).to.equal(0)
+    const created = replyJson(await execute(web, sessionId, '/task new Write a.txt and b.txt'))
+    await waitFor(async () => (await status(sessionId)).task?.phase === 'awaiting-approval', 'the plan review to pass', 60_000)
+    // The task tools were offered to DSH's agent next to DSH's own.
+    const offered = model.requests[0].body.tools.map((t: any) => t.function.name)
+    expect(offered).to.include.members(['task_status', 'task_submit_plan', 'task_start_node', 'task_report_stage', 'task_request_completion', 'write', 'bash'])
+
+    await execute(web, sessionId, '/task approve')
+    await waitFor(async () => (await status(sessionId)).task?.phase === 'complete', 'the task to complete', 120_000)
+    const done = await status(sessionId)
+    expect(done.task).to.include({ id: created.taskId })
+    expect(done.nodes.map((n: any) => [n.id, n.status])).to.deep.equal([['a', 'passed'], ['b', 'passed']])
+    expect(await readFile(join(workspace, 'a.txt'), 'utf8')).to.equal('a done\n')
+    expect(await readFile(join(workspace, 'b.txt'), 'utf8')).to.equal('b done\n')
+
+    // Every review ran in its own DSH session working for this one (plan, a, b, completion).
+    const reviewers = (await web.api('session.list', {})).items.filter((s: any) => s.sessionId !== sessionId)
+    expect(reviewers.length).to.be.at.least(4)
+    const reviewerInputs = model.requests.map((r) => r.body.messages ?? []).filter((m: any[]) => m.some((x) => typeof x.content === 'string' && x.content.startsWith('You review a ')))
+    expect(reviewerInputs.length).to.be.at.least(4)
+    // Reviewers are read-only (the supervisor's guard, asked from DSH's tools/pre-execute): each one's
+    // write of DSH's own tool was refused before it ran.
+    const reviewerResults = reviewerInputs.flatMap((m: any[]) => m.filter((x) => x.role === 'tool').map(contentOf))
+    expect(reviewerResults.some((r) => r.includes('FORBIDDEN: Reviewer sessions are read-only'))).to.equal(true)
+    await access(join(workspace, 'reviewer.txt')).then(() => expect.fail('a reviewer wrote a file'), () => {})
+    completed = sessionId
+  })
+
+  it('after completion refuses DSH\'s own write, edit and bash and an unknown tool with REPAIR_CONFIRMATION_REQUIRED', async function () {
+    if (!completed) return this.skip()
+    const served = model.requests.length
+    model.script(
+      { toolCalls: [
+        { name: 'write', args: { file_path: join(workspace, 'a.txt'), content: 'changed after completion\n' } },
+        { name: 'edit', args: { file_path: join(workspace, 'b.txt'), old_string: 'b done', new_string: 'b changed' } },
+        { name: 'bash', args: { command: 'echo changed > c.txt', description: 'write c.txt' } },
+        { name: 'frobnicate', args: {} },
+        { name: 'read', args: { file_path: join(workspace, 'a.txt') } },
+      ] },
+      mockText('I may not change the accepted work without a confirmed repair.'),
+    )
+    await web.api('session.prompt', { sessionId: completed, mode: 'queue', content: [{ type: 'text', text: 'Change a.txt and b.txt, please.' }] })
+    await waitFor(() => model.requests.length >= served + 2, 'the turn with the refused calls')
+    // The tool results of this step: the last five messages DSH sends.
+    const results = (model.requests[served + 1].body.messages as any[]).slice(-5).map((m) => { expect(m.role).to.equal('tool'); return contentOf(m) })
+    for (const refused of results.slice(0, 4)) expect(refused).to.include('REPAIR_CONFIRMATION_REQUIRED')
+    // read is read-only: allowed.
+    expect(results[4]).to.include('a done')
+    expect(await readFile(join(workspace, 'a.txt'), 'utf8')).to.equal('a done\n')
+    expect(await readFile(join(workspace, 'b.txt'), 'utf8')).to.equal('b done\n')
+    await access(join(workspace, 'c.txt')).then(() => expect.fail('bash ran'), () => {})
+  })
+})
