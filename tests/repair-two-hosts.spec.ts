@@ -237,6 +237,40 @@ describe('repair: two host processes on one MariaDB store', function () {
     expect(await query('SELECT `id` FROM `taskward_repair_click` WHERE `sessionId` = ?', [session.sessionId])).to.have.length(0)
   })
 
+  it('a click A really claimed and then froze on past its lease answers LEASE_HELD on B, and A, thawed, never carries it out', async () => {
+    const [a, b] = await Promise.all([start(3000, 500, 60_000), start(3000, 500, 60_000)])
+    const session = await setup(a)
+    const before = await recordsOf(session)
+    const { pool } = storeDriver((await readerHost()).ctx)
+    const query = (sql: string, values: unknown[]) => new Promise<any>((resolve, reject) => pool.query(sql, values, (error: any, rows: any) => error ? reject(error) : resolve(rows)))
+
+    // A's agent is in a maintenance window for 9 s: the click A claims waits behind it, as behind a turn.
+    const busyUntil = Date.now() + 9000
+    expect(await a.process.send(`busy ${session.sessionId} 9000`)).to.include({ ok: true })
+    const clicked = click(b, session)
+    let state: string | undefined
+    for (const deadline = Date.now() + 5000; state !== 'claimed' && Date.now() < deadline; await sleep(20)) {
+      ;[{ state } = { state: undefined }] = await query('SELECT `state` FROM `taskward_repair_click` WHERE `sessionId` = ?', [session.sessionId])
+    }
+    expect(state, 'A claimed the relayed click').to.equal('claimed')
+    a.process.child.kill('SIGSTOP')
+    const held = await clicked
+    expect(held.status).to.equal(409)
+    expect(held.body.code).to.equal('LEASE_HELD')
+    expect(held.body.error).to.include(`${a.process.pid}@`).and.include('lost its lease before it answered')
+
+    // Thawed before its window ends, A would renew its lease (nobody took it) and then carry the click
+    // out, long after B told the user LEASE_HELD; B's answer must hold: nothing is ever written.
+    a.process.child.kill('SIGCONT')
+    await sleep(busyUntil - Date.now() + 4000)
+    const after = await recordsOf(session)
+    expect(receipts(after.records), 'a receipt written after B answered LEASE_HELD').to.have.length(0)
+    expect(after.events.length).to.equal(before.events.length)
+    // The click is still the user's to make: on B, which now drives the session, it reopens the task.
+    const again = await click(b, session)
+    expect(again.body, JSON.stringify(again.body)).to.include({ outcome: 'reopened', revision: session.binding.revision + 1 })
+  })
+
   it('a host whose live agent lost the lease relays the click to the host that took it: reopened there, both hosts show it', async () => {
     const [a, b] = await Promise.all([start(3000, 500, 30_000), start(3000, 500, 30_000)])
     // B drives first; frozen past its lease, A takes the session over.

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Context } from 'cordis'
 import type {} from 'minato'
-import { leaseOf, storeDriver, type Session } from '@taskward/host'
+import { leaseOf, revokeLapsedLease, storeDriver, type Session } from '@taskward/host'
 import { asTaskwardError, TaskwardError, type ErrorCode, type RepairBinding } from '@taskward/protocol'
 import type { Config } from './config'
 import type { ConfirmOutcome } from './confirm'
@@ -136,12 +136,15 @@ export class ClickRelay {
       if (Date.now() - leaseReadAt < LEASE_READ_INTERVAL_MS) continue
       leaseReadAt = Date.now()
       const lease = await leaseOf(this.ctx, sessionId)
-      if (!lease || lease.holder !== holder || lease.expiresInMs <= 0) {
-        throw new TaskwardError('LEASE_HELD',
-          `Host ${holder} took this click for session ${sessionId} but lost its lease before it answered; this host wrote nothing. `
-          + 'Reload the repairs to see whether the repair was applied, and click again if it is still pending (this host then drives the session).',
-          { sessionId, holder, expiresInMs: 0 })
-      }
+      if (lease && lease.holder === holder && lease.expiresInMs > 0) continue
+      // A lapsed lease is fenced off before the user is told: a holder that was only frozen would
+      // otherwise renew it on thawing and carry the click out long after this answer. If it renewed
+      // first, it is alive after all: its answer is waited for.
+      if (lease && lease.holder === holder && !await revokeLapsedLease(this.ctx, sessionId, lease)) continue
+      throw new TaskwardError('LEASE_HELD',
+        `Host ${holder} took this click for session ${sessionId} but lost its lease before it answered, so it can no longer carry it out; this host wrote nothing. `
+        + 'Reload the repairs to see whether the repair was applied, and click again if it is still pending (this host then drives the session).',
+        { sessionId, holder, expiresInMs: 0 })
     }
   }
 
