@@ -9,6 +9,7 @@
  *   resume <sessionId> → agents.resume (takes or renews the lease, or refuses: `err resume LEASE_HELD …`)
  *   busy <sessionId> <ms> → opens a maintenance window of the main agent that lasts <ms> (answered
  *                  once it is open): a click waits behind it as behind a running turn
+ *   takebusy <sessionId> <ms> → resume, then busy at once
  *   dispose      → stops the host (releases its leases) and exits
  * argv: leaseDuration renewInterval clickRelayTimeout
  */
@@ -44,8 +45,9 @@ for await (const line of createInterface({ input: process.stdin })) {
     } else if (command === 'resume') {
       await host.ctx.agents.resume(arg)
       say('ok resume')
-    } else if (command === 'busy') {
-      const agent = host.ctx.supervisor.mainAgent(arg)
+    } else if (command === 'busy' || command === 'takebusy') {
+      // takebusy: the window opens in the same tick as the resume ends, before anything can use the agent.
+      const agent = command === 'busy' ? host.ctx.supervisor.mainAgent(arg) : await host.ctx.agents.resume(arg)
       if (!agent) throw new Error(`no live main agent for ${arg}`)
       const opened = new Promise<void>((resolve) => {
         void agent.runMaintenance(() => { resolve(); return new Promise((done) => setTimeout(done, Number(line.trim().split(' ')[2]))) })

@@ -271,6 +271,32 @@ describe('repair: two host processes on one MariaDB store', function () {
     expect(again.body, JSON.stringify(again.body)).to.include({ outcome: 'reopened', revision: session.binding.revision + 1 })
   })
 
+  it('a relayed click taken by a host other than the one it was relayed to (the lease passed meanwhile) answers what that host decided', async () => {
+    const [a, b] = await Promise.all([start(3000, 500, 60_000), start(3000, 500, 60_000)])
+    const session = await setup(a)
+    const { pool } = storeDriver((await readerHost()).ctx)
+    const query = (sql: string, values: unknown[]) => new Promise<any>((resolve, reject) => pool.query(sql, values, (error: any, rows: any) => error ? reject(error) : resolve(rows)))
+    // Frozen A drives; B relays the click to A and waits.
+    a.process.child.kill('SIGSTOP')
+    const clicked = click(b, session)
+    let rows: any[] = []
+    for (const deadline = Date.now() + 10_000; !rows.length && Date.now() < deadline; await sleep(20)) {
+      rows = await query('SELECT `holder` FROM `taskward_repair_click` WHERE `sessionId` = ? AND `state` = \'pending\'', [session.sessionId])
+    }
+    expect(rows[0]?.holder, 'B relayed the click to A').to.match(new RegExp(`^${a.process.pid}@`))
+    // A's lease lapses and B takes the session over (its agent busy for 4 s): the pending click is now
+    // B's to decide, as the driving host's; the lease names B, not A.
+    let resumed = await b.process.send(`takebusy ${session.sessionId} 4000`)
+    for (const deadline = Date.now() + 30_000; !resumed.ok && Date.now() < deadline; await sleep(250)) {
+      expect(resumed.code).to.equal('LEASE_HELD')
+      resumed = await b.process.send(`takebusy ${session.sessionId} 4000`)
+    }
+    expect(resumed).to.include({ ok: true })
+    const answered = await clicked
+    expect(answered.body, JSON.stringify(answered.body)).to.include({ outcome: 'reopened', revision: session.binding.revision + 1 })
+    expect(receipts((await recordsOf(session)).records)).to.have.length(1)
+  })
+
   it('a host whose live agent lost the lease relays the click to the host that took it: reopened there, both hosts show it', async () => {
     const [a, b] = await Promise.all([start(3000, 500, 30_000), start(3000, 500, 30_000)])
     // B drives first; frozen past its lease, A takes the session over.

@@ -14,7 +14,7 @@ import type { ConfirmOutcome } from './confirm'
 export interface RepairClickRow {
   id: string
   sessionId: string
-  /** The driving host the click was relayed to, as its lease names it. */
+  /** The driving host the click was relayed to, as its lease names it; once claimed, the host that claimed it. */
   holder: string
   proposalId: string
   taskId: string
@@ -115,7 +115,8 @@ export class ClickRelay {
       { sessionId: main.id, holder: lease.holder, expiresInMs: lease.expiresInMs })
   }
 
-  private async answerOf(id: string, sessionId: string, holder: string): Promise<ConfirmOutcome> {
+  private async answerOf(id: string, sessionId: string, relayedTo: string): Promise<ConfirmOutcome> {
+    let holder = relayedTo
     const deadline = Date.now() + this.config.clickRelayTimeout
     let leaseReadAt = 0
     for (;;) {
@@ -130,9 +131,11 @@ export class ClickRelay {
         if (matched) throw await this.unanswered(sessionId, holder, `did not take this click within ${(this.config.clickRelayTimeout / 1000).toFixed(1)} s`)
         continue
       }
-      // Claimed: the driving host decides (it may wait for its agent to be idle). It is alive while
+      // Claimed: the driving host decides (it may wait for its agent to be idle). That is the host
+      // that claimed it — the lease may have passed on since the click was relayed. It is alive while
       // it renews its lease; once the lease lapses or passes to another host, no answer will come.
       // Read once a second at most: renewals come seconds apart anyway.
+      holder = row.holder || holder
       if (Date.now() - leaseReadAt < LEASE_READ_INTERVAL_MS) continue
       leaseReadAt = Date.now()
       const lease = await leaseOf(this.ctx, sessionId)
@@ -176,16 +179,17 @@ export class ClickRelay {
       const rows = await this.ctx.database.get(TABLE, {
         sessionId: { $in: sessionIds }, state: 'pending', requestedAt: { $gte: now - this.config.clickRelayTimeout - CLOCK_SKEW_MS },
       })
-      const drives = new Map<string, Promise<boolean>>()
+      const drives = new Map<string, Promise<string | undefined>>()
       for (const row of rows) {
         // A live agent is not enough: one that lost its lease (its host was paused) must leave the
         // click to the host that took it — which may be where the click was made. The token grows on
         // every take, so only the current holder's fence has the lease row's token.
         const session = live.get(row.sessionId)!
         let current = drives.get(row.sessionId)
-        if (!current) drives.set(row.sessionId, current = leaseOf(this.ctx, row.sessionId).then((lease) => !!lease && lease.token === session.fence?.token))
+        if (!current) drives.set(row.sessionId, current = leaseOf(this.ctx, row.sessionId).then((lease) => lease && lease.token === session.fence?.token ? lease.holder : undefined))
         // Each is decided on its own: the clicks of one session queue on its repair lock like local ones.
-        if (await current) void this.decide(row)
+        const self = await current
+        if (self) void this.decide(row, self)
       }
     } catch (error: any) {
       this.ctx.logger('repair').warn('could not read the relayed Confirm clicks: %s', error?.message ?? error)
@@ -194,9 +198,10 @@ export class ClickRelay {
     }
   }
 
-  private async decide(row: RepairClickRow) {
+  /** Claim `row` as `self` (this host, as its lease names it: the clicking host then waits on this host's lease) and answer it. */
+  private async decide(row: RepairClickRow, self: string) {
     try {
-      const { matched } = await this.ctx.database.set(TABLE, { id: row.id, state: 'pending' }, { state: 'claimed' })
+      const { matched } = await this.ctx.database.set(TABLE, { id: row.id, state: 'pending' }, { state: 'claimed', holder: self })
       if (!matched) return
       let answer: Answer
       try {
