@@ -186,6 +186,37 @@ describe('repair: two host processes on one MariaDB store', function () {
     expectReopened(await view(b, session), session.binding.taskId, session.binding.revision + 1)
   })
 
+  it('B\'s live stream of the session says changed once A appended (the reopen of a click on A): the page refetches the caught-up view', async () => {
+    const [a, b] = await Promise.all([start(15_000, 5000, 30_000), start(15_000, 5000, 30_000)])
+    const session = await setup(a)
+    const controller = new AbortController()
+    const response = await fetch(`${b.url}/api/console/sessions/${session.sessionId}/events`, { headers: { authorization: `Bearer ${b.token}` }, signal: controller.signal })
+    expect(response.status).to.equal(200)
+    const reader = response.body!.getReader()
+    let text = ''
+    const changedSeqs = () => [...text.matchAll(/event: changed\ndata: (.*)\n/g)].map((match) => JSON.parse(match[1]).seq as number)
+    const reading = (async () => {
+      try {
+        for (;;) {
+          const { done, value } = await reader.read()
+          if (done) return
+          text += new TextDecoder().decode(value)
+        }
+      } catch {}
+    })()
+    try {
+      for (const deadline = Date.now() + 5000; !text.includes('event: ready') && Date.now() < deadline;) await sleep(50)
+      expect((await click(a, session)).body).to.include({ outcome: 'reopened' })
+      const tail = (await recordsOf(session)).events.at(-1)!.seq
+      for (const deadline = Date.now() + 8000; !changedSeqs().some((seq) => seq >= tail) && Date.now() < deadline;) await sleep(100)
+      expect(changedSeqs(), text).to.satisfy((seqs: number[]) => seqs.some((seq) => seq >= tail))
+      expectReopened(await view(b, session), session.binding.taskId, session.binding.revision + 1)
+    } finally {
+      controller.abort()
+      await reading
+    }
+  })
+
   it('a click on B while A is frozen answers LEASE_HELD naming A and writes nothing (not even once A thaws); once A is killed, B takes over and reopens', async () => {
     const [a, b] = await Promise.all([start(120_000, 5000, 1500), start(120_000, 5000, 1500)])
     const session = await setup(a)
