@@ -297,9 +297,12 @@ describe('repair: two host processes on one MariaDB store', function () {
     const after = await recordsOf(session)
     expect(receipts(after.records), 'a receipt written after B answered LEASE_HELD').to.have.length(0)
     expect(after.events.length).to.equal(before.events.length)
-    // The click is still the user's to make: on B, which now drives the session, it reopens the task.
-    const again = await click(b, session)
+    // The click is still the user's to make, on either host. On A, whose agent is still live under the
+    // fenced-off lease and which nobody drives now, A takes the session back and reopens the task.
+    const again = await click(a, session)
     expect(again.body, JSON.stringify(again.body)).to.include({ outcome: 'reopened', revision: session.binding.revision + 1 })
+    expect((await click(b, session)).body).to.include({ outcome: 'already-applied', revision: session.binding.revision + 1 })
+    expect(receipts((await recordsOf(session)).records)).to.have.length(1)
   })
 
   it('a relayed click taken by a host other than the one it was relayed to (the lease passed meanwhile) answers what that host decided', async () => {
