@@ -217,6 +217,26 @@ describe('repair: two host processes on one MariaDB store', function () {
     }
   })
 
+  it('relay rows nobody reads any more are swept by any host, also those of sessions no host drives and claims never answered', async () => {
+    const a = await start(15_000, 5000, 30_000)
+    const { pool } = storeDriver((await readerHost()).ctx)
+    const query = (sql: string, values: unknown[]) => new Promise<any>((resolve, reject) => pool.query(sql, values, (error: any, rows: any) => error ? reject(error) : resolve(rows)))
+    const tag = `sweep-${a.process.pid}-${Date.now()}`
+    const row = (id: string, state: string, age: number) => query('INSERT INTO `taskward_repair_click` (`id`, `sessionId`, `holder`, `proposalId`, `taskId`, `revision`, `state`, `answer`, `requestedAt`) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)',
+      [`${tag}-${id}`, `${tag}-session-${id}`, 'a host that died', 'p', 't', 1, state, Date.now() - age])
+    await row('pending', 'pending', 2 * 3_600_000)
+    await row('answered', 'answered', 2 * 3_600_000)
+    await row('claimed', 'claimed', 2 * 86_400_000)
+    await row('fresh', 'pending', 0)
+    await row('claimed-recently', 'claimed', 2 * 3_600_000)
+    // A host driving no session at all sweeps them as it starts (A made the table).
+    await start(15_000, 5000, 30_000)
+    const left = async () => (await query('SELECT `id` FROM `taskward_repair_click` WHERE `id` LIKE ?', [`${tag}-%`])).map((r: any) => r.id.slice(tag.length + 1)).sort()
+    for (const deadline = Date.now() + 5000; (await left()).length > 2 && Date.now() < deadline;) await sleep(200)
+    expect(await left()).to.deep.equal(['claimed-recently', 'fresh'])
+    await query('DELETE FROM `taskward_repair_click` WHERE `id` LIKE ?', [`${tag}-%`])
+  })
+
   it('a click on B while A is frozen answers LEASE_HELD naming A and writes nothing (not even once A thaws); once A is killed, B takes over and reopens', async () => {
     const [a, b] = await Promise.all([start(120_000, 5000, 1500), start(120_000, 5000, 1500)])
     const session = await setup(a)

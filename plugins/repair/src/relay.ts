@@ -48,6 +48,8 @@ const CLOCK_SKEW_MS = 30_000
 
 /** Rows of clicks nobody reads any more (a host killed while it waited) are removed after this. */
 const ROW_LIFETIME_MS = 3_600_000
+/** A claimed row is waited for while its claimer holds the lease (a long turn); after a day nobody is waiting. */
+const CLAIMED_ROW_LIFETIME_MS = 86_400_000
 const SWEEP_INTERVAL_MS = 60_000
 
 /** Confirms a click on behalf of the driving host (`confirmRepair` with `relayed`: never relayed again). */
@@ -64,7 +66,8 @@ export type ConfirmHere = (sessionId: string, binding: RepairBinding) => Promise
  */
 export class ClickRelay {
   private polling = false
-  private sweptAt = Date.now()
+  /** The first poll sweeps: rows left while no host ran are removed at the next start. */
+  private sweptAt = 0
 
   constructor(private ctx: Context, private config: Config, private confirmHere: ConfirmHere) {
     ctx.database.extend(TABLE, {
@@ -165,16 +168,20 @@ export class ClickRelay {
   /** Take the clicks relayed to the main sessions this host drives (their agents run here, under the current lease). */
   private async poll() {
     if (this.polling || !this.shared) return
-    const live = new Map(this.ctx.agents.list().filter((agent) => agent.session.role === 'main').map((agent) => [agent.session.id, agent.session]))
-    if (!live.size) return
     this.polling = true
     try {
-      const sessionIds = [...live.keys()]
       const now = Date.now()
+      // Every host sweeps the whole table: a row's session may be driven by no host any more.
       if (now - this.sweptAt >= SWEEP_INTERVAL_MS) {
         this.sweptAt = now
-        await this.ctx.database.remove(TABLE, { sessionId: { $in: sessionIds }, state: { $ne: 'claimed' }, requestedAt: { $lt: now - ROW_LIFETIME_MS } })
+        await this.ctx.database.remove(TABLE, { $or: [
+          { state: { $ne: 'claimed' }, requestedAt: { $lt: now - ROW_LIFETIME_MS } },
+          { state: 'claimed', requestedAt: { $lt: now - CLAIMED_ROW_LIFETIME_MS } },
+        ] })
       }
+      const live = new Map(this.ctx.agents.list().filter((agent) => agent.session.role === 'main').map((agent) => [agent.session.id, agent.session]))
+      if (!live.size) return
+      const sessionIds = [...live.keys()]
       // A click made long ago by a host that died waiting is not carried out: nobody would get its answer.
       const rows = await this.ctx.database.get(TABLE, {
         sessionId: { $in: sessionIds }, state: 'pending', requestedAt: { $gte: now - this.config.clickRelayTimeout - CLOCK_SKEW_MS },
