@@ -13,7 +13,9 @@ import { HostProcess } from './host-process'
  * from the store, so neither shows a state the log has moved past. A click on B while A is frozen
  * answers LEASE_HELD naming A and writes nothing; once A is killed, B takes the session over and
  * decides the click itself. A click A claimed but never answered (its lease lapsed) answers LEASE_HELD
- * saying so. Runs when TASKWARD_TEST_MYSQL is set (as the MySQL suite).
+ * saying so, and A's lapsed lease is fenced off first, so A thawed never carries it out. A click taken
+ * by the host the lease passed to answers what that host decided. B's live stream says `changed` when
+ * A appended; any host sweeps relay rows nobody reads. Runs when TASKWARD_TEST_MYSQL is set (as the MySQL suite).
  */
 const url = process.env.TASKWARD_TEST_MYSQL
 const CHILD = fileURLToPath(new URL('./repair-host.child.ts', import.meta.url))
