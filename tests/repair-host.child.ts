@@ -7,6 +7,9 @@
  *                  complete, and a repair of node b proposed by the main agent:
  *                  `ok setup <sessionId> <proposalId> <taskId> <revision>`
  *   resume <sessionId> → agents.resume (takes or renews the lease, or refuses: `err resume LEASE_HELD …`)
+ *   busy <sessionId> <ms> → opens a maintenance window of the main agent that lasts <ms> (answered
+ *                  once it is open): a click waits behind it as behind a running turn
+ *   takebusy <sessionId> <ms> → resume, then busy at once
  *   dispose      → stops the host (releases its leases) and exits
  * argv: leaseDuration renewInterval clickRelayTimeout
  */
@@ -42,6 +45,15 @@ for await (const line of createInterface({ input: process.stdin })) {
     } else if (command === 'resume') {
       await host.ctx.agents.resume(arg)
       say('ok resume')
+    } else if (command === 'busy' || command === 'takebusy') {
+      // takebusy: the window opens in the same tick as the resume ends, before anything can use the agent.
+      const agent = command === 'busy' ? host.ctx.supervisor.mainAgent(arg) : await host.ctx.agents.resume(arg)
+      if (!agent) throw new Error(`no live main agent for ${arg}`)
+      const opened = new Promise<void>((resolve) => {
+        void agent.runMaintenance(() => { resolve(); return new Promise((done) => setTimeout(done, Number(line.trim().split(' ')[2]))) })
+      })
+      await opened
+      say('ok busy')
     } else if (command === 'dispose') {
       await host.dispose()
       say('ok dispose')

@@ -13,7 +13,9 @@ import { HostProcess } from './host-process'
  * from the store, so neither shows a state the log has moved past. A click on B while A is frozen
  * answers LEASE_HELD naming A and writes nothing; once A is killed, B takes the session over and
  * decides the click itself. A click A claimed but never answered (its lease lapsed) answers LEASE_HELD
- * saying so. Runs when TASKWARD_TEST_MYSQL is set (as the MySQL suite).
+ * saying so, and A's lapsed lease is fenced off first, so A thawed never carries it out. A click taken
+ * by the host the lease passed to answers what that host decided. B's live stream says `changed` when
+ * A appended; any host sweeps relay rows nobody reads. Runs when TASKWARD_TEST_MYSQL is set (as the MySQL suite).
  */
 const url = process.env.TASKWARD_TEST_MYSQL
 const CHILD = fileURLToPath(new URL('./repair-host.child.ts', import.meta.url))
@@ -186,6 +188,57 @@ describe('repair: two host processes on one MariaDB store', function () {
     expectReopened(await view(b, session), session.binding.taskId, session.binding.revision + 1)
   })
 
+  it('B\'s live stream of the session says changed once A appended (the reopen of a click on A): the page refetches the caught-up view', async () => {
+    const [a, b] = await Promise.all([start(15_000, 5000, 30_000), start(15_000, 5000, 30_000)])
+    const session = await setup(a)
+    const controller = new AbortController()
+    const response = await fetch(`${b.url}/api/console/sessions/${session.sessionId}/events`, { headers: { authorization: `Bearer ${b.token}` }, signal: controller.signal })
+    expect(response.status).to.equal(200)
+    const reader = response.body!.getReader()
+    let text = ''
+    const changedSeqs = () => [...text.matchAll(/event: changed\ndata: (.*)\n/g)].map((match) => JSON.parse(match[1]).seq as number)
+    const reading = (async () => {
+      try {
+        for (;;) {
+          const { done, value } = await reader.read()
+          if (done) return
+          text += new TextDecoder().decode(value)
+        }
+      } catch {}
+    })()
+    try {
+      for (const deadline = Date.now() + 5000; !text.includes('event: ready') && Date.now() < deadline;) await sleep(50)
+      expect((await click(a, session)).body).to.include({ outcome: 'reopened' })
+      const tail = (await recordsOf(session)).events.at(-1)!.seq
+      for (const deadline = Date.now() + 8000; !changedSeqs().some((seq) => seq >= tail) && Date.now() < deadline;) await sleep(100)
+      expect(changedSeqs(), text).to.satisfy((seqs: number[]) => seqs.some((seq) => seq >= tail))
+      expectReopened(await view(b, session), session.binding.taskId, session.binding.revision + 1)
+    } finally {
+      controller.abort()
+      await reading
+    }
+  })
+
+  it('relay rows nobody reads any more are swept by any host, also those of sessions no host drives and claims never answered', async () => {
+    const a = await start(15_000, 5000, 30_000)
+    const { pool } = storeDriver((await readerHost()).ctx)
+    const query = (sql: string, values: unknown[]) => new Promise<any>((resolve, reject) => pool.query(sql, values, (error: any, rows: any) => error ? reject(error) : resolve(rows)))
+    const tag = `sweep-${a.process.pid}-${Date.now()}`
+    const row = (id: string, state: string, age: number) => query('INSERT INTO `taskward_repair_click` (`id`, `sessionId`, `holder`, `proposalId`, `taskId`, `revision`, `state`, `answer`, `requestedAt`) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)',
+      [`${tag}-${id}`, `${tag}-session-${id}`, 'a host that died', 'p', 't', 1, state, Date.now() - age])
+    await row('pending', 'pending', 2 * 3_600_000)
+    await row('answered', 'answered', 2 * 3_600_000)
+    await row('claimed', 'claimed', 2 * 86_400_000)
+    await row('fresh', 'pending', 0)
+    await row('claimed-recently', 'claimed', 2 * 3_600_000)
+    // A host driving no session at all sweeps them as it starts (A made the table).
+    await start(15_000, 5000, 30_000)
+    const left = async () => (await query('SELECT `id` FROM `taskward_repair_click` WHERE `id` LIKE ?', [`${tag}-%`])).map((r: any) => r.id.slice(tag.length + 1)).sort()
+    for (const deadline = Date.now() + 5000; (await left()).length > 2 && Date.now() < deadline;) await sleep(200)
+    expect(await left()).to.deep.equal(['claimed-recently', 'fresh'])
+    await query('DELETE FROM `taskward_repair_click` WHERE `id` LIKE ?', [`${tag}-%`])
+  })
+
   it('a click on B while A is frozen answers LEASE_HELD naming A and writes nothing (not even once A thaws); once A is killed, B takes over and reopens', async () => {
     const [a, b] = await Promise.all([start(120_000, 5000, 1500), start(120_000, 5000, 1500)])
     const session = await setup(a)
@@ -235,6 +288,69 @@ describe('repair: two host processes on one MariaDB store', function () {
     expect((await recordsOf(session)).events.length).to.equal(before.events.length)
     // B removed its row: nothing is left for A to find when it thaws.
     expect(await query('SELECT `id` FROM `taskward_repair_click` WHERE `sessionId` = ?', [session.sessionId])).to.have.length(0)
+  })
+
+  it('a click A really claimed and then froze on past its lease answers LEASE_HELD on B, and A, thawed, never carries it out', async () => {
+    const [a, b] = await Promise.all([start(3000, 500, 60_000), start(3000, 500, 60_000)])
+    const session = await setup(a)
+    const before = await recordsOf(session)
+    const { pool } = storeDriver((await readerHost()).ctx)
+    const query = (sql: string, values: unknown[]) => new Promise<any>((resolve, reject) => pool.query(sql, values, (error: any, rows: any) => error ? reject(error) : resolve(rows)))
+
+    // A's agent is in a maintenance window for 9 s: the click A claims waits behind it, as behind a turn.
+    const busyUntil = Date.now() + 9000
+    expect(await a.process.send(`busy ${session.sessionId} 9000`)).to.include({ ok: true })
+    const clicked = click(b, session)
+    let state: string | undefined
+    for (const deadline = Date.now() + 5000; state !== 'claimed' && Date.now() < deadline; await sleep(20)) {
+      ;[{ state } = { state: undefined }] = await query('SELECT `state` FROM `taskward_repair_click` WHERE `sessionId` = ?', [session.sessionId])
+    }
+    expect(state, 'A claimed the relayed click').to.equal('claimed')
+    a.process.child.kill('SIGSTOP')
+    const held = await clicked
+    expect(held.status).to.equal(409)
+    expect(held.body.code).to.equal('LEASE_HELD')
+    expect(held.body.error).to.include(`${a.process.pid}@`).and.include('lost its lease before it answered')
+
+    // Thawed before its window ends, A would renew its lease (nobody took it) and then carry the click
+    // out, long after B told the user LEASE_HELD; B's answer must hold: nothing is ever written.
+    a.process.child.kill('SIGCONT')
+    await sleep(busyUntil - Date.now() + 4000)
+    const after = await recordsOf(session)
+    expect(receipts(after.records), 'a receipt written after B answered LEASE_HELD').to.have.length(0)
+    expect(after.events.length).to.equal(before.events.length)
+    // The click is still the user's to make, on either host. On A, whose agent is still live under the
+    // fenced-off lease and which nobody drives now, A takes the session back and reopens the task.
+    const again = await click(a, session)
+    expect(again.body, JSON.stringify(again.body)).to.include({ outcome: 'reopened', revision: session.binding.revision + 1 })
+    expect((await click(b, session)).body).to.include({ outcome: 'already-applied', revision: session.binding.revision + 1 })
+    expect(receipts((await recordsOf(session)).records)).to.have.length(1)
+  })
+
+  it('a relayed click taken by a host other than the one it was relayed to (the lease passed meanwhile) answers what that host decided', async () => {
+    const [a, b] = await Promise.all([start(3000, 500, 60_000), start(3000, 500, 60_000)])
+    const session = await setup(a)
+    const { pool } = storeDriver((await readerHost()).ctx)
+    const query = (sql: string, values: unknown[]) => new Promise<any>((resolve, reject) => pool.query(sql, values, (error: any, rows: any) => error ? reject(error) : resolve(rows)))
+    // Frozen A drives; B relays the click to A and waits.
+    a.process.child.kill('SIGSTOP')
+    const clicked = click(b, session)
+    let rows: any[] = []
+    for (const deadline = Date.now() + 10_000; !rows.length && Date.now() < deadline; await sleep(20)) {
+      rows = await query('SELECT `holder` FROM `taskward_repair_click` WHERE `sessionId` = ? AND `state` = \'pending\'', [session.sessionId])
+    }
+    expect(rows[0]?.holder, 'B relayed the click to A').to.match(new RegExp(`^${a.process.pid}@`))
+    // A's lease lapses and B takes the session over (its agent busy for 4 s): the pending click is now
+    // B's to decide, as the driving host's; the lease names B, not A.
+    let resumed = await b.process.send(`takebusy ${session.sessionId} 4000`)
+    for (const deadline = Date.now() + 30_000; !resumed.ok && Date.now() < deadline; await sleep(250)) {
+      expect(resumed.code).to.equal('LEASE_HELD')
+      resumed = await b.process.send(`takebusy ${session.sessionId} 4000`)
+    }
+    expect(resumed).to.include({ ok: true })
+    const answered = await clicked
+    expect(answered.body, JSON.stringify(answered.body)).to.include({ outcome: 'reopened', revision: session.binding.revision + 1 })
+    expect(receipts((await recordsOf(session)).records)).to.have.length(1)
   })
 
   it('a host whose live agent lost the lease relays the click to the host that took it: reopened there, both hosts show it', async () => {

@@ -30,7 +30,7 @@ describe('host: control characters in file tool paths and globs', function () {
     const unicode = /\((U\+[0-9A-F]{4})\)/.exec(name)?.[1] ?? /U\+[0-9A-F]{4}/.exec(name)![0]
     expect(result.error?.details).to.deep.equal({ argument, character: unicode, position })
     // The message never carries the raw character (a log line or a terminal would act on it).
-    expect(result.error?.message).to.not.match(/[\u0000-\u001f\u007f]/)
+    expect(result.error?.message).to.not.match(/[\u0000-\u001f\u007f-\u009f]/)
   }
 
   it('read, write and edit: a NUL is named at its position (not "outside the working directory")', async () => {
@@ -58,8 +58,17 @@ describe('host: control characters in file tool paths and globs', function () {
     expect((await readdir(`${cwd}/src`)).sort()).to.deep.equal(['b.ts'])
     // Positions count characters, not UTF-16 units or bytes; the first control character is the one named.
     expectRefused(await run('read', { path: 'é😀\n\u0000' }), 'Path', 'path', 'a line feed (U+000A)', 3)
-    // Characters past U+007F (C1 range, non-ASCII letters) are not control characters of a path here.
+    // Non-ASCII letters are not control characters.
     expect((await run('read', { path: 'caf\u00e9' })).error?.code).to.equal('NOT_FOUND')
+  })
+
+  it('the C1 control characters U+0080–U+009F too: a NEL splits lines for Unicode-aware readers, a CSI starts a terminal escape', async () => {
+    for (let point = 0x80; point <= 0x9f; point++) {
+      const unicode = `U+${point.toString(16).toUpperCase().padStart(4, '0')}`
+      expectRefused(await run('write', { path: `src/x${String.fromCharCode(point)}[31m.ts`, content: 'x' }), 'Path', 'path', `the control character ${unicode}`, 6)
+    }
+    expectRefused(await run('glob', { pattern: '**/\u0085*' }), 'The glob pattern', 'pattern', 'the control character U+0085', 4)
+    expect((await readdir(`${cwd}/src`)).sort()).to.deep.equal(['b.ts'])
   })
 
   it('glob patterns: the glob tool and grep\'s include', async () => {

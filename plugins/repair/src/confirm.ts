@@ -69,8 +69,19 @@ export async function confirmRepair(service: RepairService, main: Session, bindi
     // it): the click goes to the host that drives the session now.
     if (options.relayed || !service.relay || !TaskwardError.is(error, 'LEASE_LOST')) throw error
     const held = await service.relay.heldElsewhere(main)
-    if (!held) throw error
-    return service.relay.relay(main, binding, held)
+    if (held) return service.relay.relay(main, binding, held)
+    // Nobody drives the session now (the lease lapsed, or a host waiting on this one fenced it off):
+    // this host takes it back — the resume takes the lapsed lease for its live agent — and decides
+    // the click itself, once. Another host winning the lease meanwhile makes this LEASE_HELD: relayed.
+    let resumed
+    try {
+      resumed = await service.takeBack(main)
+    } catch (refusal) {
+      if (!TaskwardError.is(refusal, 'LEASE_HELD')) throw refusal
+      return service.relay.relay(main, binding, refusal)
+    }
+    await resumed.whenIdle()
+    return resumed.runMaintenance(decide)
   }
 }
 

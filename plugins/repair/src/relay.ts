@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Context } from 'cordis'
 import type {} from 'minato'
-import { leaseOf, storeDriver, type Session } from '@taskward/host'
+import { leaseOf, revokeLapsedLease, storeDriver, type Session } from '@taskward/host'
 import { asTaskwardError, TaskwardError, type ErrorCode, type RepairBinding } from '@taskward/protocol'
 import type { Config } from './config'
 import type { ConfirmOutcome } from './confirm'
@@ -14,7 +14,7 @@ import type { ConfirmOutcome } from './confirm'
 export interface RepairClickRow {
   id: string
   sessionId: string
-  /** The driving host the click was relayed to, as its lease names it. */
+  /** The driving host the click was relayed to, as its lease names it; once claimed, the host that claimed it. */
   holder: string
   proposalId: string
   taskId: string
@@ -48,6 +48,8 @@ const CLOCK_SKEW_MS = 30_000
 
 /** Rows of clicks nobody reads any more (a host killed while it waited) are removed after this. */
 const ROW_LIFETIME_MS = 3_600_000
+/** A claimed row is waited for while its claimer holds the lease (a long turn); after a day nobody is waiting. */
+const CLAIMED_ROW_LIFETIME_MS = 86_400_000
 const SWEEP_INTERVAL_MS = 60_000
 
 /** Confirms a click on behalf of the driving host (`confirmRepair` with `relayed`: never relayed again). */
@@ -64,7 +66,8 @@ export type ConfirmHere = (sessionId: string, binding: RepairBinding) => Promise
  */
 export class ClickRelay {
   private polling = false
-  private sweptAt = Date.now()
+  /** The first poll sweeps: rows left while no host ran are removed at the next start. */
+  private sweptAt = 0
 
   constructor(private ctx: Context, private config: Config, private confirmHere: ConfirmHere) {
     ctx.database.extend(TABLE, {
@@ -115,7 +118,8 @@ export class ClickRelay {
       { sessionId: main.id, holder: lease.holder, expiresInMs: lease.expiresInMs })
   }
 
-  private async answerOf(id: string, sessionId: string, holder: string): Promise<ConfirmOutcome> {
+  private async answerOf(id: string, sessionId: string, relayedTo: string): Promise<ConfirmOutcome> {
+    let holder = relayedTo
     const deadline = Date.now() + this.config.clickRelayTimeout
     let leaseReadAt = 0
     for (;;) {
@@ -130,18 +134,23 @@ export class ClickRelay {
         if (matched) throw await this.unanswered(sessionId, holder, `did not take this click within ${(this.config.clickRelayTimeout / 1000).toFixed(1)} s`)
         continue
       }
-      // Claimed: the driving host decides (it may wait for its agent to be idle). It is alive while
+      // Claimed: the driving host decides (it may wait for its agent to be idle). That is the host
+      // that claimed it — the lease may have passed on since the click was relayed. It is alive while
       // it renews its lease; once the lease lapses or passes to another host, no answer will come.
       // Read once a second at most: renewals come seconds apart anyway.
+      holder = row.holder || holder
       if (Date.now() - leaseReadAt < LEASE_READ_INTERVAL_MS) continue
       leaseReadAt = Date.now()
       const lease = await leaseOf(this.ctx, sessionId)
-      if (!lease || lease.holder !== holder || lease.expiresInMs <= 0) {
-        throw new TaskwardError('LEASE_HELD',
-          `Host ${holder} took this click for session ${sessionId} but lost its lease before it answered; this host wrote nothing. `
-          + 'Reload the repairs to see whether the repair was applied, and click again if it is still pending (this host then drives the session).',
-          { sessionId, holder, expiresInMs: 0 })
-      }
+      if (lease && lease.holder === holder && lease.expiresInMs > 0) continue
+      // A lapsed lease is fenced off before the user is told: a holder that was only frozen would
+      // otherwise renew it on thawing and carry the click out long after this answer. If it renewed
+      // first, it is alive after all: its answer is waited for.
+      if (lease && lease.holder === holder && !await revokeLapsedLease(this.ctx, sessionId, lease)) continue
+      throw new TaskwardError('LEASE_HELD',
+        `Host ${holder} took this click for session ${sessionId} but lost its lease before it answered, so it can no longer carry it out; this host wrote nothing. `
+        + 'Reload the repairs to see whether the repair was applied, and click again if it is still pending (this host then drives the session).',
+        { sessionId, holder, expiresInMs: 0 })
     }
   }
 
@@ -159,30 +168,35 @@ export class ClickRelay {
   /** Take the clicks relayed to the main sessions this host drives (their agents run here, under the current lease). */
   private async poll() {
     if (this.polling || !this.shared) return
-    const live = new Map(this.ctx.agents.list().filter((agent) => agent.session.role === 'main').map((agent) => [agent.session.id, agent.session]))
-    if (!live.size) return
     this.polling = true
     try {
-      const sessionIds = [...live.keys()]
       const now = Date.now()
+      // Every host sweeps the whole table: a row's session may be driven by no host any more.
       if (now - this.sweptAt >= SWEEP_INTERVAL_MS) {
         this.sweptAt = now
-        await this.ctx.database.remove(TABLE, { sessionId: { $in: sessionIds }, state: { $ne: 'claimed' }, requestedAt: { $lt: now - ROW_LIFETIME_MS } })
+        await this.ctx.database.remove(TABLE, { $or: [
+          { state: { $ne: 'claimed' }, requestedAt: { $lt: now - ROW_LIFETIME_MS } },
+          { state: 'claimed', requestedAt: { $lt: now - CLAIMED_ROW_LIFETIME_MS } },
+        ] })
       }
+      const live = new Map(this.ctx.agents.list().filter((agent) => agent.session.role === 'main').map((agent) => [agent.session.id, agent.session]))
+      if (!live.size) return
+      const sessionIds = [...live.keys()]
       // A click made long ago by a host that died waiting is not carried out: nobody would get its answer.
       const rows = await this.ctx.database.get(TABLE, {
         sessionId: { $in: sessionIds }, state: 'pending', requestedAt: { $gte: now - this.config.clickRelayTimeout - CLOCK_SKEW_MS },
       })
-      const drives = new Map<string, Promise<boolean>>()
+      const drives = new Map<string, Promise<string | undefined>>()
       for (const row of rows) {
         // A live agent is not enough: one that lost its lease (its host was paused) must leave the
         // click to the host that took it — which may be where the click was made. The token grows on
         // every take, so only the current holder's fence has the lease row's token.
         const session = live.get(row.sessionId)!
         let current = drives.get(row.sessionId)
-        if (!current) drives.set(row.sessionId, current = leaseOf(this.ctx, row.sessionId).then((lease) => !!lease && lease.token === session.fence?.token))
+        if (!current) drives.set(row.sessionId, current = leaseOf(this.ctx, row.sessionId).then((lease) => lease && lease.token === session.fence?.token ? lease.holder : undefined))
         // Each is decided on its own: the clicks of one session queue on its repair lock like local ones.
-        if (await current) void this.decide(row)
+        const self = await current
+        if (self) void this.decide(row, self)
       }
     } catch (error: any) {
       this.ctx.logger('repair').warn('could not read the relayed Confirm clicks: %s', error?.message ?? error)
@@ -191,9 +205,10 @@ export class ClickRelay {
     }
   }
 
-  private async decide(row: RepairClickRow) {
+  /** Claim `row` as `self` (this host, as its lease names it: the clicking host then waits on this host's lease) and answer it. */
+  private async decide(row: RepairClickRow, self: string) {
     try {
-      const { matched } = await this.ctx.database.set(TABLE, { id: row.id, state: 'pending' }, { state: 'claimed' })
+      const { matched } = await this.ctx.database.set(TABLE, { id: row.id, state: 'pending' }, { state: 'claimed', holder: self })
       if (!matched) return
       let answer: Answer
       try {

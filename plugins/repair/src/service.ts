@@ -91,6 +91,14 @@ export class RepairService {
   }
 
   /**
+   * The main agent after this host lost the session's lease with nobody holding it now: the resume
+   * takes the lapsed lease again for the live agent (or refuses `LEASE_HELD` if another host took it).
+   */
+  takeBack(main: Session): Promise<Agent> {
+    return this.home.agents.resume(main.id)
+  }
+
+  /**
    * A main session by id (`SESSION_NOT_FOUND`, or `BAD_REQUEST` for another kind of session), caught
    * up with the store's log: on a store shared by several hosts every repair read and decision starts
    * from what the other hosts appended, not from what this host last saw.

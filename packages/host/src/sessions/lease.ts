@@ -228,19 +228,38 @@ export interface LeaseView {
   expiresInMs: number
 }
 
+/** One statement on the shared store; undefined on SQLite (no leases there). */
+async function leaseQuery(ctx: Context, sql: string, values: unknown[]): Promise<any> {
+  const driver = storeDriver(ctx)
+  if (typeof driver?.pool?.query !== 'function') return undefined
+  await ctx.database.prepared()
+  return new Promise((resolve, reject) => {
+    driver.pool.query(sql, values, (error: any, results: any) => error ? reject(error) : resolve(results))
+  })
+}
+
 /**
  * Who drives `sessionId` now, read from the store (MySQL/MariaDB): for a host that does not hold
  * the lease and waits on the one that does. Undefined on SQLite, or when nobody ever took it.
  */
 export async function leaseOf(ctx: Context, sessionId: string): Promise<LeaseView | undefined> {
-  const driver = storeDriver(ctx)
-  if (typeof driver?.pool?.query !== 'function') return undefined
-  await ctx.database.prepared()
-  const rows: any[] = await new Promise((resolve, reject) => {
-    driver.pool.query(`SELECT \`holder\`, \`token\`, \`expiresAt\` - ${NOW_MS} AS \`remaining\` FROM \`taskward_lease\` WHERE \`sessionId\` = ?`,
-      [sessionId], (error: any, results: any) => error ? reject(error) : resolve(results))
-  })
-  const [row] = rows
+  const rows: any[] | undefined = await leaseQuery(ctx,
+    `SELECT \`holder\`, \`token\`, \`expiresAt\` - ${NOW_MS} AS \`remaining\` FROM \`taskward_lease\` WHERE \`sessionId\` = ?`, [sessionId])
+  const [row] = rows ?? []
   if (!row?.holder) return undefined
   return { holder: row.holder, token: Number(row.token), expiresInMs: Math.ceil(Number(row.remaining)) }
+}
+
+/**
+ * Fence off `lease` once it lapsed, for a host that waited on its holder and now tells the user that
+ * holder will not act: the token grows, so the holder — frozen, not dead — can neither renew it nor
+ * append when it thaws (a lapsed lease whose token is unchanged is otherwise renewed, see `renew`).
+ * Anyone may take the session afterwards, as after any lapse. False when it is no longer exactly
+ * that lapsed lease: its holder renewed it meanwhile (it is alive) or another host took it.
+ */
+export async function revokeLapsedLease(ctx: Context, sessionId: string, lease: LeaseView): Promise<boolean> {
+  const result = await leaseQuery(ctx,
+    `UPDATE \`taskward_lease\` SET \`token\` = \`token\` + 1 WHERE \`sessionId\` = ? AND \`holder\` = ? AND \`token\` = ? AND \`expiresAt\` <= ${NOW_MS}`,
+    [sessionId, lease.holder, lease.token])
+  return result?.affectedRows > 0
 }

@@ -1,5 +1,5 @@
 import type { Context } from 'cordis'
-import type { Agent } from '@taskward/host'
+import { catchUpWithStore, storeDriver, type Agent } from '@taskward/host'
 import type {} from '@taskward/plugin-supervisor'
 
 /*
@@ -10,6 +10,14 @@ import type {} from '@taskward/plugin-supervisor'
  * goes away (the host cancels the body) or the plugin is disposed; either way its listeners and timer
  * are removed.
  */
+
+/**
+ * MySQL/MariaDB: how often a stream reads the log's tail in the store. Other hosts sharing the store
+ * append to the session (the driving host's turns, a reopen) and this host is told only of its own
+ * appends; when the tail moved, the stream says `changed` and the page refetches the view, which
+ * catches up (one `max(seq)` per open stream and interval; nothing on SQLite).
+ */
+export const STORE_TAIL_POLL_MS = 1000
 
 /** Coalesce bursts of events (a transition appends several) into one message. */
 const COALESCE_MS = 50
@@ -91,6 +99,15 @@ export class LiveUpdates {
           if (id === sessionId) changed(state.asOfSeq)
         })
         const heartbeat = setInterval(() => send(': keep-alive\n\n'), this.heartbeatMs)
+        let reading = false
+        const tail = typeof storeDriver(this.ctx)?.pool?.query === 'function' ? setInterval(() => {
+          if (reading || closed) return
+          reading = true
+          this.ctx.sessions.get(sessionId).then(async (session) => {
+            await catchUpWithStore(this.ctx, session)
+            if (session.seq - 1 > lastSeq) changed(session.seq - 1)
+          }).catch(() => {}).finally(() => { reading = false })
+        }, STORE_TAIL_POLL_MS) : undefined
         cleanup = () => {
           if (closed) return
           closed = true
@@ -100,6 +117,7 @@ export class LiveUpdates {
           offState()
           offChanged()
           clearInterval(heartbeat)
+          if (tail) clearInterval(tail)
           if (pending) clearTimeout(pending)
           streams.delete(stream)
         }
