@@ -6,7 +6,7 @@ import type { ContextConfig, RouteConfig } from './config'
 import { cut, layoutMessages, type ChatMessage, type Layout, type StateNote } from './context'
 import { bodyMessage, contextRefusal } from './context-limit'
 import { discoverContext } from './discovery'
-import { RouteContext, silentlyCut } from './route-context'
+import { lowReport, RouteContext, silentlyCut } from './route-context'
 import { SAFETY_MARGIN, TokenCounter } from './tokens'
 import { toolParameters, type JsonSchema } from './json-schema'
 import { instructionsFor } from './prompts'
@@ -44,6 +44,11 @@ interface Plan {
   /** The calibrated estimate of the whole request, margin excluded. */
   estimate: number
   limit: number
+  /**
+   * Raw tokens this request adds to the session's previous one, when it extends it (same tools, the
+   * window's start kept): all an endpoint with a prefix cache has to evaluate anew.
+   */
+  fresh?: number
 }
 
 /**
@@ -62,7 +67,7 @@ export class OpenAIRoute implements ModelAdapter {
   private readonly refusals = new Map<string, { body?: string }>()
   private stepIds = 0
   /** Per session: the seq its shown transcript starts at and its task-state notes (context.ts keeps both stable). */
-  private readonly starts = new Map<string, { keepFrom: number, notes: StateNote[] }>()
+  private readonly starts = new Map<string, { keepFrom: number, notes: StateNote[], raw?: number, tools?: unknown }>()
   /** The host's tool registry, read once: `ctx.tools` goes through cordis' tracing proxy (~0.1 ms a read). */
   private readonly registry: Context['tools']
   private toolCache?: { defs: unknown[], tools: { type: 'function', function: { name: string, description: string, parameters: JsonSchema } }[], raw: number }
@@ -171,17 +176,20 @@ export class OpenAIRoute implements ModelAdapter {
     } catch {
       taskState = undefined
     }
-    const { tools, raw: toolTokens } = this.toolSet()
+    const toolSet = this.toolSet()
+    const { tools, raw: toolTokens } = toolSet
     const limit = this.limits.size().promptTokens
+    const previous = this.starts.get(session.id)
     // In raw counts: the room left by the tools, shrunk by the route's calibration and the margin.
     const room = Math.floor(limit / (this.counter.ratio * SAFETY_MARGIN)) - toolTokens
     const layout = layoutMessages(
-      { instructions: instructionsFor(request.role, session.cwd), taskState, events, unread, ...this.starts.get(session.id) },
+      { instructions: instructionsFor(request.role, session.cwd), taskState, events, unread, ...(previous ? { keepFrom: previous.keepFrom, notes: previous.notes } : {}) },
       { contextTokens: Math.max(0, room), toolResultChars: this.context.toolResultChars, taskStateChars: this.context.taskStateChars, lowWater: this.context.lowWater },
       (message) => this.counter.message(message),
     )
+    const raw = layout.tokens + (tools.length ? toolTokens : 0)
     this.starts.delete(session.id)
-    this.starts.set(session.id, { keepFrom: layout.keepFrom, notes: layout.notes })
+    this.starts.set(session.id, { keepFrom: layout.keepFrom, notes: layout.notes, raw, tools: toolSet })
     while (this.starts.size > WINDOWS) this.starts.delete(this.starts.keys().next().value!)
     if (layout.dropped) this.ctx.logger('openai').debug('route %s, session %s: window starts at seq %d now', this.config.route, session.id, layout.keepFrom)
     // Tools before messages: the serialized request, too, starts with what does not change.
@@ -194,8 +202,8 @@ export class OpenAIRoute implements ModelAdapter {
       ...(this.config.maxOutputTokens !== undefined ? { max_tokens: this.config.maxOutputTokens } : {}),
       messages: layout.messages,
     }
-    const raw = layout.tokens + (tools.length ? toolTokens : 0)
-    return { body, layout, raw, estimate: this.counter.calibrated(raw), limit }
+    const extendsPrevious = previous?.raw !== undefined && previous.tools === toolSet && !layout.dropped
+    return { body, layout, raw, estimate: this.counter.calibrated(raw), limit, ...(extendsPrevious ? { fresh: Math.max(0, raw - previous!.raw!) } : {}) }
   }
 
   async step(request: ModelRequest): Promise<AssembledStep> {
@@ -277,7 +285,7 @@ export class OpenAIRoute implements ModelAdapter {
       const step = assembler.finish()
       step.estimatedPromptTokens = plan.estimate
       if (step.usage) {
-        await this.checkReported(request, plan, step.usage.promptTokens)
+        await this.checkReported(request, plan, step.usage.promptTokens, step.usage.cachedTokens)
       } else {
         // An endpoint that ignores `include_usage` (some vLLM and Ollama builds) must not make the token
         // budget silently void: the step is charged the estimate, marked as such.
@@ -307,11 +315,17 @@ export class OpenAIRoute implements ModelAdapter {
    * shows the endpoint cut the prompt silently (Ollama past num_ctx): a coded warning, and the route's
    * context learned down to what it kept.
    */
-  private async checkReported(request: ModelRequest, plan: Plan, reported: number) {
-    if (!silentlyCut(plan.estimate, reported)) {
+  private async checkReported(request: ModelRequest, plan: Plan, reported: number, cached: number | undefined) {
+    if (!lowReport(plan.estimate, reported)) {
       this.counter.observe(plan.raw, reported)
       return
     }
+    // Far below what was sent: a cut, or an endpoint that counts only what its prefix cache did not
+    // serve (Ollama builds whose prompt_eval_count leaves the KV-cache hit out, and report no cached
+    // field). Neither is a calibration sample. A count within what this request added to the previous
+    // one is that cache hit: taken for a cut, it would learn the context down to the new part alone.
+    if (cached === undefined && plan.fresh !== undefined && reported <= this.counter.calibrated(plan.fresh) * 1.5 + 64) return
+    if (!silentlyCut(plan.estimate, reported)) return
     this.limits.learn(reported, 'a prompt the endpoint cut')
     this.starts.delete(request.session.id)
     const message = `Model route "${this.config.route}" counted ${reported} prompt tokens of the ≈${plan.estimate} sent: the endpoint cut the prompt `

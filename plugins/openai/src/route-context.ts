@@ -64,5 +64,10 @@ export class RouteContext {
  * Ollama builds that count only the uncached part of a prompt report a cache hit that small.
  */
 export function silentlyCut(sent: number, reported: number): boolean {
-  return reported >= 1024 && reported < sent * 0.6
+  return reported >= 1024 && lowReport(sent, reported)
+}
+
+/** A reported prompt below 60 % of the estimate sent: a cut, or a count of the uncached part only. */
+export function lowReport(sent: number, reported: number): boolean {
+  return reported < sent * 0.6
 }
