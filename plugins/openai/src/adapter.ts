@@ -221,6 +221,10 @@ export class OpenAIRoute implements ModelAdapter {
       } catch (error) {
         if (!(error instanceof TaskwardError) || error.code !== 'MODEL_CONTEXT_EXCEEDED') throw error
         // Learned: the next layout fits the limit the endpoint named (or, named none, three quarters of this request).
+        // The endpoint's count of this prompt (what it requested less the completion it reserved), when
+        // above the estimate: the estimate undercounts this endpoint, and the retry is sized in its count.
+        const counted = (Number(error.details?.requested) || 0) - (Number(error.details?.completion) || 0)
+        if (counted > plan.estimate) this.counter.correct(plan.raw, counted)
         const named = Number(error.details?.limit) || Math.floor(plan.estimate * 0.75)
         this.limits.learn(named, 'a context-length refusal', Number(error.details?.completion) || undefined)
         this.starts.delete(request.session.id)
