@@ -45,8 +45,9 @@ interface Plan {
   estimate: number
   limit: number
   /**
-   * Raw tokens this request adds to the session's previous one, when it extends it (same tools, the
-   * window's start kept): all an endpoint with a prefix cache has to evaluate anew.
+   * Raw tokens this request adds to what the route sent before and an endpoint's prefix cache may hold:
+   * the session's previous request when it extends it (same tools, the window's start kept), else a
+   * head (instructions, tools) sent before. Undefined: nothing known to be cached.
    */
   fresh?: number
 }
@@ -71,6 +72,8 @@ export class OpenAIRoute implements ModelAdapter {
   /** The host's tool registry, read once: `ctx.tools` goes through cordis' tracing proxy (~0.1 ms a read). */
   private readonly registry: Context['tools']
   private toolCache?: { defs: unknown[], tools: { type: 'function', function: { name: string, description: string, parameters: JsonSchema } }[], raw: number }
+  /** Instructions this route sent with the current tool set: a new session's head an endpoint may have cached. */
+  private heads = { tools: undefined as unknown, sent: new Set<string>() }
   private preparing?: Promise<void>
 
   constructor(
@@ -180,10 +183,11 @@ export class OpenAIRoute implements ModelAdapter {
     const { tools, raw: toolTokens } = toolSet
     const limit = this.limits.size().promptTokens
     const previous = this.starts.get(session.id)
+    const instructions = instructionsFor(request.role, session.cwd)
     // In raw counts: the room left by the tools, shrunk by the route's calibration and the margin.
     const room = Math.floor(limit / (this.counter.ratio * SAFETY_MARGIN)) - toolTokens
     const layout = layoutMessages(
-      { instructions: instructionsFor(request.role, session.cwd), taskState, events, unread, ...(previous ? { keepFrom: previous.keepFrom, notes: previous.notes } : {}) },
+      { instructions, taskState, events, unread, ...(previous ? { keepFrom: previous.keepFrom, notes: previous.notes } : {}) },
       { contextTokens: Math.max(0, room), toolResultChars: this.context.toolResultChars, taskStateChars: this.context.taskStateChars, lowWater: this.context.lowWater },
       (message) => this.counter.message(message),
     )
@@ -202,8 +206,15 @@ export class OpenAIRoute implements ModelAdapter {
       ...(this.config.maxOutputTokens !== undefined ? { max_tokens: this.config.maxOutputTokens } : {}),
       messages: layout.messages,
     }
-    const extendsPrevious = previous?.raw !== undefined && previous.tools === toolSet && !layout.dropped
-    return { body, layout, raw, estimate: this.counter.calibrated(raw), limit, ...(extendsPrevious ? { fresh: Math.max(0, raw - previous!.raw!) } : {}) }
+    // What a prefix cache may have served: the session's previous request, or (a session's first request,
+    // as each review is) the head — instructions and tools — an earlier request of the route sent.
+    let fresh: number | undefined
+    if (previous?.raw !== undefined && previous.tools === toolSet && !layout.dropped) fresh = Math.max(0, raw - previous.raw)
+    else if (this.heads.tools === toolSet && this.heads.sent.has(instructions)) fresh = Math.max(0, raw - toolTokens - this.counter.message({ role: 'system', content: instructions }))
+    if (this.heads.tools !== toolSet) this.heads = { tools: toolSet, sent: new Set() }
+    this.heads.sent.add(instructions)
+    if (this.heads.sent.size > WINDOWS) this.heads.sent.delete(this.heads.sent.values().next().value!)
+    return { body, layout, raw, estimate: this.counter.calibrated(raw), limit, ...(fresh !== undefined ? { fresh } : {}) }
   }
 
   async step(request: ModelRequest): Promise<AssembledStep> {

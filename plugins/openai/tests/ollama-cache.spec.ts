@@ -61,6 +61,24 @@ describe('plugin-openai: an Ollama that counts only the uncached prompt', functi
     expect(mock.requests[2].promptTokens).to.be.greaterThan(5000)
   })
 
+  it('a new session\'s first request, whose head (instructions, tools) another session sent, is no cut either', async () => {
+    // A head about the size of the host's real tool schemas (~3,000 tokens with the instructions).
+    for (let i = 0; i < 4; i++) {
+      host.ctx.tools.register({ name: `bench_tool_${i}`, description: Array.from({ length: 40 }, (_, j) => `Rule ${j} of tool ${i}: cite the evidence seq of each claim.`).join(' '), execute: () => 'ok' })
+    }
+    const first = await host.ctx.agents.create({ cwd, model: 'mock', role: 'main' })
+    mock.script(mockText('one'), mockText('two'))
+    await runTurn(host, first, 'hello')
+    // A second session of the same role and workspace (as each review is): its head is in the cache.
+    const second = await host.ctx.agents.create({ cwd, model: 'mock', role: 'main' })
+    const { events } = await runTurn(host, second, buildLog('b'))
+    const [usage] = ofType(events, 'model/usage')
+    expect(usage.data.promptTokens).to.be.below(0.6 * mock.requests[1].promptTokens!)
+    expect(ofType(events, 'model/warning')).to.deep.equal([])
+    const route = host.ctx.models.get('mock') as OpenAIPlugin.OpenAIRoute
+    expect(route.describeContext()).to.not.match(/learned/)
+  })
+
   it('small cache-hit counts do not calibrate the estimate down (it would then send more than the context holds)', async () => {
     const agent = await host.ctx.agents.create({ cwd, model: 'mock', role: 'main' })
     await history(agent, 20)
