@@ -54,9 +54,18 @@ function numCtxParameter(parameters: string): number | undefined {
   return undefined
 }
 
+/** The sizes a served context can have: below, no model's instructions and tools fit; above, no model has it. */
+const MIN_CONTEXT = 1024
+const MAX_CONTEXT = 100_000_000
+
+/**
+ * A context size as an endpoint states it (a number, or digits), within what a served context can be;
+ * else undefined. Outside it is not a size to work with (`true` is 1, a context of 1 would refuse
+ * every step before it is sent), and the route keeps its default and learns from refusals and cuts.
+ */
 const positive = (value: unknown) => {
-  const number = Number(value)
-  return Number.isSafeInteger(number) && number > 0 ? number : undefined
+  const number = typeof value === 'number' ? value : typeof value === 'string' && /^\d{1,12}$/.test(value) ? Number(value) : NaN
+  return Number.isSafeInteger(number) && number >= MIN_CONTEXT && number <= MAX_CONTEXT ? number : undefined
 }
 
 export async function discoverContext(options: { baseURL: string, model: string, apiKey: string, timeoutMs?: number, fetch?: Fetch }): Promise<DiscoveredContext | undefined> {

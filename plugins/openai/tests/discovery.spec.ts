@@ -61,4 +61,22 @@ describe('plugin-openai: context discovery against hostile answers', function ()
       expect(closedAt).to.be.below(64 << 20)
     })
   })
+
+  it('a stated size that is no context (true, 1, 10^15, an array) discovers nothing: the route keeps its default', async () => {
+    for (const stated of [true, 1, 1e15, [8192], '8192x']) {
+      await withEndpoint((req, res) => {
+        res.writeHead(req.url === '/v1/models' ? 200 : 404, { 'content-type': 'application/json' })
+        res.end(req.url === '/v1/models' ? JSON.stringify({ data: [{ id: 'qwen', max_model_len: stated }] }) : '{}')
+      }, async (baseURL) => {
+        expect(await discoverContext({ baseURL, model: 'qwen', apiKey: KEY }), JSON.stringify(stated)).to.equal(undefined)
+      })
+    }
+    // Ollama's model card: a trained context of 1 is no Ollama default either.
+    await withEndpoint((req, res) => {
+      res.writeHead(req.url === '/api/show' ? 200 : 404, { 'content-type': 'application/json' })
+      res.end(req.url === '/api/show' ? JSON.stringify({ parameters: 'num_ctx 1', model_info: { 'qwen2.context_length': 1 } }) : '{}')
+    }, async (baseURL) => {
+      expect((await discoverContext({ baseURL, model: 'qwen', apiKey: KEY }))?.tokens).to.equal(4096)
+    })
+  })
 })
