@@ -32,6 +32,9 @@ const STEP_HEADER = 'x-taskward-step'
 /** Characters of a refused request's body kept (it is shown cut, redacted). */
 const BODY_CHARS = 8000
 
+/** Reported / estimated prompt tokens past which a report is no count of the request (tokens.ts bounds the calibration alike). */
+const MAX_REPORT_RATIO = 4
+
 /** How many sessions' window starts a route remembers. */
 const WINDOWS = 64
 
@@ -299,6 +302,12 @@ export class OpenAIRoute implements ModelAdapter {
       if (abort.signal.aborted) throw new APIUserAbortError()
       const step = assembler.finish()
       step.estimatedPromptTokens = plan.estimate
+      // A prompt count past what the calibration allows for this request (4× the estimate) is no count of
+      // what was sent (a proxy's total, a hostile endpoint): charged the estimate instead, like no usage.
+      if (step.usage && step.usage.promptTokens > plan.estimate * MAX_REPORT_RATIO + 1024) {
+        this.ctx.logger('openai').warn('route %s reported %d prompt tokens for a request of ≈%d; the step is charged the estimate', this.config.route, step.usage.promptTokens, plan.estimate)
+        delete step.usage
+      }
       if (step.usage) {
         await this.checkReported(request, plan, step.usage.promptTokens, step.usage.cachedTokens)
       } else {

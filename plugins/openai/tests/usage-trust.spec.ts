@@ -32,6 +32,7 @@ describe('plugin-openai: reported usage is the endpoint\'s word, checked', funct
     ['counts as strings', { prompt_tokens: '90000', completion_tokens: '7' }],
     ['fractions', { prompt_tokens: 0.5, completion_tokens: 1.5 }],
     ['a count past 2^53', { prompt_tokens: 1e300, completion_tokens: 3 }],
+    ['a prompt of 10^12 tokens for a request of a few hundred', { prompt_tokens: 1e12, completion_tokens: 3 }],
   ] as const) {
     it(`${what}: the step is charged the estimate (marked estimated), never a count below zero; the calibration is untouched`, async () => {
       const agent = await host.ctx.agents.create({ cwd, model: 'mock', role: 'main' })
