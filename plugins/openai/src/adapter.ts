@@ -6,7 +6,7 @@ import type { ContextConfig, RouteConfig } from './config'
 import { cut, layoutMessages, type ChatMessage, type Layout, type StateNote } from './context'
 import { bodyMessage, contextRefusal } from './context-limit'
 import { discoverContext } from './discovery'
-import { lowReport, RouteContext, silentlyCut } from './route-context'
+import { judgePromptReport, RouteContext } from './route-context'
 import { SAFETY_MARGIN, TokenCounter } from './tokens'
 import { toolParameters, type JsonSchema } from './json-schema'
 import { instructionsFor } from './prompts'
@@ -31,9 +31,6 @@ const STEP_HEADER = 'x-taskward-step'
 
 /** Characters of a refused request's body kept (it is shown cut, redacted). */
 const BODY_CHARS = 8000
-
-/** Reported / estimated prompt tokens past which a report is no count of the request (tokens.ts bounds the calibration alike). */
-const MAX_REPORT_RATIO = 4
 
 /** How many sessions' window starts a route remembers. */
 const WINDOWS = 64
@@ -302,14 +299,18 @@ export class OpenAIRoute implements ModelAdapter {
       if (abort.signal.aborted) throw new APIUserAbortError()
       const step = assembler.finish()
       step.estimatedPromptTokens = plan.estimate
-      // A prompt count past what the calibration allows for this request (4× the estimate) is no count of
-      // what was sent (a proxy's total, a hostile endpoint): charged the estimate instead, like no usage.
-      if (step.usage && step.usage.promptTokens > plan.estimate * MAX_REPORT_RATIO + 1024) {
-        this.ctx.logger('openai').warn('route %s reported %d prompt tokens for a request of ≈%d; the step is charged the estimate', this.config.route, step.usage.promptTokens, plan.estimate)
+      const report = step.usage && judgePromptReport({
+        estimate: plan.estimate, reported: step.usage.promptTokens, cached: step.usage.cachedTokens,
+        ...(plan.fresh !== undefined ? { fresh: this.counter.calibrated(plan.fresh) } : {}),
+      })
+      // No count of what was sent: charged the estimate instead, like no usage.
+      if (report === 'implausible') {
+        this.ctx.logger('openai').warn('route %s reported %d prompt tokens for a request of ≈%d; the step is charged the estimate', this.config.route, step.usage!.promptTokens, plan.estimate)
         delete step.usage
       }
       if (step.usage) {
-        await this.checkReported(request, plan, step.usage.promptTokens, step.usage.cachedTokens)
+        if (report === 'sample') this.counter.observe(plan.raw, step.usage.promptTokens)
+        if (report === 'cut') await this.learnCut(request, plan, step.usage.promptTokens)
       } else {
         // An endpoint that ignores `include_usage` (some vLLM and Ollama builds) must not make the token
         // budget silently void: the step is charged the estimate, marked as such.
@@ -335,21 +336,10 @@ export class OpenAIRoute implements ModelAdapter {
   }
 
   /**
-   * The endpoint's count of what was sent: calibrates the route's estimate, or, far below what was sent,
-   * shows the endpoint cut the prompt silently (Ollama past num_ctx): a coded warning, and the route's
-   * context learned down to what it kept.
+   * The endpoint cut the prompt silently (Ollama past num_ctx; route-context.ts tells it from a cache
+   * hit): a coded warning, and the route's context learned down to what it kept.
    */
-  private async checkReported(request: ModelRequest, plan: Plan, reported: number, cached: number | undefined) {
-    if (!lowReport(plan.estimate, reported)) {
-      this.counter.observe(plan.raw, reported)
-      return
-    }
-    // Far below what was sent: a cut, or an endpoint that counts only what its prefix cache did not
-    // serve (Ollama builds whose prompt_eval_count leaves the KV-cache hit out, and report no cached
-    // field). Neither is a calibration sample. A count within what this request added to the previous
-    // one is that cache hit: taken for a cut, it would learn the context down to the new part alone.
-    if (cached === undefined && plan.fresh !== undefined && reported <= this.counter.calibrated(plan.fresh) * 1.5 + 64) return
-    if (!silentlyCut(plan.estimate, reported)) return
+  private async learnCut(request: ModelRequest, plan: Plan, reported: number) {
     this.limits.learn(reported, 'a prompt the endpoint cut')
     this.starts.delete(request.session.id)
     const message = `Model route "${this.config.route}" counted ${reported} prompt tokens of the ≈${plan.estimate} sent: the endpoint cut the prompt `

@@ -71,3 +71,25 @@ export function silentlyCut(sent: number, reported: number): boolean {
 export function lowReport(sent: number, reported: number): boolean {
   return reported < sent * 0.6
 }
+
+/** Reported / estimated prompt tokens past which a report is no count of the request (tokens.ts bounds the calibration alike). */
+export const MAX_REPORT_RATIO = 4
+
+/**
+ * What a step's reported prompt count says, against the calibrated `estimate` of what was sent:
+ *   implausible  past 4× the estimate (+1,024): no count of the request (a proxy's total, a hostile endpoint);
+ *   sample       a count to calibrate the estimate by;
+ *   cache-hit    far below, and within 1.5× of `fresh` (the calibrated tokens this request added to what
+ *                the route sent before and a prefix cache may hold), with no cached field reported:
+ *                an endpoint counting only the uncached part (Ollama builds whose prompt_eval_count
+ *                leaves the KV-cache hit out). Taken for a cut, it would learn the context down to it;
+ *   cut          far below: the endpoint cut the prompt silently (`silentlyCut`);
+ *   low          far below but too small to tell: neither a sample nor a cut.
+ */
+export function judgePromptReport(report: { estimate: number, reported: number, cached?: number, fresh?: number }): 'implausible' | 'sample' | 'cache-hit' | 'cut' | 'low' {
+  const { estimate, reported, cached, fresh } = report
+  if (reported > estimate * MAX_REPORT_RATIO + 1024) return 'implausible'
+  if (!lowReport(estimate, reported)) return 'sample'
+  if (cached === undefined && fresh !== undefined && reported <= fresh * 1.5 + 64) return 'cache-hit'
+  return silentlyCut(estimate, reported) ? 'cut' : 'low'
+}
