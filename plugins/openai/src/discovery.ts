@@ -7,6 +7,8 @@
  * Any other answer (OpenAI, DeepSeek: no such field) discovers nothing.
  */
 
+import { MIN_CONTEXT } from './route-context'
+
 export interface DiscoveredContext {
   tokens: number
   source: string
@@ -54,8 +56,7 @@ function numCtxParameter(parameters: string): number | undefined {
   return undefined
 }
 
-/** The sizes a served context can have: below, no model's instructions and tools fit; above, no model has it. */
-const MIN_CONTEXT = 1024
+/** The largest context a model is believed to serve (MIN_CONTEXT: the smallest). */
 const MAX_CONTEXT = 100_000_000
 
 /**

@@ -6,6 +6,9 @@ import type { DiscoveredContext } from './discovery'
  * an endpoint cut silently). State of one route, kept in memory; pure otherwise.
  */
 
+/** The smallest context an endpoint is believed to serve: below, no model's instructions and tools fit. */
+export const MIN_CONTEXT = 1024
+
 /** Used when nothing is configured, discovered or learned. */
 export const DEFAULT_CONTEXT_TOKENS = 24000
 
@@ -49,7 +52,9 @@ export class RouteContext {
    */
   learn(tokens: number, source: string, completion?: number): boolean {
     if (completion && Number.isSafeInteger(completion) && completion < tokens) this.completion = Math.max(this.completion ?? 0, completion)
-    if (!(Number.isSafeInteger(tokens) && tokens > 0)) return false
+    // Below MIN_CONTEXT no turn fits: such a claim (a hostile or broken refusal) would refuse every later
+    // step of the route before it is sent, until a restart. Not learned; the step is retried as it was.
+    if (!(Number.isSafeInteger(tokens) && tokens >= MIN_CONTEXT)) return false
     if (this.learned && this.learned.tokens <= tokens) return false
     this.learned = { tokens, source }
     return true

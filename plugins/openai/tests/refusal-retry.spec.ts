@@ -62,4 +62,18 @@ describe('plugin-openai: a refusal that names a request larger than the estimate
     expect(mock.requests).to.have.length(2)
     expect(mock.requests[1].promptTokens! * 2).to.be.at.most(limit)
   })
+
+  it('a refusal naming a context no turn fits in (1 token) is not learned: the route is not shut for every later step', async () => {
+    const agent = await host.ctx.agents.create({ cwd, model: 'mock', role: 'main' })
+    await history(agent, 5)
+    const lie = { kind: 'status' as const, status: 400, body: { error: { code: 'context_length_exceeded', type: 'invalid_request_error', message: "This model's maximum context length is 1 tokens. However, your messages resulted in 900 tokens." } } }
+    mock.script(lie, mockText('answered on the retry'), mockText('and the next turn'))
+    const first = await runTurn(host, agent, 'one')
+    expect(first.summary.error?.message).to.equal(undefined)
+    const second = await runTurn(host, agent, 'two')
+    expect(second.summary.error?.message).to.equal(undefined)
+    expect(mock.requests).to.have.length(3)
+    const route = host.ctx.models.get('mock') as OpenAIPlugin.OpenAIRoute
+    expect(route.describeContext()).to.not.match(/learned/)
+  })
 })
