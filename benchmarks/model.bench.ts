@@ -3,8 +3,9 @@
  * baselines measured in the same run:
  *   1. step:  MODEL_BENCH_STEPS (default 200) `adapter.step` calls of a real host session (context
  *             built from the log, SDK request, stream assembled) vs. a bare `fetch` of the same mock
- *             response with the same body, its text read whole. Goal: ≤ 1.1×. A third line times the
- *             SDK alone (same body, stream iterated, nothing else), to show which share is the SDK's.
+ *             response with the same body, its text read whole. No goal: issue 20 withdrew the old
+ *             ≤ 1.1× (the official SDK alone is more; its retries, types and upkeep are kept). A third
+ *             line times the SDK alone (same body, stream iterated, nothing else), to show which share is the SDK's.
  *   2. first text: time from the mock writing its first byte to the first `delta` event a client of
  *             the session's live stream (`GET /api/sessions/:id/stream`, real HTTP, served by the
  *             console) has read, median over MODEL_BENCH_TURNS (default 50) agent turns; printed
@@ -157,7 +158,7 @@ try {
   const base = median(bareMs)
   const table = [
     ['measure', 'ours', 'baseline', 'ratio'],
-    [`step, ${ANSWER.length} chars in ${Math.ceil(ANSWER.length / 45)} chunks (median of ${STEPS})`, `${step.toFixed(2)} ms adapter.step`, `${base.toFixed(2)} ms bare fetch`, `${(step / base).toFixed(2)}x (goal ≤ 1.1x)`],
+    [`step, ${ANSWER.length} chars in ${Math.ceil(ANSWER.length / 45)} chunks (median of ${STEPS})`, `${step.toFixed(2)} ms adapter.step`, `${base.toFixed(2)} ms bare fetch`, `${(step / base).toFixed(2)}x (no goal; +${(step - base).toFixed(2)} ms a step)`],
     [`  of which the SDK alone (same body, stream iterated)`, `${median(sdkMs).toFixed(2)} ms SDK only`, `${base.toFixed(2)} ms bare fetch`, `${(median(sdkMs) / base).toFixed(2)}x; adapter vs SDK ${(step / median(sdkMs)).toFixed(2)}x`],
     [`  bare fetch + SSE frames parsed (any streaming client's floor)`, `${median(parsedMs).toFixed(2)} ms`, `${base.toFixed(2)} ms bare fetch`, `${(median(parsedMs) / base).toFixed(2)}x; adapter vs it ${(step / median(parsedMs)).toFixed(2)}x`],
     [`mock first byte → first delta read from the live stream (median of ${TURNS})`, `${median(firstText).toFixed(2)} ms`, `${median(firstEmit).toFixed(2)} ms to the host's agent/text-delta`, `goal ≤ 50 ms (p90 ${[...firstText].sort((a, b) => a - b)[Math.floor(TURNS * 0.9)].toFixed(2)} ms)`],
@@ -165,7 +166,6 @@ try {
   const widths = table[0].map((_, c) => Math.max(...table.map((row) => row[c].length)))
   for (const row of table) console.log(row.map((cell, c) => cell.padEnd(widths[c])).join('  '))
   const goals = new Goals()
-  goals.check('adapter step vs a bare fetch', step / base <= 1.1, `${(step / base).toFixed(2)}x, goal <= 1.1x (the SDK alone: ${(median(sdkMs) / base).toFixed(2)}x; docs/models.md)`)
   goals.check('mock first byte to first text at a live-stream client', median(firstText) <= 50, `${median(firstText).toFixed(2)} ms median, goal <= 50 ms`)
   goals.report()
 } finally {

@@ -81,7 +81,14 @@ export class OpenAIMock {
    * that dialect's 400, or, for `ollama`, cut from the front silently (the usage reports what was kept).
    * `discoverable`: `GET /v1/models` (vLLM dialects) or `POST /api/show` (ollama) tells the size.
    */
-  context?: { tokens: number, dialect: MockDialect, discoverable?: boolean, model?: string }
+  context?: {
+    tokens: number, dialect: MockDialect, discoverable?: boolean, model?: string
+    /**
+     * `uncached`: `prompt_tokens` counts only what the prefix cache did not serve, and no cached field is
+     * sent — as Ollama builds whose prompt_eval_count leaves out the KV-cache hit (ollama#2068, #16414).
+     */
+    promptCount?: 'whole' | 'uncached'
+  }
   /** Prefix caching: usage reports the prompt tokens served from it (DeepSeek's fields for `deepseek`). */
   readonly cache = new PrefixCache()
 
@@ -269,7 +276,8 @@ export class OpenAIMock {
         const prompt = record.promptTokens ?? (await promptTokens(record.body)).length
         record.promptTokens = prompt
         usage = { prompt_tokens: prompt, completion_tokens: await textTokens(model, text + calls.map((c) => typeof c.args === 'string' ? c.args : JSON.stringify(c.args)).join('')) }
-        if (this.context?.dialect === 'deepseek') Object.assign(usage, { prompt_cache_hit_tokens: cached, prompt_cache_miss_tokens: prompt - cached })
+        if (this.context?.promptCount === 'uncached') usage.prompt_tokens = prompt - cached
+        else if (this.context?.dialect === 'deepseek') Object.assign(usage, { prompt_cache_hit_tokens: cached, prompt_cache_miss_tokens: prompt - cached })
         else if (this.context) usage.prompt_tokens_details = { cached_tokens: cached }
       }
       send({ id, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model, choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } })

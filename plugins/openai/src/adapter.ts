@@ -6,7 +6,7 @@ import type { ContextConfig, RouteConfig } from './config'
 import { cut, layoutMessages, type ChatMessage, type Layout, type StateNote } from './context'
 import { bodyMessage, contextRefusal } from './context-limit'
 import { discoverContext } from './discovery'
-import { RouteContext, silentlyCut } from './route-context'
+import { judgePromptReport, RouteContext } from './route-context'
 import { SAFETY_MARGIN, TokenCounter } from './tokens'
 import { toolParameters, type JsonSchema } from './json-schema'
 import { instructionsFor } from './prompts'
@@ -44,6 +44,12 @@ interface Plan {
   /** The calibrated estimate of the whole request, margin excluded. */
   estimate: number
   limit: number
+  /**
+   * Raw tokens this request adds to what the route sent before and an endpoint's prefix cache may hold:
+   * the session's previous request when it extends it (same tools, the window's start kept), else a
+   * head (instructions, tools) sent before. Undefined: nothing known to be cached.
+   */
+  fresh?: number
 }
 
 /**
@@ -62,10 +68,12 @@ export class OpenAIRoute implements ModelAdapter {
   private readonly refusals = new Map<string, { body?: string }>()
   private stepIds = 0
   /** Per session: the seq its shown transcript starts at and its task-state notes (context.ts keeps both stable). */
-  private readonly starts = new Map<string, { keepFrom: number, notes: StateNote[] }>()
+  private readonly starts = new Map<string, { keepFrom: number, notes: StateNote[], raw?: number, tools?: unknown }>()
   /** The host's tool registry, read once: `ctx.tools` goes through cordis' tracing proxy (~0.1 ms a read). */
   private readonly registry: Context['tools']
   private toolCache?: { defs: unknown[], tools: { type: 'function', function: { name: string, description: string, parameters: JsonSchema } }[], raw: number }
+  /** Instructions this route sent with the current tool set: a new session's head an endpoint may have cached. */
+  private heads = { tools: undefined as unknown, sent: new Set<string>() }
   private preparing?: Promise<void>
 
   constructor(
@@ -171,17 +179,21 @@ export class OpenAIRoute implements ModelAdapter {
     } catch {
       taskState = undefined
     }
-    const { tools, raw: toolTokens } = this.toolSet()
+    const toolSet = this.toolSet()
+    const { tools, raw: toolTokens } = toolSet
     const limit = this.limits.size().promptTokens
+    const previous = this.starts.get(session.id)
+    const instructions = instructionsFor(request.role, session.cwd)
     // In raw counts: the room left by the tools, shrunk by the route's calibration and the margin.
     const room = Math.floor(limit / (this.counter.ratio * SAFETY_MARGIN)) - toolTokens
     const layout = layoutMessages(
-      { instructions: instructionsFor(request.role, session.cwd), taskState, events, unread, ...this.starts.get(session.id) },
+      { instructions, taskState, events, unread, ...(previous ? { keepFrom: previous.keepFrom, notes: previous.notes } : {}) },
       { contextTokens: Math.max(0, room), toolResultChars: this.context.toolResultChars, taskStateChars: this.context.taskStateChars, lowWater: this.context.lowWater },
       (message) => this.counter.message(message),
     )
+    const raw = layout.tokens + (tools.length ? toolTokens : 0)
     this.starts.delete(session.id)
-    this.starts.set(session.id, { keepFrom: layout.keepFrom, notes: layout.notes })
+    this.starts.set(session.id, { keepFrom: layout.keepFrom, notes: layout.notes, raw, tools: toolSet })
     while (this.starts.size > WINDOWS) this.starts.delete(this.starts.keys().next().value!)
     if (layout.dropped) this.ctx.logger('openai').debug('route %s, session %s: window starts at seq %d now', this.config.route, session.id, layout.keepFrom)
     // Tools before messages: the serialized request, too, starts with what does not change.
@@ -194,8 +206,15 @@ export class OpenAIRoute implements ModelAdapter {
       ...(this.config.maxOutputTokens !== undefined ? { max_tokens: this.config.maxOutputTokens } : {}),
       messages: layout.messages,
     }
-    const raw = layout.tokens + (tools.length ? toolTokens : 0)
-    return { body, layout, raw, estimate: this.counter.calibrated(raw), limit }
+    // What a prefix cache may have served: the session's previous request, or (a session's first request,
+    // as each review is) the head — instructions and tools — an earlier request of the route sent.
+    let fresh: number | undefined
+    if (previous?.raw !== undefined && previous.tools === toolSet && !layout.dropped) fresh = Math.max(0, raw - previous.raw)
+    else if (this.heads.tools === toolSet && this.heads.sent.has(instructions)) fresh = Math.max(0, raw - toolTokens - this.counter.message({ role: 'system', content: instructions }))
+    if (this.heads.tools !== toolSet) this.heads = { tools: toolSet, sent: new Set() }
+    this.heads.sent.add(instructions)
+    if (this.heads.sent.size > WINDOWS) this.heads.sent.delete(this.heads.sent.values().next().value!)
+    return { body, layout, raw, estimate: this.counter.calibrated(raw), limit, ...(fresh !== undefined ? { fresh } : {}) }
   }
 
   async step(request: ModelRequest): Promise<AssembledStep> {
@@ -213,6 +232,10 @@ export class OpenAIRoute implements ModelAdapter {
       } catch (error) {
         if (!(error instanceof TaskwardError) || error.code !== 'MODEL_CONTEXT_EXCEEDED') throw error
         // Learned: the next layout fits the limit the endpoint named (or, named none, three quarters of this request).
+        // The endpoint's count of this prompt (what it requested less the completion it reserved), when
+        // above the estimate: the estimate undercounts this endpoint, and the retry is sized in its count.
+        const counted = (Number(error.details?.requested) || 0) - (Number(error.details?.completion) || 0)
+        if (counted > plan.estimate) this.counter.correct(plan.raw, counted)
         const named = Number(error.details?.limit) || Math.floor(plan.estimate * 0.75)
         this.limits.learn(named, 'a context-length refusal', Number(error.details?.completion) || undefined)
         this.starts.delete(request.session.id)
@@ -276,8 +299,18 @@ export class OpenAIRoute implements ModelAdapter {
       if (abort.signal.aborted) throw new APIUserAbortError()
       const step = assembler.finish()
       step.estimatedPromptTokens = plan.estimate
+      const report = step.usage && judgePromptReport({
+        estimate: plan.estimate, reported: step.usage.promptTokens, cached: step.usage.cachedTokens,
+        ...(plan.fresh !== undefined ? { fresh: this.counter.calibrated(plan.fresh) } : {}),
+      })
+      // No count of what was sent: charged the estimate instead, like no usage.
+      if (report === 'implausible') {
+        this.ctx.logger('openai').warn('route %s reported %d prompt tokens for a request of ≈%d; the step is charged the estimate', this.config.route, step.usage!.promptTokens, plan.estimate)
+        delete step.usage
+      }
       if (step.usage) {
-        await this.checkReported(request, plan, step.usage.promptTokens)
+        if (report === 'sample') this.counter.observe(plan.raw, step.usage.promptTokens)
+        if (report === 'cut') await this.learnCut(request, plan, step.usage.promptTokens)
       } else {
         // An endpoint that ignores `include_usage` (some vLLM and Ollama builds) must not make the token
         // budget silently void: the step is charged the estimate, marked as such.
@@ -303,15 +336,10 @@ export class OpenAIRoute implements ModelAdapter {
   }
 
   /**
-   * The endpoint's count of what was sent: calibrates the route's estimate, or, far below what was sent,
-   * shows the endpoint cut the prompt silently (Ollama past num_ctx): a coded warning, and the route's
-   * context learned down to what it kept.
+   * The endpoint cut the prompt silently (Ollama past num_ctx; route-context.ts tells it from a cache
+   * hit): a coded warning, and the route's context learned down to what it kept.
    */
-  private async checkReported(request: ModelRequest, plan: Plan, reported: number) {
-    if (!silentlyCut(plan.estimate, reported)) {
-      this.counter.observe(plan.raw, reported)
-      return
-    }
+  private async learnCut(request: ModelRequest, plan: Plan, reported: number) {
     this.limits.learn(reported, 'a prompt the endpoint cut')
     this.starts.delete(request.session.id)
     const message = `Model route "${this.config.route}" counted ${reported} prompt tokens of the ≈${plan.estimate} sent: the endpoint cut the prompt `

@@ -1,5 +1,5 @@
 import Schema from 'schemastery'
-import { strictConfig } from '@taskward/protocol'
+import { configInvalid, strictConfig } from '@taskward/protocol'
 
 export interface RouteConfig {
   route: string
@@ -85,4 +85,19 @@ export const Config: Schema<Partial<Config>, Config> = strictConfig('openai', Sc
     .description('Prompt + completion tokens a supervised task may use (main and reviewers); past it steps are refused with TOKEN_BUDGET_EXHAUSTED and the task pauses. Unset: no budget.'),
   cachedTokenWeight: Schema.number().min(0).max(1).default(0.5)
     .description('How much one prompt token the endpoint served from its cache counts against maxTokensPerTask (1: as much as any other).'),
-}) as any)
+}) as any, { check: finiteNumbers })
+
+/**
+ * schemastery's `number().min().max()` lets NaN through (YAML `.nan`): a NaN `cachedTokenWeight` makes
+ * every task's token count NaN, refused at its first step; a NaN `lowWater` drops the whole transcript.
+ */
+function finiteNumbers(config: Config) {
+  const numbers: [(string | number)[], unknown][] = [
+    [['cachedTokenWeight'], config.cachedTokenWeight],
+    [['context', 'lowWater'], config.context.lowWater],
+    ...config.routes.map((route, i): [(string | number)[], unknown] => [['routes', i, 'temperature'], route.temperature]),
+  ]
+  for (const [path, value] of numbers) {
+    if (value !== undefined && !Number.isFinite(value)) throw configInvalid('openai', path, value, 'expected a finite number')
+  }
+}

@@ -122,7 +122,7 @@ export function layoutMessages(input: ContextInput, limits: ContextLimits, count
   let inputMessages: ChatMessage[] | undefined
   if (inputIndex >= 0) {
     const text = (groups[inputIndex].messages[0] as { content: string }).content
-    inputMessages = [{ role: 'user', content: cut(text, Math.max(200, Math.floor(room / 2) * CHARS_PER_TOKEN)) }]
+    inputMessages = [{ role: 'user', content: cutInput(text, Math.floor(room / 2), count) }]
   }
   // Groups and notes in order: a note goes before the first group at or after its seq.
   const items: Item[] = []
@@ -187,6 +187,22 @@ export function layoutMessages(input: ContextInput, limits: ContextLimits, count
     // Notes the window dropped are not kept: they are never shown again.
     notes: notes.filter((note) => note === shownLatest || note.beforeSeq - 0.5 >= from),
   }
+}
+
+/**
+ * The turn's input cut to `tokens` as `count` counts them: first at ≈ 4 characters a token, then, where
+ * a script is denser (CJK: about one a character), shorter in proportion to what it still counts over.
+ */
+function cutInput(text: string, tokens: number, count: (message: ChatMessage) => number): string {
+  let chars = Math.max(200, tokens * CHARS_PER_TOKEN)
+  let shown = cut(text, chars)
+  for (let round = 0; round < 4 && shown !== text && chars > 200; round++) {
+    const counted = count({ role: 'user', content: shown })
+    if (counted <= tokens) break
+    chars = Math.max(200, Math.floor(chars * tokens / counted * 0.95))
+    shown = cut(text, chars)
+  }
+  return shown
 }
 
 /** Where an item at `seq` goes among `items` (sorted by their position): before the first one past it. */

@@ -7,6 +7,8 @@
  * Any other answer (OpenAI, DeepSeek: no such field) discovers nothing.
  */
 
+import { MIN_CONTEXT } from './route-context'
+
 export interface DiscoveredContext {
   tokens: number
   source: string
@@ -17,18 +19,54 @@ export const OLLAMA_DEFAULT_NUM_CTX = 4096
 
 type Fetch = (url: string, init?: RequestInit) => Promise<Response>
 
+/** Bytes of a discovery answer read at most (vLLM's model list, Ollama's model card: kilobytes). */
+const MAX_ANSWER_BYTES = 4_000_000
+
 async function json(fetcher: Fetch, url: string, init: RequestInit, timeoutMs: number): Promise<any> {
-  const response = await fetcher(url, { ...init, signal: AbortSignal.timeout(timeoutMs) })
-  if (!response.ok) return undefined
-  // A discovery answer is small; a large one is not what is looked for.
-  const text = await response.text()
-  if (text.length > 4_000_000) return undefined
-  return JSON.parse(text)
+  const abort = new AbortController()
+  const response = await fetcher(url, { ...init, signal: AbortSignal.any([abort.signal, AbortSignal.timeout(timeoutMs)]) })
+  if (!response.ok || !response.body) {
+    abort.abort()
+    return undefined
+  }
+  // Read up to the cap and no further: an endpoint streaming without end must not fill the memory
+  // for as long as the timeout lets it (gigabytes on loopback).
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength
+    if (size > MAX_ANSWER_BYTES) {
+      abort.abort()
+      return undefined
+    }
+    chunks.push(chunk)
+  }
+  return JSON.parse(Buffer.concat(chunks).toString('utf8'))
 }
 
+/**
+ * Ollama's `num_ctx` in a model's `parameters` text (one `name value` a line). Line by line: a
+ * pattern like `(?:^|\n)\s*num_ctx` retried after every newline of a long blank answer is quadratic.
+ */
+function numCtxParameter(parameters: string): number | undefined {
+  for (const line of parameters.split('\n')) {
+    const found = /^[ \t]*num_ctx[ \t]+(\d{1,12})[ \t\r]*$/.exec(line.length > 200 ? '' : line)
+    if (found) return positive(found[1])
+  }
+  return undefined
+}
+
+/** The largest context a model is believed to serve (MIN_CONTEXT: the smallest). */
+const MAX_CONTEXT = 100_000_000
+
+/**
+ * A context size as an endpoint states it (a number, or digits), within what a served context can be;
+ * else undefined. Outside it is not a size to work with (`true` is 1, a context of 1 would refuse
+ * every step before it is sent), and the route keeps its default and learns from refusals and cuts.
+ */
 const positive = (value: unknown) => {
-  const number = Number(value)
-  return Number.isSafeInteger(number) && number > 0 ? number : undefined
+  const number = typeof value === 'number' ? value : typeof value === 'string' && /^\d{1,12}$/.test(value) ? Number(value) : NaN
+  return Number.isSafeInteger(number) && number >= MIN_CONTEXT && number <= MAX_CONTEXT ? number : undefined
 }
 
 export async function discoverContext(options: { baseURL: string, model: string, apiKey: string, timeoutMs?: number, fetch?: Fetch }): Promise<DiscoveredContext | undefined> {
@@ -49,7 +87,7 @@ export async function discoverContext(options: { baseURL: string, model: string,
   const listed = positive(entry?.context_length)
   if (listed) return { tokens: listed, source: `${base}/models context_length` }
   if (show && typeof show === 'object' && ('model_info' in show || 'parameters' in show)) {
-    const numCtx = positive(/(?:^|\n)\s*num_ctx\s+(\d+)/.exec(String(show.parameters ?? ''))?.[1])
+    const numCtx = typeof show.parameters === 'string' ? numCtxParameter(show.parameters) : undefined
     if (numCtx) return { tokens: numCtx, source: `${origin}/api/show num_ctx` }
     const trained = Object.entries(show.model_info ?? {}).find(([key]) => key.endsWith('.context_length'))?.[1]
     const tokens = Math.min(OLLAMA_DEFAULT_NUM_CTX, positive(trained) ?? OLLAMA_DEFAULT_NUM_CTX)

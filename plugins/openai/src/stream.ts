@@ -65,9 +65,18 @@ export class StepAssembler {
 
   push(chunk: StreamChunk) {
     if (chunk.usage && (chunk.usage.prompt_tokens !== undefined || chunk.usage.completion_tokens !== undefined)) {
-      this.usage = { promptTokens: chunk.usage.prompt_tokens ?? 0, completionTokens: chunk.usage.completion_tokens ?? 0 }
-      const cached = cachedTokens(chunk.usage)
-      if (cached !== undefined) this.usage.cachedTokens = cached
+      const prompt = chunk.usage.prompt_tokens ?? 0
+      const completion = chunk.usage.completion_tokens ?? 0
+      // The endpoint's word goes into the budget and the calibration: a count that is not a whole,
+      // non-negative, safe number (a negative one would refund the budget) is no count; the step is
+      // then charged the estimate (adapter.ts), as when no usage came.
+      if (isCount(prompt) && isCount(completion)) {
+        this.usage = { promptTokens: prompt, completionTokens: completion }
+        const cached = cachedTokens(chunk.usage)
+        if (cached !== undefined) this.usage.cachedTokens = cached
+      } else {
+        this.usage = undefined
+      }
     }
     // One completion is asked for (n = 1): other choices, if an endpoint sends any, are ignored.
     const choice = chunk.choices?.find((c) => (c.index ?? 0) === 0)
@@ -117,6 +126,9 @@ export class StepAssembler {
     return step
   }
 }
+
+/** A token count as reported: a whole number, 0 or more, exact as a double. */
+const isCount = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0
 
 /** The cached share of a step's prompt tokens, in whichever field the endpoint reports it (never more than the prompt). */
 export function cachedTokens(usage: NonNullable<StreamChunk['usage']>): number | undefined {

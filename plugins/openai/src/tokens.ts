@@ -155,6 +155,16 @@ export class TokenCounter {
     return Math.ceil(raw * this.ratio)
   }
 
+  /**
+   * The endpoint named its count of a request it refused, above the estimate: the recent samples were
+   * wrong for what is sent now (averaged with them, the retry would be resent nearly alike). It alone
+   * calibrates until reported usage follows; bounded like any sample.
+   */
+  correct(raw: number, counted: number) {
+    if (!(raw > 0 && counted > 0 && Number.isFinite(counted))) return
+    this.samples = [[raw, counted]]
+  }
+
   /** Learns from a step: `raw` estimated before sending, `reported` the endpoint's prompt_tokens. */
   observe(raw: number, reported: number) {
     if (!(raw > 0 && reported > 0)) return

@@ -41,4 +41,10 @@ describe('plugin-openai: config', () => {
     expect(resolved.routes[0]).to.include({ route: 'main', apiKey: KEY, timeoutMs: 120000 })
     expect((Config as any)(resolved)).to.deep.equal(resolved)
   })
+
+  it('refuses NaN (YAML .nan) where a share or a temperature goes: a NaN weight refuses the first step of every task, a NaN lowWater drops the transcript', () => {
+    expect(refusal({ routes: [route], cachedTokenWeight: NaN }).details).to.deep.include({ key: 'cachedTokenWeight' })
+    expect(refusal({ routes: [route], context: { lowWater: NaN } }).details).to.deep.include({ key: 'context.lowWater' })
+    expect(refusal({ routes: [{ ...route, temperature: NaN }] }).details).to.deep.include({ key: 'routes[0].temperature' })
+  })
 })

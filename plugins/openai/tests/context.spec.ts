@@ -204,6 +204,18 @@ describe('model context (pure)', () => {
     expect(fresh.dropped).to.equal(false)
   })
 
+  it('cuts an input of a script dense in tokens (CJK: about one a character) to half the room in tokens, so it still fits', () => {
+    // Counted as an endpoint counts CJK: one token a character (estimateTokens would say a quarter).
+    const cjk = (message: ChatMessage) => 4 + ('content' in message && message.content ? message.content.length : 0)
+    const text = '审查者阅读会话日志，逐条核对引用的序号与计划是否一致。'.repeat(1000)
+    const layout = layoutMessages({ instructions: 'sys', events: [user('old'), user(text)] }, LIMITS, cjk)
+    expect(layout.fits).to.equal(true)
+    expect(layout.tokens).to.be.at.most(LIMITS.contextTokens)
+    const input = layout.messages.find((m) => m.role === 'user' && m.content.startsWith('审查者')) as any
+    expect(cjk(input)).to.be.at.most(LIMITS.contextTokens / 2)
+    expect(input.content).to.match(/…\[cut: \d+ more characters not shown\]$/)
+  })
+
   it('says when even the input and the task state cannot fit', () => {
     const layout = layoutMessages({ instructions: 'sys', taskState: { big: 'x'.repeat(5000) }, events: [user('go')] }, { ...LIMITS, contextTokens: 60, taskStateChars: 4000 })
     expect(layout.fits).to.equal(false)

@@ -62,6 +62,9 @@ export const SECURITY_HEADERS = {
   'Referrer-Policy': 'same-origin',
 } as const
 
+/** Socket errors of a client that went away mid-response. */
+const CLIENT_GONE = new Set(['EPIPE', 'ECONNRESET', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE'])
+
 /**
  * The authenticated Fetch surface over `ctx.server`. Every route needs a token (Bearer header or the
  * HttpOnly cookie set by the login link); a session token only opens its own session; a mutating
@@ -85,10 +88,32 @@ export class Connection extends Service {
     this.tokens = new TokenStore(config.operatorToken)
     this.mountFallback()
     this.mountBuiltins()
+    this.routeServerErrors(ctx)
     const listening = { value: !!ctx.server._http?.listening }
     ctx.on('server/ready', () => { listening.value = true })
     this.readiness = () => readiness(this.home, listening.value)
     if (config.announce) this.announceWhenReady(ctx)
+  }
+
+  /**
+   * Koa prints every error of a response to stderr, among them the socket's EPIPE / ECONNRESET when a
+   * client leaves while a stream is written (a live view closed, an SSE reader cancelling): that is the
+   * client leaving, not a fault. Those are dropped; any other goes to the host log.
+   */
+  private routeServerErrors(ctx: Context) {
+    const koa = ctx.server._koa
+    const logger = ctx.logger('connection')
+    const silent = koa.silent
+    koa.silent = true
+    const onError = (error: any) => {
+      if (CLIENT_GONE.has(error?.code) || error?.status === 404 || error?.expose) return
+      logger.warn(error)
+    }
+    koa.on('error', onError)
+    ctx.on('dispose', () => {
+      koa.off('error', onError)
+      koa.silent = silent
+    })
   }
 
   /** Whether the server listens and every plugin cordis.yml configures is up (`/health`). */
