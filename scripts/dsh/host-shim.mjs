@@ -4,3 +4,12 @@ export { KeyedLock } from '../../packages/host/src/keyed-lock.ts'
 export { original } from '../../packages/host/src/original.ts'
 export { sameOriginTarget } from '../../packages/host/src/connection/redirect.ts'
 export { TokenStore } from '../../packages/host/src/connection/tokens.ts'
+
+// The store-sharing helpers of our kernel (several hosts on one MySQL/MariaDB store: the repair
+// plugin's click relay and its catch-up reads). Inside DSH one process owns a session's log and there
+// is no `database` service, so there is no other host's tail to read and no lease: the plugins call
+// these unconditionally and get "nothing shared" (the relay itself is created only with `database`).
+export async function catchUpWithStore() {}
+export function storeDriver() { return undefined }
+export async function leaseOf() { return undefined }
+export async function revokeLapsedLease() { return false }

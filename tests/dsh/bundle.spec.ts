@@ -2,6 +2,7 @@ import { expect } from 'chai'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { TASK_SCHEMA_VERSION } from '@taskward/protocol'
 import { mockText, OpenAIMock } from '@taskward/testkit'
 import { DshHome, dshInstall, packedBundle, type DshWeb } from './dsh-host'
 import { carriedEvents, carrierEvents, commandText, execute, replyJson, waitFor } from './dsh-api'
@@ -81,7 +82,7 @@ describe('Taskward inside the real DSH host', function () {
     // DSH reopens the session (the carrier is a type it knows) and our readers fold the record again.
     const history = await web.api('session.history', { sessionId })
     const records = carriedEvents(history).filter((e) => e.type === 'extension/record') as { data: any }[]
-    expect(records.map((e) => [e.data.namespace, e.data.schemaVersion, e.data.kind])).to.deep.equal([['dsh-task-supervisor', 10, 'state']])
+    expect(records.map((e) => [e.data.namespace, e.data.schemaVersion, e.data.kind])).to.deep.equal([['dsh-task-supervisor', TASK_SCHEMA_VERSION, 'state']])
     const after = replyJson(await execute(web, sessionId, '/task'))
     expect(after.task).to.include({ id: created.taskId, objective: 'Add a CLI', phase: 'planning', revision: 1 })
     // A restart never continues by itself: the task waits for /task resume.
@@ -95,7 +96,7 @@ describe('Taskward inside the real DSH host', function () {
     await web.stop()
     // A record of a schema version no installed reader reads (an older bundle meeting a newer log).
     await home.appendToLog(sessionId, carrierEvents('extension/record', {
-      namespace: 'dsh-task-supervisor', schemaVersion: 11, kind: 'state', recordId: 'future:1', payload: {},
+      namespace: 'dsh-task-supervisor', schemaVersion: TASK_SCHEMA_VERSION + 1, kind: 'state', recordId: 'future:1', payload: {},
     }))
     web = await home.start()
     const served = model.requests.length

@@ -32,9 +32,6 @@ interface ReaderRegistry {
 export class RepairService {
   static readonly provide = 'repair'
   static inject = {
-    // Only for relaying clicks between hosts of one shared store (relay.ts); a host without a
-    // `database` service (DSH) has one host per session log and nothing to relay.
-    database: { required: false },
     supervisor: { required: true },
     sessions: { required: true },
     agents: { required: true },
@@ -62,6 +59,9 @@ export class RepairService {
     })
     registerRepairTools(ctx, this)
     registerRepairRoutes(ctx, this)
+    // Relaying clicks between hosts of one shared store (relay.ts) needs our kernel's `database`, there
+    // whenever the host is (it requires it). Not an inject: cordis 4 (DSH) treats every inject as
+    // required, and DSH has no `database` — one process per session log, nothing to relay.
     if (ctx.get('database')) {
       this.relay = new ClickRelay(ctx, this.config, async (sessionId, binding) =>
         confirmRepair(this, await this.mainSession(sessionId), binding, { relayed: true }))
