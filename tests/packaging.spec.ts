@@ -16,7 +16,7 @@ import { freePort } from '@taskward/testkit'
 const run = promisify(execFile)
 const ROOT = join(import.meta.dirname, '..')
 const PUBLISHED = [
-  '@taskward/protocol', '@taskward/host', '@taskward/plugin-database', '@taskward/plugin-workspace', '@taskward/plugin-admission',
+  '@taskward/protocol', '@taskward/cordis-compat', '@taskward/host', '@taskward/plugin-database', '@taskward/plugin-workspace', '@taskward/plugin-admission',
   '@taskward/plugin-supervisor', '@taskward/plugin-repair', '@taskward/plugin-recovery', '@taskward/plugin-console',
 ]
 /** The console computes its asset folder from import.meta.url at load time; its CJS build cannot (see the report). */
