@@ -109,4 +109,24 @@ describe('Taskward inside the real DSH host', function () {
     const status = await execute(web, sessionId, '/task')
     expect(status.kind).to.equal('success')
   })
+
+  it('poisons on a forged carrier record of a read version whose payload is invalid: steps refused, /task names the seq', async () => {
+    const { sessionId } = await web.api('session.create', { cwd: workspace })
+    await execute(web, sessionId, '/task new Forged state')
+    await waitFor(async () => (await web.api('session.list', {})).items.some((s: any) => s.sessionId === sessionId && !s.running), 'the first turn to end')
+    await web.stop()
+    // Version 10 is read, so admission lets it through; the supervisor's reader refuses its payload.
+    await home.appendToLog(sessionId, carrierEvents('extension/record', {
+      namespace: 'dsh-task-supervisor', schemaVersion: 10, kind: 'state', recordId: 'forged:7', payload: { id: 'forged', revision: 7 },
+    }))
+    web = await home.start()
+    const served = model.requests.length
+    await web.api('session.prompt', { sessionId, mode: 'queue', content: [{ type: 'text', text: 'carry on' }] })
+    await waitFor(async () => carriedEvents(await web.api('session.history', { sessionId })).some((e) => e.type === 'agent/refused'), 'the refusal in the log')
+    const refusal = carriedEvents(await web.api('session.history', { sessionId })).find((e) => e.type === 'agent/refused') as { data: any }
+    expect(refusal.data.code).to.equal('SUPERVISOR_POISONED')
+    expect(model.requests.length, 'no model step ran').to.equal(served)
+    const status = replyJson(await execute(web, sessionId, '/task'))
+    expect(JSON.stringify(status)).to.match(/Supervisor record at seq \d+/)
+  })
 })

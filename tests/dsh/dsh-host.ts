@@ -141,7 +141,11 @@ export class DshWeb {
           if (body?.taskward && await this.api('session.list', {}).then(() => true, () => false)) return
         }
       } catch {}
-      if (Date.now() > deadline) throw new Error(`dsh web did not answer within ${timeoutMs} ms:\n${this.output.slice(-4000)}`)
+      if (Date.now() > deadline) {
+        // Never leave a DSH behind: the caller gets no handle to stop it.
+        await this.stop()
+        throw new Error(`dsh web did not answer within ${timeoutMs} ms:\n${this.output.slice(-4000)}`)
+      }
       await new Promise((resolve) => setTimeout(resolve, 250))
     }
   }

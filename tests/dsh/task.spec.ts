@@ -62,6 +62,9 @@ describe('a supervised task inside the real DSH host', function () {
     // The task tools were offered to DSH's agent next to DSH's own.
     const offered = model.requests[0].body.tools.map((t: any) => t.function.name)
     expect(offered).to.include.members(['task_status', 'task_submit_plan', 'task_start_node', 'task_report_stage', 'task_request_completion', 'write', 'bash'])
+    // The reviewer's own tools are offered to reviewer agents only.
+    expect(offered).to.not.include.members(['review_read_log'])
+    expect(offered).to.not.include.members(['review_verdict'])
 
     await execute(web, sessionId, '/task approve')
     await waitFor(async () => (await status(sessionId)).task?.phase === 'complete', 'the task to complete', 120_000)
@@ -76,6 +79,8 @@ describe('a supervised task inside the real DSH host', function () {
     expect(reviewers.length).to.be.at.least(4)
     const reviewerInputs = model.requests.map((r) => r.body.messages ?? []).filter((m: any[]) => m.some((x) => typeof x.content === 'string' && x.content.startsWith('You review a ')))
     expect(reviewerInputs.length).to.be.at.least(4)
+    const reviewerOffer = model.requests.find((r) => (r.body.messages ?? []).some((x: any) => typeof x.content === 'string' && x.content.startsWith('You review a ')))!
+    expect(reviewerOffer.body.tools.map((t: any) => t.function.name)).to.include.members(['review_read_log', 'review_verdict'])
     // Reviewers are read-only (the supervisor's guard, asked from DSH's tools/pre-execute): each one's
     // write of DSH's own tool was refused before it ran.
     const reviewerResults = reviewerInputs.flatMap((m: any[]) => m.filter((x) => x.role === 'tool').map(contentOf))

@@ -76,7 +76,7 @@ export class DshAgentsContract {
   private readonly views = new WeakMap<DshAgent, AgentView>()
   protected ctx: Context
 
-  constructor(ctx: Context, private readonly dsh: DshAgents, private readonly sessions: DshSessionsContract) {
+  constructor(ctx: Context, private readonly dsh: DshAgents, private readonly sessions: DshSessionsContract, private readonly offerReviewerTools: (agent: DshAgent) => void = () => {}) {
     this.ctx = ctx
   }
 
@@ -125,7 +125,9 @@ export class DshAgentsContract {
         meta: { ...(options.cwd ? { cwd: options.cwd } : {}), ...(options.parentId ? { parentSession: options.parentId } : {}) },
         ...(agentOptions ? { agentOptions } : {}),
       })
-      return this.view('agent' in handle ? handle.agent : handle)
+      const agent = 'agent' in handle ? handle.agent : handle
+      if (options.role === 'reviewer') this.offerReviewerTools(agent)
+      return this.view(agent)
     } catch (error) {
       this.sessions.reviewers.delete(sessionId)
       throw new TaskwardError('SERVICE_UNAVAILABLE', `DSH could not create a session for Taskward: ${(error as Error).message}`)

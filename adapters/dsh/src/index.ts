@@ -8,7 +8,7 @@ import { WorkspaceService } from '@taskward/plugin-workspace'
 import { DshAgentsContract } from './agents'
 import { DshCommandsContract } from './commands'
 import { DshConnectionContract } from './connection'
-import type { DshAgent, DshAgents, DshCommands, DshSession, DshSessions, DshTools, DshWebServer } from './dsh-types'
+import type { DshAgent, DshAgents, DshCommands, DshEvent, DshSession, DshSessions, DshTools, DshWebServer } from './dsh-types'
 import { emitPrivate, privateEvents } from './events'
 import { DshModelsContract } from './models'
 import { DshProjectionsContract } from './projections'
@@ -66,12 +66,12 @@ export function apply(ctx: Context, input: Partial<Config>) {
 
   // DSH's cold-session services are optional plugins: read each time they are needed.
   const sessions = new DshSessionsContract(child, dsh, 'dsh', () => ({ agents: dsh.agents, persistence: c.get('sessionPersistence'), presets: c.get('agentPresets') }))
-  const agents = new DshAgentsContract(child, dsh.agents, sessions)
   const tools = new DshToolsContract(child, dsh.tools, sessions)
+  const agents = new DshAgentsContract(child, dsh.agents, sessions, (agent) => tools.offerReviewerTools(agent))
   const connection = new DshConnectionContract(child, dsh.webServer, config.prefix, config.operatorToken, () => listeningPort(dsh.webServer))
 
   // DSH's events, heard on the entry context (outside the subtree), feed the contract.
-  c.on('session/event', (session: DshSession, event: { seq: number }) => sessions.dispatch(session, event))
+  c.on('session/event', (session: DshSession, event: DshEvent) => sessions.dispatch(session, event))
   c.on('tools/pre-execute', async (exec: { name: string, arguments: unknown, agent?: DshAgent }, next: () => Promise<unknown>) => {
     if (!exec.agent) return next()
     // The turn's tool calls, for its `agent/turn-end` summary (the controller continues only after a

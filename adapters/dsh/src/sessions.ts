@@ -1,7 +1,7 @@
 import type { Context } from 'cordis'
 import { onDispose } from '@taskward/cordis-compat'
 import { TaskwardError, type SessionEvent } from '@taskward/protocol'
-import type { DshAgent, DshAgents, DshSession, DshSessions } from './dsh-types'
+import type { DshAgent, DshAgents, DshEvent, DshSession, DshSessions } from './dsh-types'
 import { resumeLikeDsh, type DshResumeServices } from './resume'
 import { SessionView, viewEvent } from './session-view'
 
@@ -25,10 +25,12 @@ export class DshSessionsContract {
   }
 
   /** Called by the adapter's `session/event` listener on every DSH append. */
-  dispatch(session: DshSession, event: { seq: number }) {
+  dispatch(session: DshSession, event: DshEvent) {
     if (!this.observers.size) return
     const view = this.view(session)
-    const seen = viewEvent(session.events[event.seq] ?? (event as any))
+    // The event DSH hands the listener, not `session.events[seq]`: that getter copies the whole log
+    // after every append.
+    const seen = viewEvent(event)
     for (const observer of [...this.observers]) {
       try {
         observer(view, seen)

@@ -5,7 +5,11 @@ import { TaskwardError, asTaskwardError } from '@taskward/protocol'
 import type { DshAgent, DshTools } from './dsh-types'
 import type { DshSessionsContract } from './sessions'
 import type { SessionView } from './session-view'
+import { REVIEWER_TOOLS } from '@taskward/plugin-supervisor'
 import { dshParameters } from './tool-schema'
+
+/** The supervisor's reviewer tools that are Taskward's own (DSH has read, glob and grep itself). */
+const REVIEWER_ONLY = new Set(REVIEWER_TOOLS.filter((name) => name.startsWith('review_')))
 
 export interface ToolDef {
   name: string
@@ -40,6 +44,8 @@ export function refusalText(error: { code: string, message: string }) {
 export class DshToolsContract {
   readonly guards = new Set<ToolGuard>()
   readonly defs = new Map<string, ToolDef>()
+  /** Disposers of the reviewer-only tools registered into reviewer agents, by tool name. */
+  private readonly scoped = new Map<string, (() => void)[]>()
   protected ctx: Context
 
   constructor(ctx: Context, private readonly dsh: DshTools, private readonly sessions: DshSessionsContract) {
@@ -48,8 +54,36 @@ export class DshToolsContract {
 
   register(def: ToolDef) {
     if (this.defs.has(def.name)) throw new TaskwardError('CONFIG_INVALID', `Tool ${def.name} is already registered.`)
+    const defs = this.defs
+    defs.set(def.name, def)
+    // Reviewer-only tools go to each reviewer agent's own scope (offerReviewerTools): every tool DSH
+    // offers costs every request of every agent (measured: benchmarks/dsh.bench.ts).
+    const unregister = REVIEWER_ONLY.has(def.name) ? () => {} : this.dsh.register(this.dshTool(def))
+    const scoped = this.scoped
+    return onDispose(this.ctx, () => {
+      defs.delete(def.name)
+      unregister()
+      for (const dispose of scoped.get(def.name) ?? []) dispose()
+      scoped.delete(def.name)
+    })
+  }
+
+  /** Offer the reviewer-only tools to one reviewer agent (through its own context: DSH scopes them to it). */
+  offerReviewerTools(agent: DshAgent) {
+    const tools = (agent as any).ctx?.tools as DshTools | undefined
+    if (!tools) return
+    for (const def of this.defs.values()) {
+      if (!REVIEWER_ONLY.has(def.name)) continue
+      const list = this.scoped.get(def.name) ?? []
+      list.push(tools.register(this.dshTool(def)))
+      this.scoped.set(def.name, list)
+    }
+  }
+
+  /** Our tool as a DSH tool definition. */
+  private dshTool(def: ToolDef): Parameters<DshTools['register']>[0] {
     const sessions = this.sessions
-    const unregister = this.dsh.register({
+    return {
       name: def.name,
       description: def.description,
       parameters: dshParameters(def.parameters),
@@ -74,13 +108,7 @@ export class DshToolsContract {
           throw new Error(refusalText(asTaskwardError(error, 'TOOL_FAILED')))
         }
       },
-    })
-    const defs = this.defs
-    defs.set(def.name, def)
-    return onDispose(this.ctx, () => {
-      defs.delete(def.name)
-      unregister()
-    })
+    }
   }
 
   guard(guard: ToolGuard) {
