@@ -8,8 +8,8 @@
  * Answers: `ok <command> [seq]` or `err <command> <code> <message>`.
  * argv: leaseDuration renewInterval
  */
-import { createInterface } from 'node:readline'
 import { TestHost, mysqlTestConfig } from '@taskward/testkit'
+import { say, serveCommands } from './host-child'
 
 const [leaseDuration, leaseRenewInterval] = process.argv.slice(2).map(Number)
 const host = await TestHost.boot({
@@ -17,28 +17,20 @@ const host = await TestHost.boot({
   host: { agents: { leaseDuration, leaseRenewInterval } },
 })
 const { ctx } = host
-const say = (line: string) => process.stdout.write(line.replace(/\n/g, ' ') + '\n')
 say(`ready ${process.pid}`)
 
-for await (const line of createInterface({ input: process.stdin })) {
-  const [command, id, arg] = line.trim().split(' ')
-  try {
-    if (command === 'create') {
-      const session = await ctx.sessions.create({ id, cwd: arg })
-      await ctx.agents.create({ sessionId: session.id, model: 'scripted', role: 'main' })
-      say('ok create')
-    } else if (command === 'resume') {
-      await ctx.agents.resume(id)
-      say('ok resume')
-    } else if (command === 'append') {
-      const event = await (await ctx.sessions.get(id)).append('test/tick', { host: process.pid, tag: arg })
-      say(`ok append ${event.seq}`)
-    } else if (command === 'dispose') {
-      await host.dispose()
-      say('ok dispose')
-      process.exit(0)
-    }
-  } catch (error: any) {
-    say(`err ${command} ${error?.code ?? 'UNCODED'} ${error?.message ?? error}`)
-  }
-}
+await serveCommands(host, {
+  async create(id, cwd) {
+    const session = await ctx.sessions.create({ id, cwd })
+    await ctx.agents.create({ sessionId: session.id, model: 'scripted', role: 'main' })
+    say('ok create')
+  },
+  async resume(id) {
+    await ctx.agents.resume(id)
+    say('ok resume')
+  },
+  async append(id, tag) {
+    const event = await (await ctx.sessions.get(id)).append('test/tick', { host: process.pid, tag })
+    say(`ok append ${event.seq}`)
+  },
+})

@@ -13,11 +13,12 @@
  *   dispose      → stops the host (releases its leases) and exits
  * argv: leaseDuration renewInterval clickRelayTimeout
  */
-import { createInterface } from 'node:readline'
+import type { Agent } from '@taskward/host'
 import { TestHost, mysqlTestConfig } from '@taskward/testkit'
 import { RepairPlugin } from '../plugins/repair/src'
 import { WebConsole } from '../plugins/console/src'
 import { allIdle, completeDiamond, mainSession, proposeRepair, repairPlugins } from '../plugins/repair/tests/fixtures'
+import { say, serveCommands } from './host-child'
 
 const [leaseDuration, leaseRenewInterval, clickRelayTimeout] = process.argv.slice(2).map(Number)
 const plugins = [
@@ -30,36 +31,31 @@ const host = await TestHost.boot({
   database: mysqlTestConfig(process.env.TASKWARD_TEST_MYSQL!),
   host: { agents: { leaseDuration, leaseRenewInterval } },
 })
-const say = (line: string) => process.stdout.write(line.replace(/\n/g, ' ') + '\n')
 say(`ready ${process.pid} ${host.url} ${host.operatorToken}`)
 
-for await (const line of createInterface({ input: process.stdin })) {
-  const [command, arg] = line.trim().split(' ')
-  try {
-    if (command === 'setup') {
-      const session = await mainSession(host, arg)
-      await completeDiamond(host, session)
-      await allIdle(host, session)
-      const answer = await proposeRepair(host, session, ['b'])
-      say(`ok setup ${session.id} ${answer.proposalId} ${answer.taskId} ${answer.revision}`)
-    } else if (command === 'resume') {
-      await host.ctx.agents.resume(arg)
-      say('ok resume')
-    } else if (command === 'busy' || command === 'takebusy') {
-      // takebusy: the window opens in the same tick as the resume ends, before anything can use the agent.
-      const agent = command === 'busy' ? host.ctx.supervisor.mainAgent(arg) : await host.ctx.agents.resume(arg)
-      if (!agent) throw new Error(`no live main agent for ${arg}`)
-      const opened = new Promise<void>((resolve) => {
-        void agent.runMaintenance(() => { resolve(); return new Promise((done) => setTimeout(done, Number(line.trim().split(' ')[2]))) })
-      })
-      await opened
-      say('ok busy')
-    } else if (command === 'dispose') {
-      await host.dispose()
-      say('ok dispose')
-      process.exit(0)
-    }
-  } catch (error: any) {
-    say(`err ${command} ${error?.code ?? 'UNCODED'} ${error?.message ?? error}`)
-  }
+/** Opens a maintenance window of `agent` lasting `ms`, answered once it is open. */
+async function busy(agent: Agent | undefined, sessionId: string, ms: string) {
+  if (!agent) throw new Error(`no live main agent for ${sessionId}`)
+  const opened = new Promise<void>((resolve) => {
+    void agent.runMaintenance(() => { resolve(); return new Promise((done) => setTimeout(done, Number(ms))) })
+  })
+  await opened
+  say('ok busy')
 }
+
+await serveCommands(host, {
+  async setup(cwd) {
+    const session = await mainSession(host, cwd)
+    await completeDiamond(host, session)
+    await allIdle(host, session)
+    const answer = await proposeRepair(host, session, ['b'])
+    say(`ok setup ${session.id} ${answer.proposalId} ${answer.taskId} ${answer.revision}`)
+  },
+  async resume(sessionId) {
+    await host.ctx.agents.resume(sessionId)
+    say('ok resume')
+  },
+  busy: (sessionId, ms) => busy(host.ctx.supervisor.mainAgent(sessionId), sessionId, ms),
+  // The window opens in the same tick as the resume ends, before anything can use the agent.
+  takebusy: async (sessionId, ms) => busy(await host.ctx.agents.resume(sessionId), sessionId, ms),
+})

@@ -2,13 +2,7 @@ import { expect } from 'chai'
 import type { Agent, TurnSummary } from '@taskward/host'
 import { TaskwardError } from '@taskward/protocol'
 import { TestHost, removeTree, tempWorkspace } from '@taskward/testkit'
-
-/** A promise and the function that settles it, to hold a scripted step or a maintenance window open. */
-function gate() {
-  let open!: () => void
-  const opened = new Promise<void>((resolve) => open = resolve)
-  return { open, opened }
-}
+import { gate, registerHoldingTool } from './gates'
 
 const tick = (ms = 30) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -82,17 +76,7 @@ describe('host: agents', () => {
     const agent = await host.ctx.agents.create({ cwd, model: 'scripted', role: 'main' })
     let summary: TurnSummary | undefined
     host.ctx.on('agent/turn-end', (_, s) => { summary = s })
-    const entered = gate()
-    const release = gate()
-    host.ctx.tools.register({
-      name: 'slow_step',
-      description: 'Waits until the test releases it.',
-      async execute() {
-        entered.open()
-        await release.opened
-        return { done: true }
-      },
-    })
+    const { entered, release } = registerHoldingTool(host, 'slow_step', { done: true })
     host.scripted.script('main', [
       { toolCalls: [{ name: 'slow_step', args: {} }, { name: 'write', args: { path: 'after-stop.txt', content: 'should not exist' } }] },
       { text: 'a step after the stop' },

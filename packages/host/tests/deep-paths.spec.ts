@@ -1,8 +1,7 @@
 import { expect } from 'chai'
-import type { Session, ToolResult } from '@taskward/host'
-import { TestHost, removeTree, tempWorkspace } from '@taskward/testkit'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
+import { useToolWorkspace } from './tool-workspace'
 
 /**
  * A path is opened one directory at a time, each held open until the file is: a model's path of
@@ -11,26 +10,14 @@ import { join } from 'node:path'
  */
 describe('host: file tool paths are bounded', function () {
   this.timeout(60_000)
-  let host: TestHost
-  let cwd: string
-  let session: Session
-  const run = (name: string, args: unknown): Promise<ToolResult> => host.ctx.tools.execute(session, name, args)
-
-  beforeEach(async () => {
-    host = await TestHost.boot()
-    cwd = await tempWorkspace({ 'src/a.ts': 'x\n' })
-    session = await host.ctx.sessions.create({ cwd })
-  })
-  afterEach(async () => {
-    await host.dispose()
-    await removeTree(cwd)
-  })
+  const workspace = useToolWorkspace({ 'src/a.ts': 'x\n' })
+  const run = workspace.run
 
   it('refuses a path nested too deep before creating anything, and an overlong name, with TOOL_INVALID_ARGS', async () => {
     const deep = await run('write', { path: `${'q/'.repeat(300)}f`, content: 'x' })
     expect(deep.error?.code).to.equal('TOOL_INVALID_ARGS')
     expect(deep.error?.message).to.match(/deeper than/)
-    expect(existsSync(join(cwd, 'q'))).to.equal(false)
+    expect(existsSync(join(workspace.cwd, 'q'))).to.equal(false)
     for (const name of ['read', 'write']) {
       const long = await run(name, { path: 'a'.repeat(300), content: 'x' })
       expect(long.error?.code, name).to.equal('TOOL_INVALID_ARGS')

@@ -1,7 +1,7 @@
 import { expect } from 'chai'
-import type { Session, ToolResult } from '@taskward/host'
-import { TestHost, removeTree, tempWorkspace } from '@taskward/testkit'
+import type { ToolResult } from '@taskward/host'
 import { readdir, readFile } from 'node:fs/promises'
+import { useToolWorkspace } from './tool-workspace'
 
 /**
  * A control character in a file tool's path or glob is a malformed argument (TOOL_INVALID_ARGS naming the
@@ -9,20 +9,8 @@ import { readdir, readFile } from 'node:fs/promises'
  */
 describe('host: control characters in file tool paths and globs', function () {
   this.timeout(60_000)
-  let host: TestHost
-  let cwd: string
-  let session: Session
-  const run = (name: string, args: unknown): Promise<ToolResult> => host.ctx.tools.execute(session, name, args)
-
-  beforeEach(async () => {
-    host = await TestHost.boot()
-    cwd = await tempWorkspace({ 'a': 'the file a\n', 'src/b.ts': 'export const b = 1\n' })
-    session = await host.ctx.sessions.create({ cwd })
-  })
-  afterEach(async () => {
-    await host.dispose()
-    await removeTree(cwd)
-  })
+  const workspace = useToolWorkspace({ 'a': 'the file a\n', 'src/b.ts': 'export const b = 1\n' })
+  const run = workspace.run
 
   function expectRefused(result: ToolResult, what: string, argument: string, name: string, position: number) {
     expect(result.error?.code, JSON.stringify(result)).to.equal('TOOL_INVALID_ARGS')
@@ -38,7 +26,7 @@ describe('host: control characters in file tool paths and globs', function () {
     // The NUL would cut the path to "a" at the system call: the file a stays as it was.
     expectRefused(await run('write', { path: 'a\u0000b', content: 'overwritten' }), 'Path', 'path', 'a NUL (U+0000)', 2)
     expectRefused(await run('edit', { path: 'a\u0000', old: 'the', new: 'THE' }), 'Path', 'path', 'a NUL (U+0000)', 2)
-    expect(await readFile(`${cwd}/a`, 'utf8')).to.equal('the file a\n')
+    expect(await readFile(`${workspace.cwd}/a`, 'utf8')).to.equal('the file a\n')
     expectRefused(await run('read', { path: '\u0000' }), 'Path', 'path', 'a NUL (U+0000)', 1)
     // Also ahead of the other path checks: an absolute or escaping path with a NUL is named for the NUL.
     expectRefused(await run('read', { path: '/etc/passwd\u0000' }), 'Path', 'path', 'a NUL (U+0000)', 12)
@@ -55,7 +43,7 @@ describe('host: control characters in file tool paths and globs', function () {
       expectRefused(written, 'Path', 'path', name, 8)
     }
     // Nothing was created by any of them.
-    expect((await readdir(`${cwd}/src`)).sort()).to.deep.equal(['b.ts'])
+    expect((await readdir(`${workspace.cwd}/src`)).sort()).to.deep.equal(['b.ts'])
     // Positions count characters, not UTF-16 units or bytes; the first control character is the one named.
     expectRefused(await run('read', { path: 'é😀\n\u0000' }), 'Path', 'path', 'a line feed (U+000A)', 3)
     // Non-ASCII letters are not control characters.
@@ -68,7 +56,7 @@ describe('host: control characters in file tool paths and globs', function () {
       expectRefused(await run('write', { path: `src/x${String.fromCharCode(point)}[31m.ts`, content: 'x' }), 'Path', 'path', `the control character ${unicode}`, 6)
     }
     expectRefused(await run('glob', { pattern: '**/\u0085*' }), 'The glob pattern', 'pattern', 'the control character U+0085', 4)
-    expect((await readdir(`${cwd}/src`)).sort()).to.deep.equal(['b.ts'])
+    expect((await readdir(`${workspace.cwd}/src`)).sort()).to.deep.equal(['b.ts'])
   })
 
   it('glob patterns: the glob tool and grep\'s include', async () => {

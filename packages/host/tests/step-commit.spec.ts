@@ -2,13 +2,7 @@ import { expect } from 'chai'
 import { tmpdir } from 'node:os'
 import { storeDriver } from '@taskward/host'
 import { TestHost } from '@taskward/testkit'
-
-/** A promise and the function that settles it, to hold a tool call (and so its step) open. */
-function gate() {
-  let open!: () => void
-  const opened = new Promise<void>((resolve) => open = resolve)
-  return { open, opened }
-}
+import { registerHoldingTool } from './gates'
 
 describe('host: a model step is one commit', () => {
   let host: TestHost
@@ -62,17 +56,7 @@ describe('host: a model step is one commit', () => {
   })
 
   it('acknowledges an operator command that came during a step only once it is written', async () => {
-    const held = gate()
-    const entered = gate()
-    host.ctx.tools.register({
-      name: 'hold',
-      description: 'Wait until the test lets go.',
-      async execute() {
-        entered.open()
-        await held.opened
-        return { ok: true }
-      },
-    })
+    const { entered, release: held } = registerHoldingTool(host, 'hold', { ok: true })
     host.ctx.commands.register('ping', () => 'pong')
     host.scripted.script('main', [{ toolCalls: [{ name: 'hold' }] }, {}])
     const agent = await host.ctx.agents.create({ cwd: tmpdir(), model: 'scripted' })

@@ -1,47 +1,30 @@
 import { expect } from 'chai'
-import { SupervisorPlugin } from '@taskward/plugin-supervisor'
-import { OpenAIMock, TestHost, removeTree, taskPlayer, tempWorkspace } from '@taskward/testkit'
-import * as OpenAIPlugin from '../src'
+import { taskPlayer } from '@taskward/testkit'
 import { until } from './helpers'
+import { bootBudgetHost, useRig } from './loopback'
 
 describe('token budget: what a step costs', function () {
   this.timeout(30_000)
-  let mock: OpenAIMock
-  let host: TestHost
-  let cwd: string
-  before(async () => {
-    mock = await OpenAIMock.start()
-    mock.fallback = taskPlayer({ usage: { prompt_tokens: 100, completion_tokens: 10 } })
-    host = await TestHost.boot({
-      plugins: [
-        [SupervisorPlugin, { reviewerModel: 'scripted', automaticContinuation: true }],
-        [OpenAIPlugin, { routes: [{ route: 'mock', baseURL: mock.baseURL, apiKey: 'sk-budget', maxRetries: 0 }], maxTokensPerTask: 1_000_000 }],
-      ],
-      waitFor: ['supervisor'],
-    })
-    await until(() => host.ctx.models.routes().includes('openai'))
-    cwd = await tempWorkspace()
-  })
-  after(async () => {
-    await host.dispose()
-    await mock.close()
-    await removeTree(cwd)
+  const rig = useRig({
+    once: true,
+    mock: (mock) => { mock.fallback = taskPlayer({ usage: { prompt_tokens: 100, completion_tokens: 10 } }) },
+    boot: (mock) => bootBudgetHost(mock, 1_000_000),
   })
 
   it('counts a step\'s usage as it is appended: once counted, no step reads the log again for the budget', async () => {
-    const { session, agent } = await host.ctx.supervisor.startSession({ cwd, model: 'openai' })
+    const { session, agent } = await rig.host.ctx.supervisor.startSession({ cwd: rig.cwd, model: 'openai' })
     // Every paged read of the main session's log (how the guard counted; folds read so too), through
     // the real reader underneath.
     let reads = 0
     const events = session.events.bind(session)
     session.events = (...args) => (reads++, events(...args))
-    host.scripted.script('reviewer', [{ toolCalls: [{ name: 'review_verdict', args: { verdict: 'pass' } }] }])
-    await host.ctx.commands.input(session, '/task new write a and b')
-    await until(async () => (await host.ctx.supervisor.state(session)).current?.phase === 'awaiting-approval', 'the plan')
+    rig.host.scripted.script('reviewer', [{ toolCalls: [{ name: 'review_verdict', args: { verdict: 'pass' } }] }])
+    await rig.host.ctx.commands.input(session, '/task new write a and b')
+    await until(async () => (await rig.host.ctx.supervisor.state(session)).current?.phase === 'awaiting-approval', 'the plan')
     await agent.whenIdle()
-    host.scripted.script('reviewer', Array(4).fill({ toolCalls: [{ name: 'review_verdict', args: { verdict: 'pass' } }] }))
-    await host.ctx.commands.input(session, '/task approve')
-    const usage = () => host.ctx.database.get('taskward_event', { sessionId: session.id, type: 'model/usage' })
+    rig.host.scripted.script('reviewer', Array(4).fill({ toolCalls: [{ name: 'review_verdict', args: { verdict: 'pass' } }] }))
+    await rig.host.ctx.commands.input(session, '/task approve')
+    const usage = () => rig.host.ctx.database.get('taskward_event', { sessionId: session.id, type: 'model/usage' })
     await until(async () => (await usage()).length >= 5, 'five steps', 10_000)
     const read = reads
     const steps = (await usage()).length

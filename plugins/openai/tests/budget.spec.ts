@@ -1,10 +1,9 @@
 import { expect } from 'chai'
-import { SupervisorPlugin } from '@taskward/plugin-supervisor'
 import { approve, RECORD_EVENT_TYPE, TASK_NAMESPACE, TASK_STATE_KIND, type SessionEvent } from '@taskward/protocol'
-import { OpenAIMock, TestHost, removeTree, taskPlayer, tempWorkspace } from '@taskward/testkit'
-import * as OpenAIPlugin from '../src'
+import { taskPlayer, type OpenAIMock } from '@taskward/testkit'
 import { taskTokens } from '../src'
 import { until } from './helpers'
+import { bootBudgetHost, useRig, type Rig } from './loopback'
 
 let seq = 0
 const usage = (p: number, c: number): SessionEvent => ({ seq: seq++, type: 'model/usage', time: 0, data: { route: 'r', step: 0, promptTokens: p, completionTokens: c } })
@@ -12,21 +11,19 @@ const taskRecord = (id: string): SessionEvent => ({
   seq: seq++, type: RECORD_EVENT_TYPE, time: 0, data: { namespace: TASK_NAMESPACE, kind: TASK_STATE_KIND, schemaVersion: 10, recordId: id, payload: { id } },
 })
 
+/** A planning task on the mock: each step reports 100 prompt and 10 completion tokens. */
+const reporting100and10 = (mock: OpenAIMock) => { mock.fallback = taskPlayer({ usage: { prompt_tokens: 100, completion_tokens: 10 } }) }
+
 /**
- * A host whose openai route (on `mock`) has maxTokensPerTask `budget` (300), with the supervisor, and a
- * workspace; on `dataDir` it starts on another host's data (a restart with other config).
+ * A main session on the openai route and the task 'write a and b' in it (its reviewer passes once);
+ * with `awaitPlan`, once the plan awaits approval.
  */
-async function bootBudgetHost(mock: OpenAIMock, budget = 300, dataDir?: string) {
-  const host = await TestHost.boot({
-    plugins: [
-      [SupervisorPlugin, { reviewerModel: 'scripted', automaticContinuation: true }],
-      [OpenAIPlugin, { routes: [{ route: 'mock', baseURL: mock.baseURL, apiKey: 'sk-budget', maxRetries: 0 }], maxTokensPerTask: budget }],
-    ],
-    waitFor: ['supervisor'],
-    ...dataDir ? { dataDir } : {},
-  })
-  await until(() => host.ctx.models.routes().includes('openai'))
-  return { host, cwd: await tempWorkspace() }
+async function planTask(rig: Rig, awaitPlan: boolean) {
+  const { session, agent } = await rig.host.ctx.supervisor.startSession({ cwd: rig.cwd, model: 'openai' })
+  rig.host.scripted.script('reviewer', [{ toolCalls: [{ name: 'review_verdict', args: { verdict: 'pass' } }] }])
+  await rig.host.ctx.commands.input(session, '/task new write a and b')
+  if (awaitPlan) await until(async () => (await rig.host.ctx.supervisor.state(session)).current?.phase === 'awaiting-approval', 'the plan')
+  return { session, agent }
 }
 
 describe('token budget per task', () => {
@@ -38,28 +35,13 @@ describe('token budget per task', () => {
 
   describe('enforced before each step', function () {
     this.timeout(30_000)
-    let mock: OpenAIMock
-    let host: TestHost
-    let cwd: string
-    before(async () => {
-      mock = await OpenAIMock.start()
-      mock.fallback = taskPlayer({ usage: { prompt_tokens: 100, completion_tokens: 10 } })
-      ;({ host, cwd } = await bootBudgetHost(mock))
-    })
-    after(async () => {
-      await host.dispose()
-      await mock.close()
-      await removeTree(cwd)
-    })
+    const rig = useRig({ once: true, mock: reporting100and10, boot: (mock) => bootBudgetHost(mock, 300) })
 
     it('past maxTokensPerTask the step is refused with TOKEN_BUDGET_EXHAUSTED and the task pauses with nothing lost', async () => {
-      const { session, agent } = await host.ctx.supervisor.startSession({ cwd, model: 'openai' })
-      host.scripted.script('reviewer', [{ toolCalls: [{ name: 'review_verdict', args: { verdict: 'pass' } }] }])
-      await host.ctx.commands.input(session, '/task new write a and b')
-      await until(async () => (await host.ctx.supervisor.state(session)).current?.phase === 'awaiting-approval', 'the plan')
+      const { session, agent } = await planTask(rig, true)
       // Planning took two steps: 220 tokens.
-      await host.ctx.commands.input(session, '/task approve')
-      await until(async () => (await host.ctx.supervisor.state(session)).current?.phase === 'paused', 'the pause')
+      await rig.host.ctx.commands.input(session, '/task approve')
+      await until(async () => (await rig.host.ctx.supervisor.state(session)).current?.phase === 'paused', 'the pause')
       await agent.whenIdle()
       const events = await session.read({ from: 0, limit: 1000 })
       const refused = events.filter((e) => e.type === 'agent/refused')
@@ -67,107 +49,83 @@ describe('token budget per task', () => {
       expect(refused[0].data.message).to.match(/used 330 tokens, its budget is 300/)
       const usageEvents = events.filter((e) => e.type === 'model/usage')
       expect(usageEvents).to.have.length(3)
-      expect(mock.requests).to.have.length(3)
-      const task = (await host.ctx.supervisor.state(session)).current!
+      expect(rig.mock.requests).to.have.length(3)
+      const task = (await rig.host.ctx.supervisor.state(session)).current!
       expect(task.plan?.nodes.map((n) => n.id)).to.deep.equal(['a', 'b'])
       expect(task.nodeRuns.a.status).to.equal('running')
       expect(task).to.include({ pauseReason: 'budget', resumePhase: 'active' })
-      expect((await host.ctx.supervisor.status(session)).task).to.include({ phase: 'paused', pauseReason: 'budget' })
+      expect((await rig.host.ctx.supervisor.status(session)).task).to.include({ phase: 'paused', pauseReason: 'budget' })
       // Resuming without more budget is refused, naming the budget: the task stays paused, no request reaches the endpoint.
-      const resumed = await host.ctx.commands.input(session, '/task resume')
+      const resumed = await rig.host.ctx.commands.input(session, '/task resume')
       expect(resumed?.error?.code).to.equal('TOKEN_BUDGET_EXHAUSTED')
       expect(resumed?.error?.message).to.include(`Task ${task.id} used 330 tokens, its budget is 300 (openai maxTokensPerTask); the task stays paused`)
         .and.to.include('Raise maxTokensPerTask')
       expect(resumed?.error?.details).to.deep.equal({ taskId: task.id, tokens: 330, budget: 300, key: 'maxTokensPerTask' })
       await new Promise((resolve) => setTimeout(resolve, 50))
       await agent.whenIdle()
-      expect((await host.ctx.supervisor.state(session)).current).to.deep.equal(task)
-      expect(mock.requests).to.have.length(3)
+      expect((await rig.host.ctx.supervisor.state(session)).current).to.deep.equal(task)
+      expect(rig.mock.requests).to.have.length(3)
 
       // Raising maxTokensPerTask (config, then a restart on the same data) makes /task resume work again.
-      await host.stop()
-      const raised = await bootBudgetHost(mock, 10_000, host.dataDir)
+      await rig.host.stop()
+      const raised = await bootBudgetHost(rig.mock, 10_000, rig.host.dataDir)
       try {
-        const restored = await raised.host.ctx.sessions.get(session.id)
-        const again = await raised.host.ctx.commands.input(restored, '/task resume')
+        const restored = await raised.ctx.sessions.get(session.id)
+        const again = await raised.ctx.commands.input(restored, '/task resume')
         expect(again?.error).to.equal(undefined)
-        expect((await raised.host.ctx.supervisor.state(restored)).current).to.include({ phase: 'active', id: task.id })
-        await until(() => mock.requests.length > 3, 'a request after the resume')
-        await raised.host.ctx.agents.get(restored.id)?.whenIdle()
+        expect((await raised.ctx.supervisor.state(restored)).current).to.include({ phase: 'active', id: task.id })
+        await until(() => rig.mock.requests.length > 3, 'a request after the resume')
+        await raised.ctx.agents.get(restored.id)?.whenIdle()
       } finally {
-        await raised.host.dispose()
-        await removeTree(raised.cwd)
+        await raised.dispose()
       }
     })
   })
 
   describe('a live task already past the budget', function () {
     this.timeout(30_000)
-    let mock: OpenAIMock
-    let host: TestHost
-    let cwd: string
-    before(async () => {
-      mock = await OpenAIMock.start()
-      mock.fallback = taskPlayer({ usage: { prompt_tokens: 100, completion_tokens: 10 } })
-      ;({ host, cwd } = await bootBudgetHost(mock, 200))
-    })
-    after(async () => {
-      await host.dispose()
-      await mock.close()
-      await removeTree(cwd)
-    })
+    const rig = useRig({ once: true, mock: reporting100and10, boot: (mock) => bootBudgetHost(mock, 200) })
 
     it('/task resume of a task that is executing (not paused) but past maxTokensPerTask is refused too: nothing is queued', async () => {
-      const { session, agent } = await host.ctx.supervisor.startSession({ cwd, model: 'openai' })
-      host.scripted.script('reviewer', [{ toolCalls: [{ name: 'review_verdict', args: { verdict: 'pass' } }] }])
-      await host.ctx.commands.input(session, '/task new write a and b')
-      await until(async () => (await host.ctx.supervisor.state(session)).current?.phase === 'awaiting-approval', 'the plan')
+      const { session, agent } = await planTask(rig, true)
       await agent.whenIdle()
       // Planning took two steps: 220 tokens of 200. The task executes with nothing driving it, as after a
       // restart (or a turn that ended on the budget's last token): /task resume is what would drive it.
-      const active = await host.ctx.supervisor.apply(session, (task: any, at: any) => approve(task, at))
+      const active = await rig.host.ctx.supervisor.apply(session, (task: any, at: any) => approve(task, at))
       expect(active.phase).to.equal('active')
-      expect(mock.requests).to.have.length(2)
-      const resumed = await host.ctx.commands.input(session, '/task resume')
+      expect(rig.mock.requests).to.have.length(2)
+      const resumed = await rig.host.ctx.commands.input(session, '/task resume')
       expect(resumed?.error?.code, JSON.stringify(resumed)).to.equal('TOKEN_BUDGET_EXHAUSTED')
       expect(resumed?.error?.message).to.include(`Task ${active.id} used 220 tokens, its budget is 200 (openai maxTokensPerTask)`)
       await new Promise((resolve) => setTimeout(resolve, 50))
       await agent.whenIdle()
-      expect(mock.requests, 'no step ran').to.have.length(2)
+      expect(rig.mock.requests, 'no step ran').to.have.length(2)
       const events = await session.read({ from: 0, limit: 1000 })
       expect(events.filter((e) => e.type === 'agent/refused'), 'no step was even tried').to.have.length(0)
-      expect((await host.ctx.supervisor.state(session)).current).to.deep.equal(active)
+      expect((await rig.host.ctx.supervisor.state(session)).current).to.deep.equal(active)
     })
   })
 
   describe('an endpoint that reports no usage', function () {
     this.timeout(30_000)
-    let mock: OpenAIMock
-    let host: TestHost
-    let cwd: string
-    before(async () => {
-      mock = await OpenAIMock.start()
-      const player = taskPlayer()
-      // Like some vLLM or Ollama builds: `stream_options.include_usage` is ignored, no usage chunk comes.
-      mock.fallback = async (request) => ({ ...await player(request) as any, usage: false })
-      ;({ host, cwd } = await bootBudgetHost(mock))
-    })
-    after(async () => {
-      await host.dispose()
-      await mock.close()
-      await removeTree(cwd)
+    const rig = useRig({
+      once: true,
+      mock: (mock) => {
+        const player = taskPlayer()
+        // Like some vLLM or Ollama builds: `stream_options.include_usage` is ignored, no usage chunk comes.
+        mock.fallback = async (request) => ({ ...await player(request) as any, usage: false })
+      },
+      boot: (mock) => bootBudgetHost(mock, 300),
     })
 
     it('still counts against maxTokensPerTask: each step records an estimate (marked), and the budget refuses the next step', async () => {
-      const { session, agent } = await host.ctx.supervisor.startSession({ cwd, model: 'openai' })
-      host.scripted.script('reviewer', [{ toolCalls: [{ name: 'review_verdict', args: { verdict: 'pass' } }] }])
-      await host.ctx.commands.input(session, '/task new write a and b')
+      const { session, agent } = await planTask(rig, false)
       const refusals = async () => (await session.read({ from: 0, limit: 1000 })).filter((e) => e.type === 'agent/refused').map((e) => e.data.code)
       await until(async () => (await refusals()).length > 0, 'a budget refusal', 5000)
       await agent.whenIdle()
       expect(await refusals()).to.deep.equal(['TOKEN_BUDGET_EXHAUSTED'])
       // One step's estimate (instructions, tools, task state) is past 300 tokens: the second is refused.
-      expect(mock.requests).to.have.length(1)
+      expect(rig.mock.requests).to.have.length(1)
       const events = await session.read({ from: 0, limit: 1000 })
       const usageEvents = events.filter((e) => e.type === 'model/usage')
       expect(usageEvents.length).to.be.greaterThan(0)

@@ -1,134 +1,103 @@
 import { expect } from 'chai'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { diagnose, type Agent } from '@taskward/host'
+import { diagnose } from '@taskward/host'
 import { SupervisorPlugin } from '@taskward/plugin-supervisor'
-import type { SessionEvent } from '@taskward/protocol'
-import { OpenAIMock, TestHost, mockText, removeTree, taskPlayer, tempWorkspace, type MockDialect } from '@taskward/testkit'
+import { TestHost, mockText, taskPlayer, type MockDialect } from '@taskward/testkit'
 import * as OpenAIPlugin from '../src'
 import { KEY, runTurn, until } from './helpers'
-
-const ofType = (events: readonly SessionEvent[], type: string) => events.filter((e) => e.type === type)
-
-/** A host with one route on `mock`; `context`: the plugin's context config. */
-async function boot(mock: OpenAIMock, context: Record<string, unknown> = {}, model = 'qwen2.5-coder') {
-  const host = await TestHost.boot({
-    plugins: [[OpenAIPlugin, { routes: [{ route: 'mock', baseURL: mock.baseURL, apiKey: KEY, model, maxRetries: 0 }], context }]],
-  })
-  await until(() => host.ctx.models.routes().includes('mock'))
-  return host
-}
-
-/** `count` old exchanges of plain prose (≈ 150 tokens each) in the session. */
-async function history(agent: Agent, count: number) {
-  for (let i = 0; i < count; i++) {
-    await agent.session.append('user/message', { text: `question ${i}: ${'how does the scheduler pick the next ready node in the plan? '.repeat(5)}` })
-    await agent.session.append('assistant/message', { text: `answer ${i}: ${'it takes the first node whose dependencies have all passed review. '.repeat(5)}` })
-  }
-}
+import { bootRoute, history, ofType, useRig } from './loopback'
 
 describe('plugin-openai: context limits against a loopback endpoint', function () {
   this.timeout(30_000)
-  let mock: OpenAIMock
-  let host: TestHost
-  let cwd: string
-
-  beforeEach(async () => {
-    mock = await OpenAIMock.start()
-    cwd = await tempWorkspace()
-  })
-  afterEach(async () => {
-    await host?.dispose()
-    await mock.close()
-    await removeTree(cwd)
-  })
+  const rig = useRig()
 
   for (const dialect of ['openai', 'deepseek', 'vllm', 'vllm-nested', 'llamacpp'] as const) {
     it(`a ${dialect} context-length refusal is learned from: the step is retried once with a window that fits`, async () => {
       // The limit of the issue's vLLM refusal; the route is configured far larger.
-      mock.context = { tokens: 4552, dialect }
-      host = await boot(mock, { contextTokens: 24000 })
-      const agent = await host.ctx.agents.create({ cwd, model: 'mock', role: 'main' })
+      rig.mock.context = { tokens: 4552, dialect }
+      rig.host = await bootRoute(rig.mock, { contextTokens: 24000 })
+      const agent = await rig.agent()
       await history(agent, 60)
-      mock.script(mockText('fits now'))
-      const { summary, events } = await runTurn(host, agent, 'what next?')
+      rig.mock.script(mockText('fits now'))
+      const { summary, events } = await runTurn(rig.host, agent, 'what next?')
       expect(summary.error).to.equal(undefined)
       expect(ofType(events, 'assistant/message').map((e) => e.data.text)).to.deep.equal(['fits now'])
-      expect(mock.requests).to.have.length(2)
-      expect(mock.requests[0].promptTokens).to.be.greaterThan(4552)
-      expect(mock.requests[1].promptTokens).to.be.at.most(4552)
-      const route = host.ctx.models.get('mock') as OpenAIPlugin.OpenAIRoute
+      expect(rig.mock.requests).to.have.length(2)
+      expect(rig.mock.requests[0].promptTokens).to.be.greaterThan(4552)
+      expect(rig.mock.requests[1].promptTokens).to.be.at.most(4552)
+      const route = rig.host.ctx.models.get('mock') as OpenAIPlugin.OpenAIRoute
       expect(route.describeContext()).to.match(/learned/)
       // The input stays; what was dropped is named.
-      const sent = JSON.stringify(mock.requests[1].body.messages)
+      const sent = JSON.stringify(rig.mock.requests[1].body.messages)
       expect(sent).to.include('what next?').and.match(/conversation entries before seq \d+ are not shown/)
     })
   }
 
   it('a refusal again after the retry ends the turn MODEL_CONTEXT_EXCEEDED naming the limit and the request size', async () => {
-    mock.context = { tokens: 4552, dialect: 'vllm' }
-    host = await boot(mock, { contextTokens: 24000 })
-    const agent = await host.ctx.agents.create({ cwd, model: 'mock', role: 'main' })
+    rig.mock.context = { tokens: 4552, dialect: 'vllm' }
+    rig.host = await bootRoute(rig.mock, { contextTokens: 24000 })
+    const agent = await rig.agent()
     await history(agent, 60)
     // The endpoint refuses whatever it is sent (a server that reserves more than it says).
-    mock.context = undefined
+    rig.mock.context = undefined
     const refusal = { kind: 'status' as const, status: 400, body: { object: 'error', message: "This model's maximum context length is 4552 tokens. However, you requested 6793 tokens (6793 in the messages, 0 in the completion).", type: 'BadRequestError', code: 400 } }
-    mock.script(refusal, refusal)
-    const { summary, events } = await runTurn(host, agent, 'go on')
+    rig.mock.script(refusal, refusal)
+    const { summary, events } = await runTurn(rig.host, agent, 'go on')
     expect(summary.error?.code).to.equal('MODEL_CONTEXT_EXCEEDED')
     expect(summary.error?.message).to.match(/limit 4552 tokens/).and.match(/request 6793 tokens/).and.not.match(/no body/)
-    expect(mock.requests).to.have.length(2)
+    expect(rig.mock.requests).to.have.length(2)
     expect(ofType(events, 'agent/error').map((e) => e.data.code)).to.deep.equal(['MODEL_CONTEXT_EXCEEDED'])
   })
 
   it('an error whose SDK message is empty shows the endpoint\'s body, redacted and cut (vLLM\'s flat 404)', async () => {
-    host = await boot(mock, { contextTokens: 24000 })
-    const agent = await host.ctx.agents.create({ cwd, model: 'mock', role: 'main' })
-    mock.script({ kind: 'status', status: 404, body: { object: 'error', message: `The model \`qwen\` does not exist (key ${KEY}). ${'x'.repeat(2000)}`, type: 'NotFoundError', code: 404 } })
-    const { summary } = await runTurn(host, agent, 'hi')
+    rig.host = await bootRoute(rig.mock, { contextTokens: 24000 })
+    const agent = await rig.agent()
+    rig.mock.script({ kind: 'status', status: 404, body: { object: 'error', message: `The model \`qwen\` does not exist (key ${KEY}). ${'x'.repeat(2000)}`, type: 'NotFoundError', code: 404 } })
+    const { summary } = await runTurn(rig.host, agent, 'hi')
     expect(summary.error?.code).to.equal('MODEL_UNAVAILABLE')
     expect(summary.error?.message).to.match(/answered 404: The model `qwen` does not exist/).and.not.match(/no body/)
     expect(summary.error?.message).to.not.include(KEY)
     expect(summary.error!.message.length).to.be.lessThan(800)
     // The step id the route's fetch uses to keep the body never reaches the endpoint.
-    expect(mock.requests[0].headers).to.not.have.property('x-taskward-step')
+    expect(rig.mock.requests[0].headers).to.not.have.property('x-taskward-step')
   })
 
   it('Ollama\'s silent cut is detected: a coded warning in the log, and the next request fits its num_ctx', async () => {
-    mock.context = { tokens: 2048, dialect: 'ollama' }
-    host = await boot(mock, { contextTokens: 24000 })
-    const agent = await host.ctx.agents.create({ cwd, model: 'mock', role: 'main' })
+    rig.mock.context = { tokens: 2048, dialect: 'ollama' }
+    rig.host = await bootRoute(rig.mock, { contextTokens: 24000 })
+    const agent = await rig.agent()
     await history(agent, 40)
-    mock.script(mockText('one'), mockText('two'))
-    const first = await runTurn(host, agent, 'first')
-    expect(mock.requests[0].truncated).to.equal(true)
+    rig.mock.script(mockText('one'), mockText('two'))
+    const first = await runTurn(rig.host, agent, 'first')
+    expect(rig.mock.requests[0].truncated).to.equal(true)
     const warnings = ofType(first.events, 'model/warning')
     expect(warnings.map((e) => e.data.code)).to.deep.equal(['MODEL_CONTEXT_TRUNCATED'])
     expect(warnings[0].data.message).to.match(/num_ctx/)
-    await runTurn(host, agent, 'second')
-    expect(mock.requests[1].truncated).to.equal(undefined)
-    expect(mock.requests[1].promptTokens).to.be.at.most(2048)
+    await runTurn(rig.host, agent, 'second')
+    expect(rig.mock.requests[1].truncated).to.equal(undefined)
+    expect(rig.mock.requests[1].promptTokens).to.be.at.most(2048)
   })
 
   it('discovers the context from vLLM\'s /v1/models and Ollama\'s /api/show when contextTokens is not configured', async () => {
-    mock.context = { tokens: 8192, dialect: 'vllm', discoverable: true, model: 'qwen2.5-coder' }
-    host = await boot(mock)
-    const route = host.ctx.models.get('mock') as OpenAIPlugin.OpenAIRoute
+    rig.mock.context = { tokens: 8192, dialect: 'vllm', discoverable: true, model: 'qwen2.5-coder' }
+    rig.host = await bootRoute(rig.mock)
+    const route = rig.host.ctx.models.get('mock') as OpenAIPlugin.OpenAIRoute
     await route.prepare()
     expect(route.describeContext()).to.match(/^context 6144 prompt tokens \(8192 discovered \(.*\/models max_model_len\)\)/)
     // `npm run doctor` (the host's findings) prints it.
-    const finding = (await diagnose(host.ctx)).find((f) => f.check === 'model route mock')
+    const finding = (await diagnose(rig.host.ctx)).find((f) => f.check === 'model route mock')
     expect(finding?.detail).to.match(/8192 discovered/)
-    await host.dispose()
-    mock.context = { tokens: 8192, dialect: 'ollama', discoverable: true }
-    host = await boot(mock)
-    const ollama = host.ctx.models.get('mock') as OpenAIPlugin.OpenAIRoute
+    await rig.host.dispose()
+    rig.mock.context = { tokens: 8192, dialect: 'ollama', discoverable: true }
+    rig.host = await bootRoute(rig.mock)
+    const ollama = rig.host.ctx.models.get('mock') as OpenAIPlugin.OpenAIRoute
     await ollama.prepare()
     expect(ollama.describeContext()).to.match(/8192 discovered \(.*\/api\/show num_ctx\)/)
     // Configured wins: nothing is asked.
-    await host.dispose()
-    host = await boot(mock, { contextTokens: 16000 })
-    const configured = host.ctx.models.get('mock') as OpenAIPlugin.OpenAIRoute
+    await rig.host.dispose()
+    rig.host = await bootRoute(rig.mock, { contextTokens: 16000 })
+    const configured = rig.host.ctx.models.get('mock') as OpenAIPlugin.OpenAIRoute
     await configured.prepare()
     expect(configured.describeContext()).to.match(/^context 16000 prompt tokens \(context\.contextTokens\)/)
   })
@@ -154,42 +123,42 @@ describe('plugin-openai: context limits against a loopback endpoint', function (
 
   it('records the cached prompt tokens the endpoint reports (OpenAI/vLLM and DeepSeek fields) in model/usage', async () => {
     for (const dialect of ['vllm', 'deepseek'] as MockDialect[]) {
-      mock.context = { tokens: 100_000, dialect }
-      host = await boot(mock, { contextTokens: 24000 })
-      const agent = await host.ctx.agents.create({ cwd, model: 'mock', role: 'main' })
-      mock.script(mockText('a'), mockText('b'))
-      await runTurn(host, agent, 'one')
-      const { events } = await runTurn(host, agent, 'two')
+      rig.mock.context = { tokens: 100_000, dialect }
+      rig.host = await bootRoute(rig.mock, { contextTokens: 24000 })
+      const agent = await rig.agent()
+      rig.mock.script(mockText('a'), mockText('b'))
+      await runTurn(rig.host, agent, 'one')
+      const { events } = await runTurn(rig.host, agent, 'two')
       const [usage] = ofType(events, 'model/usage')
       expect(usage.data.cachedTokens, dialect).to.be.greaterThan(0.8 * usage.data.promptTokens)
       expect(usage.data.cachedTokens).to.be.below(usage.data.promptTokens)
-      await host.dispose()
-      mock.reset()
+      await rig.host.dispose()
+      rig.mock.reset()
     }
   })
 
   it('when the turn cannot fit at all, the turn ends MODEL_CONTEXT_EXCEEDED and the task pauses, nothing lost', async () => {
-    mock.context = { tokens: 1200, dialect: 'openai' }
-    mock.fallback = taskPlayer()
-    host = await TestHost.boot({
+    rig.mock.context = { tokens: 1200, dialect: 'openai' }
+    rig.mock.fallback = taskPlayer()
+    rig.host = await TestHost.boot({
       plugins: [
         [SupervisorPlugin, { reviewerModel: 'scripted', automaticContinuation: true }],
-        [OpenAIPlugin, { routes: [{ route: 'mock', baseURL: mock.baseURL, apiKey: KEY, model: 'qwen', maxRetries: 0 }], context: { contextTokens: 24000 } }],
+        [OpenAIPlugin, { routes: [{ route: 'mock', baseURL: rig.mock.baseURL, apiKey: KEY, model: 'qwen', maxRetries: 0 }], context: { contextTokens: 24000 } }],
       ],
       waitFor: ['supervisor'],
     })
-    await until(() => host.ctx.models.routes().includes('openai'))
-    const { session, agent } = await (host.ctx as any).supervisor.startSession({ cwd, model: 'openai' })
-    await host.ctx.commands.input(session, '/task new write a and b')
-    await until(async () => (await (host.ctx as any).supervisor.state(session)).current?.phase === 'paused', 'the pause')
+    await until(() => rig.host.ctx.models.routes().includes('openai'))
+    const { session, agent } = await (rig.host.ctx as any).supervisor.startSession({ cwd: rig.cwd, model: 'openai' })
+    await rig.host.ctx.commands.input(session, '/task new write a and b')
+    await until(async () => (await (rig.host.ctx as any).supervisor.state(session)).current?.phase === 'paused', 'the pause')
     await agent.whenIdle()
     const events = await session.read({ from: 0, limit: 1000 })
     const errors = ofType(events, 'agent/error')
     expect(errors.map((e) => e.data.code)).to.deep.equal(['MODEL_CONTEXT_EXCEEDED'])
     expect(errors[0].data.message).to.match(/holds \d+/).and.match(/\/task resume/)
     // One refused request, then no second one: the rebuilt window could not hold the turn.
-    expect(mock.requests).to.have.length(1)
-    const task = (await (host.ctx as any).supervisor.state(session)).current
+    expect(rig.mock.requests).to.have.length(1)
+    const task = (await (rig.host.ctx as any).supervisor.state(session)).current
     expect(task.resumePhase).to.equal('planning')
     // The task says why it is paused (task schema 11), so the console and /task status can tell the user.
     expect(task.pauseReason).to.equal('model-context')

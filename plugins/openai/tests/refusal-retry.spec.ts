@@ -1,16 +1,8 @@
 import { expect } from 'chai'
-import type { Agent } from '@taskward/host'
-import { OpenAIMock, TestHost, mockText, removeTree, tempWorkspace, type MockReply, type MockRequest } from '@taskward/testkit'
+import { mockText, type MockReply, type MockRequest } from '@taskward/testkit'
 import * as OpenAIPlugin from '../src'
-import { KEY, runTurn, until } from './helpers'
-
-/** `count` old exchanges of plain prose (≈ 150 tokens each) in the session. */
-async function history(agent: Agent, count: number) {
-  for (let i = 0; i < count; i++) {
-    await agent.session.append('user/message', { text: `question ${i}: ${'how does the scheduler pick the next ready node in the plan? '.repeat(5)}` })
-    await agent.session.append('assistant/message', { text: `answer ${i}: ${'it takes the first node whose dependencies have all passed review. '.repeat(5)}` })
-  }
-}
+import { runTurn } from './helpers'
+import { bootRoute, history, useRig } from './loopback'
 
 /**
  * An endpoint whose tokenizer counts twice what the route estimates (a small-vocabulary model, a heavy
@@ -18,33 +10,19 @@ async function history(agent: Agent, count: number) {
  */
 describe('plugin-openai: a refusal that names a request larger than the estimate', function () {
   this.timeout(30_000)
-  let mock: OpenAIMock
-  let host: TestHost
-  let cwd: string
-
-  beforeEach(async () => {
-    mock = await OpenAIMock.start()
-    cwd = await tempWorkspace()
+  const rig = useRig({
     // Large enough that the mock itself refuses nothing: it only counts (record.promptTokens).
-    mock.context = { tokens: 1_000_000, dialect: 'vllm' }
-    host = await TestHost.boot({
-      plugins: [[OpenAIPlugin, { routes: [{ route: 'mock', baseURL: mock.baseURL, apiKey: KEY, model: 'qwen2.5-coder', maxRetries: 0 }], context: { contextTokens: 24000 } }]],
-    })
-    await until(() => host.ctx.models.routes().includes('mock'))
-  })
-  afterEach(async () => {
-    await host?.dispose()
-    await mock.close()
-    await removeTree(cwd)
+    mock: (mock) => { mock.context = { tokens: 1_000_000, dialect: 'vllm' } },
+    boot: (mock) => bootRoute(mock, { contextTokens: 24000 }),
   })
 
   it('the retry is calibrated by the size the endpoint named, so it fits', async () => {
-    const agent = await host.ctx.agents.create({ cwd, model: 'mock', role: 'main' })
+    const agent = await rig.agent()
     await history(agent, 40)
     // A step first: the calibration has a sample of its own (the mock counts close to the estimate).
-    mock.script(mockText('hello'))
-    await runTurn(host, agent, 'hello')
-    mock.requests.length = 0
+    rig.mock.script(mockText('hello'))
+    await runTurn(rig.host, agent, 'hello')
+    rig.mock.requests.length = 0
     let limit = 0
     // This endpoint counts 2× the mock's count; its context is 1.5× the mock's count of the first request.
     const endpoint = (request: MockRequest): MockReply => {
@@ -56,24 +34,24 @@ describe('plugin-openai: a refusal that names a request larger than the estimate
         message: `This model's maximum context length is ${limit} tokens. However, you requested ${counted} tokens (${counted} in the messages, 0 in the completion). Please reduce the length of the messages or completion.`,
       } }
     }
-    mock.script(endpoint, endpoint)
-    const { summary } = await runTurn(host, agent, 'what next?')
+    rig.mock.script(endpoint, endpoint)
+    const { summary } = await runTurn(rig.host, agent, 'what next?')
     expect(summary.error?.message).to.equal(undefined)
-    expect(mock.requests).to.have.length(2)
-    expect(mock.requests[1].promptTokens! * 2).to.be.at.most(limit)
+    expect(rig.mock.requests).to.have.length(2)
+    expect(rig.mock.requests[1].promptTokens! * 2).to.be.at.most(limit)
   })
 
   it('a refusal naming a context no turn fits in (1 token) is not learned: the route is not shut for every later step', async () => {
-    const agent = await host.ctx.agents.create({ cwd, model: 'mock', role: 'main' })
+    const agent = await rig.agent()
     await history(agent, 5)
     const lie = { kind: 'status' as const, status: 400, body: { error: { code: 'context_length_exceeded', type: 'invalid_request_error', message: "This model's maximum context length is 1 tokens. However, your messages resulted in 900 tokens." } } }
-    mock.script(lie, mockText('answered on the retry'), mockText('and the next turn'))
-    const first = await runTurn(host, agent, 'one')
+    rig.mock.script(lie, mockText('answered on the retry'), mockText('and the next turn'))
+    const first = await runTurn(rig.host, agent, 'one')
     expect(first.summary.error?.message).to.equal(undefined)
-    const second = await runTurn(host, agent, 'two')
+    const second = await runTurn(rig.host, agent, 'two')
     expect(second.summary.error?.message).to.equal(undefined)
-    expect(mock.requests).to.have.length(3)
-    const route = host.ctx.models.get('mock') as OpenAIPlugin.OpenAIRoute
+    expect(rig.mock.requests).to.have.length(3)
+    const route = rig.host.ctx.models.get('mock') as OpenAIPlugin.OpenAIRoute
     expect(route.describeContext()).to.not.match(/learned/)
   })
 })

@@ -1,12 +1,11 @@
 import type { Context } from 'cordis'
 import type { EventStore, ReadOptions, StoredEvent } from './event-store'
-import { StagedBatches, type StagedBatch } from './staged'
+import { SerialStagedBatches, type StagedBatch } from './staged'
 
 /** Any other minato driver (the memory driver of tiny fixtures): through minato itself. */
 export class MinatoEventStore implements EventStore {
   readonly closed = false
-  private staged = new StagedBatches()
-  private writing: Promise<void> = Promise.resolve()
+  private staged = new SerialStagedBatches()
   constructor(private ctx: Context) {}
 
   stage(batch: StagedBatch) {
@@ -14,23 +13,12 @@ export class MinatoEventStore implements EventStore {
   }
 
   writeStaged(): Promise<void> | undefined {
-    if (!this.staged.size) return
-    let previous = this.writing
-    for (const batch of this.staged.take()) {
-      const outcome = previous.then(async () => {
-        await batch.previous?.written
-        return this.write(batch.sessionId, batch.events)
-      })
-      StagedBatches.settle([batch], outcome)
-      previous = outcome.catch(() => {})
-    }
-    this.writing = previous
-    return previous
+    return this.staged.writeEach((batch) => this.write(batch.sessionId, batch.events))
   }
 
   settled() {
     this.writeStaged()
-    return this.writing
+    return this.staged.idle
   }
 
   async insert(sessionId: string, events: StoredEvent[]) {

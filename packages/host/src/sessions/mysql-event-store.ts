@@ -4,15 +4,13 @@ import { TaskwardError } from '@taskward/protocol'
 import type { EventStore, ReadOptions, StoredEvent } from './event-store'
 import { duplicate } from './duplicate'
 import type { Fence } from './lease'
-import { StagedBatches, type StagedBatch } from './staged'
+import { SerialStagedBatches, type StagedBatch } from './staged'
 
 /** MySQL/MariaDB: plain parameterized statements on the driver's pool; a multi-row INSERT is atomic. */
 export class MySQLEventStore implements EventStore {
   private tablesReady?: Promise<void>
   readonly closed = false
-  private staged = new StagedBatches()
-  /** Staged batches are written one after another, in staging order. */
-  private writing: Promise<void> = Promise.resolve()
+  private staged = new SerialStagedBatches()
 
   constructor(private driver: any, private ctx: Context) {}
 
@@ -22,23 +20,12 @@ export class MySQLEventStore implements EventStore {
 
   /** Each batch is one fenced multi-row INSERT (atomic, and it carries the batch's lease token). */
   writeStaged(): Promise<void> | undefined {
-    if (!this.staged.size) return
-    let previous = this.writing
-    for (const batch of this.staged.take()) {
-      const outcome = previous.then(async () => {
-        await batch.previous?.written
-        return this.write(batch.sessionId, batch.events, batch.fence)
-      })
-      StagedBatches.settle([batch], outcome)
-      previous = outcome.catch(() => {})
-    }
-    this.writing = previous
-    return previous
+    return this.staged.writeEach((batch) => this.write(batch.sessionId, batch.events, batch.fence))
   }
 
   settled() {
     this.writeStaged()
-    return this.writing
+    return this.staged.idle
   }
 
   private async query(sql: string, values: any[]): Promise<any> {

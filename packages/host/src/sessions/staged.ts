@@ -89,3 +89,32 @@ export class StagedBatches {
     StagedBatches.settle(batches, Promise.reject(error))
   }
 }
+
+/**
+ * The staged batches of a store that writes one statement per batch (MySQL, other minato drivers):
+ * each is written after every batch staged before it, and only once its step's previous batch was.
+ */
+export class SerialStagedBatches extends StagedBatches {
+  private writing: Promise<void> = Promise.resolve()
+
+  /** Write every staged batch with `write`, in staging order; each batch carries its outcome. */
+  writeEach(write: (batch: StagedBatch) => Promise<void>): Promise<void> | undefined {
+    if (!this.size) return
+    let previous = this.writing
+    for (const batch of this.take()) {
+      const outcome = previous.then(async () => {
+        await batch.previous?.written
+        return write(batch)
+      })
+      StagedBatches.settle([batch], outcome)
+      previous = outcome.catch(() => {})
+    }
+    this.writing = previous
+    return previous
+  }
+
+  /** Settles once every write begun so far has ended (written or not). */
+  get idle(): Promise<void> {
+    return this.writing
+  }
+}
