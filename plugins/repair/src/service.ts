@@ -1,5 +1,5 @@
 import type { Context } from 'cordis'
-import { provideService } from '@taskward/cordis-compat'
+import { onDispose, provideService } from '@taskward/cordis-compat'
 import type { Agent, Session } from '@taskward/host'
 import type {} from '@taskward/plugin-supervisor'
 import type {} from '@taskward/plugin-workspace'
@@ -46,7 +46,7 @@ export class RepairService {
   /** Serializes the repair decisions of each main session. */
   readonly locks = new KeyedLock()
   /** Confirm clicks between hosts that share a MySQL/MariaDB store (see relay.ts). */
-  readonly relay?: ClickRelay
+  relay?: ClickRelay
   private readonly home: Context
   readonly config: Config
 
@@ -59,13 +59,15 @@ export class RepairService {
     })
     registerRepairTools(ctx, this)
     registerRepairRoutes(ctx, this)
-    // Relaying clicks between hosts of one shared store (relay.ts) needs our kernel's `database`, there
-    // whenever the host is (it requires it). Not an inject: cordis 4 (DSH) treats every inject as
-    // required, and DSH has no `database` — one process per session log, nothing to relay.
-    if (ctx.get('database')) {
-      this.relay = new ClickRelay(ctx, this.config, async (sessionId, binding) =>
+    // Relaying clicks between hosts of one shared store (relay.ts) needs our kernel's `database`. A
+    // forked inject, not an entry of `inject`: cordis 4 (DSH) treats every inject as required, and DSH
+    // has no `database` (one process per session log, nothing to relay), so there this never runs.
+    ctx.inject(['database'], (ctx) => {
+      const relay = new ClickRelay(ctx, this.config, async (sessionId, binding) =>
         confirmRepair(this, await this.mainSession(sessionId), binding, { relayed: true }))
-    }
+      this.relay = relay
+      onDispose(ctx, () => { if (this.relay === relay) this.relay = undefined })
+    })
     provideService(ctx, 'repair', this)
   }
 
