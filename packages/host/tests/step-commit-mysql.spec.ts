@@ -71,4 +71,36 @@ describe('host: a step commit on MySQL carries the lease token', function () {
     expect(Number(cache.asOfSeq)).to.be.lessThan(rows.length)
     expect(await host.ctx.projections.get(agent.session, 'test-count')).to.equal(rows.length)
   })
+
+  it('never answers an operator command of a step whose commit was refused as if it were written', async () => {
+    host = await TestHost.boot({ database: mysqlTestConfig(url!) })
+    let entered!: () => void
+    const inTool = new Promise<void>((resolve) => entered = resolve)
+    let release!: () => void
+    const released = new Promise<void>((resolve) => release = resolve)
+    host.ctx.tools.register({
+      name: 'hold',
+      description: 'Another host takes the lease, then wait until the test lets go.',
+      async execute(_args: any, { session }) {
+        await query('UPDATE `taskward_lease` SET `token` = `token` + 1, `holder` = ? WHERE `sessionId` = ?', ['other-host', session.id])
+        entered()
+        await released
+        return { ok: true }
+      },
+    })
+    host.ctx.commands.register('ping', () => 'pong')
+    host.scripted.script('main', [{ toolCalls: [{ name: 'hold' }] }, {}])
+    const agent = await host.ctx.agents.create({ cwd: tmpdir(), model: 'scripted' })
+    agent.followup('go')
+    await inTool
+    // The operator's command lands in the middle of the step, on a session this host no longer holds.
+    const response = await host.http.post(`/api/sessions/${agent.session.id}/input`, { text: '/ping' })
+    const rows = await query('SELECT `type` FROM `taskward_event` WHERE `sessionId` = ? ORDER BY `seq`', [agent.session.id])
+    release()
+    await agent.whenIdle()
+    // Nothing of it could be written (the lease is gone): the operator is told so, never a 200 for nothing.
+    expect(rows.map((row: any) => row.type)).to.not.include('command/reply')
+    expect(response.status).to.equal(409)
+    expect((await response.json() as any).code).to.equal('LEASE_LOST')
+  })
 })

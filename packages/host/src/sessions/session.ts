@@ -8,6 +8,13 @@ import type { StagedBatch } from './staged'
 
 const MAX_APPEND_RETRIES = 5
 
+export interface AppendOptions {
+  /** The first event must get exactly this seq (`SEQ_CONFLICT` otherwise, nothing written). */
+  expectSeq?: number
+  /** Commit now and resolve once durable, even in the middle of a step (see `appendBatch`). */
+  commit?: boolean
+}
+
 function deepFreeze<T>(value: T): T {
   if (value && typeof value === 'object' && !Object.isFrozen(value)) {
     Object.freeze(value)
@@ -38,6 +45,8 @@ export class Session {
   private cachedStore?: EventStore
   /** The open step (see `openStep`): its batches in staging order; the last one takes new events. */
   private step?: StagedBatch[]
+  /** Staged batches of this session whose outcome nobody has waited for yet. */
+  private readonly unsettled = new Set<StagedBatch>()
   private readonly emit: (session: Session, event: SessionEvent) => void
 
   constructor(private ctx: Context, row: SessionRow, nextSeq: number, private observers: ReadonlySet<(session: Session, event: SessionEvent) => void> = new Set()) {
@@ -57,23 +66,29 @@ export class Session {
     return this.cachedStore
   }
 
-  /** Append an event; resolves with the frozen event once it is committed to the database. */
-  append<D = any>(type: string, data: D): Promise<SessionEvent<D>> {
-    return this.appendBatch([{ type, data }]).then(([event]) => event)
+  /**
+   * Append an event; resolves with the frozen event once it is committed to the database (inside a
+   * step: once staged, unless `commit`, see `appendBatch`).
+   */
+  append<D = any>(type: string, data: D, options: AppendOptions = {}): Promise<SessionEvent<D>> {
+    return this.appendBatch([{ type, data }], options).then(([event]) => event)
   }
 
   /**
    * Append events at consecutive seqs: no other append of this process comes between them. With
    * `expectSeq`, the first one must get exactly that seq — a record that names its own seq (or was
    * checked by folding it at that seq) is never moved: `SEQ_CONFLICT` instead, nothing written, and
-   * the caller re-reads and decides again.
+   * the caller re-reads and decides again. With `commit`, the events are committed (and the promise
+   * resolves once durable) even in the middle of a step: for a writer outside the step that
+   * acknowledges what it appended (an operator's command and its reply), which must neither be
+   * answered before it is durable nor go down with the step's commit.
    */
-  appendBatch<D = any>(entries: { type: string, data: D }[], options: { expectSeq?: number } = {}): Promise<SessionEvent<D>[]> {
+  appendBatch<D = any>(entries: { type: string, data: D }[], options: AppendOptions = {}): Promise<SessionEvent<D>[]> {
     if (!entries.length || entries.some((entry) => typeof entry.type !== 'string' || !entry.type)) {
       return Promise.reject(new TaskwardError('BAD_REQUEST', 'Every event needs a non-empty type.'))
     }
     // An idle log starts the commit at once (no extra turn of the promise queue on the hot path).
-    const run = this.pending ? this.tail.then(() => this.commitBatch(entries, options.expectSeq)) : this.commitBatch(entries, options.expectSeq)
+    const run = this.pending ? this.tail.then(() => this.commitBatch(entries, options)) : this.commitBatch(entries, options)
     this.pending++
     const settled = run.then(() => { this.pending-- }, () => { this.pending-- })
     this.tail = settled
@@ -106,18 +121,45 @@ export class Session {
     return this.settleStep(batches, writing)
   }
 
+  /**
+   * Write what this session staged and wait until every staged batch of it has an outcome. A refused
+   * one (its seqs are free again by then) fails this append too, with nothing written: what was
+   * staged before it (a transition the caller made, say) is not in the log, so it must not be
+   * acknowledged as if it were.
+   */
+  private async settleStaged() {
+    const batches = [...this.unsettled]
+    if (batches.some((batch) => !batch.written)) await this.store.writeStaged()
+    let failure: any
+    for (const batch of batches) {
+      await batch.written?.catch((error) => { failure ??= error })
+      this.unsettled.delete(batch)
+    }
+    if (failure === undefined) return
+    if (failure?.code !== 'duplicate-entry') throw failure
+    this.seq = await this.store.nextSeq(this.id)
+    throw new TaskwardError('SEQ_CONFLICT',
+      `Session ${this.id}: another writer took seqs this session had staged; nothing more was written. Read the session again and retry.`,
+      { sessionId: this.id, seq: this.seq })
+  }
+
   private async settleStep(batches: StagedBatch[], writing: Promise<void> | undefined) {
     await writing
-    for (const batch of batches) {
-      try {
-        await batch.written
-      } catch (error: any) {
-        if (error?.code !== 'duplicate-entry') throw error
-        this.seq = await this.store.nextSeq(this.id)
-        throw new TaskwardError('SEQ_CONFLICT',
-          `Session ${this.id}: another writer took seq ${batch.events[0].seq} while a step ran here; the step's events from there on were not written. Read the session again and retry.`,
-          { sessionId: this.id, expectSeq: batch.events[0].seq, seq: this.seq })
+    try {
+      for (const batch of batches) {
+        try {
+          await batch.written
+        } catch (error: any) {
+          if (error?.code !== 'duplicate-entry') throw error
+          this.seq = await this.store.nextSeq(this.id)
+          throw new TaskwardError('SEQ_CONFLICT',
+            `Session ${this.id}: another writer took seq ${batch.events[0].seq} while a step ran here; the step's events from there on were not written. Read the session again and retry.`,
+            { sessionId: this.id, expectSeq: batch.events[0].seq, seq: this.seq })
+        }
       }
+    } finally {
+      await Promise.all(batches.map((batch) => batch.written?.catch(() => {})))
+      for (const batch of batches) this.unsettled.delete(batch)
     }
   }
 
@@ -135,12 +177,17 @@ export class Session {
       { sessionId: this.id, expectSeq, seq: this.seq })
   }
 
-  private async commitBatch<D>(entries: { type: string, data: D }[], expectSeq?: number): Promise<SessionEvent<D>[]> {
-    if (expectSeq !== undefined && expectSeq !== this.seq) throw this.conflict(expectSeq)
+  private async commitBatch<D>(entries: { type: string, data: D }[], { expectSeq, commit }: AppendOptions): Promise<SessionEvent<D>[]> {
     const store = this.store
     // One JSON text per event: what is stored, and (parsed back) exactly what a reader gets later.
     const texts = entries.map(({ data }) => data === undefined ? 'null' : JSON.stringify(data))
-    if (this.step) return this.stage(store, entries, texts)
+    if (this.step && !commit) {
+      if (expectSeq !== undefined && expectSeq !== this.seq) throw this.conflict(expectSeq)
+      return this.stage(store, entries, texts)
+    }
+    // Staged batches of this session come first: a committed event never stands after a hole.
+    if (this.unsettled.size) await this.settleStaged()
+    if (expectSeq !== undefined && expectSeq !== this.seq) throw this.conflict(expectSeq)
     let stored: StoredEvent[] | undefined
     for (let attempt = 0; attempt < MAX_APPEND_RETRIES && !stored; attempt++) {
       const time = Date.now()
@@ -175,6 +222,7 @@ export class Session {
       // seqs are free again at once, before anyone can save state folded past the log's end.
       batch = { sessionId: this.id, events: [], fence: this.fence, previous: batch, refused: () => { this.seq = Math.min(this.seq, first) } }
       step.push(batch)
+      this.unsettled.add(batch)
       store.stage(batch)
     }
     const time = Date.now()
