@@ -49,7 +49,8 @@ export class Session {
   private readonly unsettled = new Set<StagedBatch>()
   private readonly emit: (session: Session, event: SessionEvent) => void
 
-  constructor(private ctx: Context, row: SessionRow, nextSeq: number, private observers: ReadonlySet<(session: Session, event: SessionEvent) => void> = new Set()) {
+  constructor(private ctx: Context, row: SessionRow, nextSeq: number, private observers: ReadonlySet<(session: Session, event: SessionEvent) => void> = new Set(),
+    private rollbacks: ReadonlySet<(session: Session, fromSeq: number) => void> = new Set()) {
     this.id = row.id
     this.cwd = row.cwd
     this.preset = row.preset
@@ -220,7 +221,7 @@ export class Session {
       const first = this.seq
       // Nothing from a refused batch on is written (a later batch waits for the one before it): its
       // seqs are free again at once, before anyone can save state folded past the log's end.
-      batch = { sessionId: this.id, events: [], fence: this.fence, previous: batch, refused: () => { this.seq = Math.min(this.seq, first) } }
+      batch = { sessionId: this.id, events: [], fence: this.fence, previous: batch, refused: () => this.rollBack(first) }
       step.push(batch)
       this.unsettled.add(batch)
       store.stage(batch)
@@ -230,6 +231,18 @@ export class Session {
     batch.events.push(...staged)
     this.seq += staged.length
     return this.announce(staged)
+  }
+
+  /** Staged events from `first` on were refused: their seqs are free again, and whoever folded them is told. */
+  private rollBack(first: number) {
+    this.seq = Math.min(this.seq, first)
+    for (const listener of this.rollbacks) {
+      try {
+        listener(this, first)
+      } catch (error) {
+        this.ctx.logger('sessions').warn('a rollback observer failed at %s seq %d: %s', this.id, first, error)
+      }
+    }
   }
 
   /** The frozen events as a reader gets them, after the observers and `session/event` saw them. */
