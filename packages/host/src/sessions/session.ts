@@ -47,6 +47,8 @@ export class Session {
   private step?: StagedBatch[]
   /** Staged batches of this session whose outcome nobody has waited for yet. */
   private readonly unsettled = new Set<StagedBatch>()
+  /** Each staged batch's outcome (true: durable), until it is known. */
+  private readonly outcomes = new Map<StagedBatch, Promise<boolean>>()
   private readonly emit: (session: Session, event: SessionEvent) => void
 
   constructor(private ctx: Context, row: SessionRow, nextSeq: number, private observers: ReadonlySet<(session: Session, event: SessionEvent) => void> = new Set(),
@@ -221,7 +223,18 @@ export class Session {
       const first = this.seq
       // Nothing from a refused batch on is written (a later batch waits for the one before it): its
       // seqs are free again at once, before anyone can save state folded past the log's end.
-      batch = { sessionId: this.id, events: [], fence: this.fence, previous: batch, refused: () => this.rollBack(first) }
+      let resolve!: (durable: boolean) => void
+      const outcome = new Promise<boolean>((done) => resolve = done)
+      const created: StagedBatch = {
+        sessionId: this.id, events: [], fence: this.fence, previous: batch,
+        refused: () => this.rollBack(first),
+        settled: (durable) => {
+          this.outcomes.delete(created)
+          resolve(durable)
+        },
+      }
+      batch = created
+      this.outcomes.set(batch, outcome)
       step.push(batch)
       this.unsettled.add(batch)
       store.stage(batch)
@@ -231,6 +244,18 @@ export class Session {
     batch.events.push(...staged)
     this.seq += staged.length
     return this.announce(staged)
+  }
+
+  /**
+   * Undefined when every event appended so far is as durable as configured; else a promise of whether
+   * the staged ones are (true) or were refused (false). It neither writes nor hurries the step: for
+   * whoever shows events outside the process (the console's live stream), which must not show one a
+   * crash or a refused commit can still take back.
+   */
+  whenDurable(): Promise<boolean> | undefined {
+    if (!this.outcomes.size) return
+    const pending = [...this.outcomes.values()]
+    return Promise.all(pending).then((outcomes) => outcomes.every(Boolean))
   }
 
   /** Staged events from `first` on were refused: their seqs are free again, and whoever folded them is told. */
