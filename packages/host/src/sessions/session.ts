@@ -258,6 +258,14 @@ export class Session {
     return Promise.all(pending).then((outcomes) => outcomes.every(Boolean))
   }
 
+  /**
+   * Write what this session staged and resolve once it is durable (rejects, nothing more written,
+   * when it was refused): for an effect outside the log that must not come before its record.
+   */
+  async durable() {
+    if (this.unsettled.size) await this.settleStaged()
+  }
+
   /** Staged events from `first` on were refused: their seqs are free again, and whoever folded them is told. */
   private rollBack(first: number) {
     this.seq = Math.min(this.seq, first)
