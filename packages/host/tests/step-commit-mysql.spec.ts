@@ -39,6 +39,7 @@ describe('host: a step commit on MySQL carries the lease token', function () {
     host.ctx.tools.register({
       name: 'note',
       description: 'Append a record; in the second step, another host takes the lease meanwhile.',
+      recordsOnly: true,
       async execute(_args: any, { session }) {
         await session.append('test/record', { steal })
         await host.ctx.projections.get(session, 'test-count')
@@ -115,6 +116,7 @@ describe('host: a step commit on MySQL carries the lease token', function () {
     host.ctx.tools.register({
       name: 'note',
       description: 'Append a record and read the projection; in the second step, another host takes the lease meanwhile.',
+      recordsOnly: true,
       async execute(_args: any, { session }) {
         await session.append('test/record', {})
         await host.ctx.projections.get(session, 'test-types')

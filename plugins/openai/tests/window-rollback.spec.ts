@@ -36,6 +36,7 @@ describe('event window: a refused step', function () {
     host.ctx.tools.register({
       name: 'note',
       description: 'Append a record and read the window; in the second step, another host takes the lease meanwhile.',
+      recordsOnly: true,
       async execute(_args: any, { session }) {
         await session.append('test/record', {})
         await windows.latest(session)

@@ -36,6 +36,7 @@ describe('supervisor: a refused step', function () {
     host.ctx.tools.register({
       name: 'retitle',
       description: 'A transition in the middle of a step, during which another host takes the lease.',
+      recordsOnly: true,
       async execute(_args: any, { session }) {
         await host.ctx.supervisor.apply(session, (task) => ({ ...task!, revision: task!.revision + 1, objective: 'never written' }))
         expect((await host.ctx.supervisor.state(session)).current?.objective).to.equal('never written')
