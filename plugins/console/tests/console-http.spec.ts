@@ -141,6 +141,7 @@ describe('console over HTTP', function () {
     host.ctx.tools.register({
       name: 'hold',
       description: 'Append a record, then wait until the test lets go.',
+      recordsOnly: true,
       async execute(_args: any, { session }) {
         await session.append('test/staged-record', {})
         entered()
