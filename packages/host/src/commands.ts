@@ -62,11 +62,12 @@ export class Commands extends Service {
       // Checked before recording, so that a refused message does not sit in the log unanswered.
       const agent = this.ctx.agents.get(session.id)
       if (!agent) throw new TaskwardError('NOT_FOUND', `No agent runs in session ${session.id}; resume the session first.`)
-      await session.append(EventTypes.userMessage, { text, origin: 'user' })
+      // Committed even in the middle of a step (see `appendBatch`): the sender is answered only once it is durable.
+      await session.append(EventTypes.userMessage, { text, origin: 'user' }, { commit: true })
       agent.followup(text, { origin: 'user', recorded: true })
       return
     }
-    const message = await session.append(EventTypes.userMessage, { text, origin: 'user' })
+    const message = await session.append(EventTypes.userMessage, { text, origin: 'user' }, { commit: true })
     const head = text.slice(1).split(/\s+/)[0]
     const reply: CommandReply = { command: head, replyTo: message.seq }
     const handler = this.handlers.get(head)
@@ -77,7 +78,9 @@ export class Commands extends Service {
       const coded = asTaskwardError(error)
       reply.error = errorResult(coded)
     }
-    await session.append(EventTypes.commandReply, reply)
+    // The reply commits what the handler staged in a step before it (a transition), or fails with it.
+    // Commits what the handler staged in a step before it (a transition), or fails with it.
+    await session.append(EventTypes.commandReply, reply, { commit: true })
     return reply
   }
 }

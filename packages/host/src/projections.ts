@@ -73,6 +73,7 @@ export class Projections extends Service {
     // that `this` is here (a property read through it costs more than the insert).
     const self = original(this)
     ctx.sessions.observe((session, event) => self.follow(session, event))
+    ctx.sessions.observeRollback((session, fromSeq) => self.rollBack(session, fromSeq))
     ctx.on('dispose', () => clearTimeout(this.persistTimer))
     // The cordis CLI ends the process on SIGINT/SIGTERM after awaiting `exit` (no dispose): save what the
     // appends advanced, so the next start folds only what came after.
@@ -107,6 +108,19 @@ export class Projections extends Service {
         this.persist().catch((error) => this.log.warn('saving projection caches failed: %s', error))
       }, PERSIST_DELAY_MS)
       this.persistTimer.unref?.()
+    }
+  }
+
+  /**
+   * A step's staged events from `fromSeq` on were refused: a cache that folded any of them is
+   * forgotten (never saved), or it would pass for current once the log grows back past it.
+   */
+  private rollBack(session: Session, fromSeq: number) {
+    const prefix = session.id + '\u0000'
+    for (const [id, cached] of this.memory) {
+      if (!id.startsWith(prefix) || cached.asOfSeq < fromSeq) continue
+      this.memory.delete(id)
+      this.unsaved.delete(id)
     }
   }
 

@@ -1,6 +1,8 @@
 import { expect } from 'chai'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createRequire } from 'node:module'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import init from '@minatojs/sql.js'
 import { tempWorkspace, removeTree } from '@taskward/testkit'
@@ -12,8 +14,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 /** What one step of the child writes, in order (the first step starts with the turn's `user/message`). */
 const STEP = ['model/usage', 'tool/call', 'test/record', 'tool/result', 'tool/call', 'test/record', 'tool/result']
 
-function run(dataDir: string, pauseMs: number) {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', '--conditions', 'source', CHILD, dataDir, String(pauseMs)], {
+function run(dataDir: string, pauseMs: number, mode = '') {
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', '--conditions', 'source', CHILD, dataDir, String(pauseMs), mode], {
     stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TASKWARD_LOG_LEVEL: 'error' },
   })
   let output = ''
@@ -84,4 +86,21 @@ describe('host: a model step is one commit (SIGKILL at any point of a step)', fu
       }
     })
   }
+
+  it('records a tool call durably before the tool changes anything outside the log: killed right after a tool wrote a file', async () => {
+    const dataDir = await tempWorkspace({}, 'taskward-step-crash-')
+    const host = run(dataDir, 0, 'effect')
+    try {
+      await host.exited
+      expect(readFileSync(join(dataDir, 'touched.txt'), 'utf8')).to.equal('step 1\n')
+      const log = await logOf(`${dataDir}/taskward.db`)
+      expect(log.integrity).to.equal('ok')
+      expect(log.seqs).to.deep.equal(log.seqs.map((_, i) => i))
+      // The file is there, so is its call: the first step whole, then the second up to the touch.
+      expect(log.types).to.deep.equal(['user/message', ...STEP, ...STEP, 'tool/call'])
+    } finally {
+      host.child.kill('SIGKILL')
+      await removeTree(dataDir)
+    }
+  })
 })

@@ -39,6 +39,7 @@ describe('host: a step commit on MySQL carries the lease token', function () {
     host.ctx.tools.register({
       name: 'note',
       description: 'Append a record; in the second step, another host takes the lease meanwhile.',
+      recordsOnly: true,
       async execute(_args: any, { session }) {
         await session.append('test/record', { steal })
         await host.ctx.projections.get(session, 'test-count')
@@ -70,5 +71,80 @@ describe('host: a step commit on MySQL carries the lease token', function () {
     const [cache] = await query('SELECT `asOfSeq` FROM `taskward_projection` WHERE `sessionId` = ? AND `key` = ?', [agent.session.id, 'test-count'])
     expect(Number(cache.asOfSeq)).to.be.lessThan(rows.length)
     expect(await host.ctx.projections.get(agent.session, 'test-count')).to.equal(rows.length)
+  })
+
+  it('never answers an operator command of a step whose commit was refused as if it were written', async () => {
+    host = await TestHost.boot({ database: mysqlTestConfig(url!) })
+    let entered!: () => void
+    const inTool = new Promise<void>((resolve) => entered = resolve)
+    let release!: () => void
+    const released = new Promise<void>((resolve) => release = resolve)
+    host.ctx.tools.register({
+      name: 'hold',
+      description: 'Another host takes the lease, then wait until the test lets go.',
+      async execute(_args: any, { session }) {
+        await query('UPDATE `taskward_lease` SET `token` = `token` + 1, `holder` = ? WHERE `sessionId` = ?', ['other-host', session.id])
+        entered()
+        await released
+        return { ok: true }
+      },
+    })
+    host.ctx.commands.register('ping', () => 'pong')
+    host.scripted.script('main', [{ toolCalls: [{ name: 'hold' }] }, {}])
+    const agent = await host.ctx.agents.create({ cwd: tmpdir(), model: 'scripted' })
+    agent.followup('go')
+    await inTool
+    // The operator's command lands in the middle of the step, on a session this host no longer holds.
+    const response = await host.http.post(`/api/sessions/${agent.session.id}/input`, { text: '/ping' })
+    const rows = await query('SELECT `type` FROM `taskward_event` WHERE `sessionId` = ? ORDER BY `seq`', [agent.session.id])
+    release()
+    await agent.whenIdle()
+    // Nothing of it could be written (the lease is gone): the operator is told so, never a 200 for nothing.
+    expect(rows.map((row: any) => row.type)).to.not.include('command/reply')
+    expect(response.status).to.equal(409)
+    expect((await response.json() as any).code).to.equal('LEASE_LOST')
+  })
+
+  it('forgets caches that folded a refused step: once the log grows back past them, they are not taken for current', async () => {
+    host = await TestHost.boot({ database: mysqlTestConfig(url!) })
+    host.ctx.plugin({
+      name: 'test-types-projection', inject: ['projections'],
+      apply: (ctx: Context) => { ctx.projections.register({ key: 'test-types', version: 1, init: () => [], apply: (types: string[], event) => [...types, event.type] }) },
+    })
+    let steal = false
+    let lease: any
+    host.ctx.tools.register({
+      name: 'note',
+      description: 'Append a record and read the projection; in the second step, another host takes the lease meanwhile.',
+      recordsOnly: true,
+      async execute(_args: any, { session }) {
+        await session.append('test/record', {})
+        await host.ctx.projections.get(session, 'test-types')
+        if (steal) {
+          ;[lease] = await query('SELECT `holder`, `token` FROM `taskward_lease` WHERE `sessionId` = ?', [session.id])
+          await query('UPDATE `taskward_lease` SET `token` = `token` + 1, `holder` = ? WHERE `sessionId` = ?', ['other-host', session.id])
+        }
+        return { ok: true }
+      },
+    })
+    const step = { toolCalls: [{ name: 'note' }] }
+    host.scripted.script('main', [step, {}])
+    const agent = await host.ctx.agents.create({ cwd: tmpdir(), model: 'scripted' })
+    agent.followup('first')
+    await agent.whenIdle()
+    steal = true
+    host.scripted.script('main', [step, {}])
+    const ended = new Promise<any>((resolve) => host.ctx.on('agent/turn-end', (_agent, summary) => resolve(summary)))
+    agent.followup('second')
+    expect((await ended).error?.code).to.equal('LEASE_LOST')
+    const refusedAt = agent.session.seq
+    // The lease comes back (as if the other host let go), and the log grows past where the refused step ended.
+    await query('UPDATE `taskward_lease` SET `token` = ?, `holder` = ? WHERE `sessionId` = ?', [lease.token, lease.holder, agent.session.id])
+    for (let i = 0; i < 5; i++) await agent.session.append('test/other', { i })
+    const log = (await agent.session.read({ from: 0, limit: 100 })).map((e) => e.type)
+    expect(log.slice(refusedAt)).to.deep.equal(['test/other', 'test/other', 'test/other', 'test/other', 'test/other'])
+    const current = host.ctx.projections.current(agent.session, 'test-types')
+    if (current !== undefined) expect(current).to.deep.equal(log)
+    expect(await host.ctx.projections.get(agent.session, 'test-types')).to.deep.equal(log)
   })
 })

@@ -16,6 +16,7 @@ describe('host: a model step is one commit', () => {
     host.ctx.tools.register({
       name: 'note',
       description: 'Append a record and read the log back.',
+      recordsOnly: true,
       async execute(_args: any, { session }) {
         await session.append('test/record', {})
         // Staged, not yet written: the process reads it all the same.
@@ -53,6 +54,29 @@ describe('host: a model step is one commit', () => {
     // The scripted model answers at once: each answer waits for the flush of the step before it.
     expect(flushesAtUsage.map((flushes) => flushes - start)).to.deep.equal([0, 1, 2])
     expect(driver.writeStats().flushes - start).to.equal(3)
+  })
+
+  it('runs a tool with effects outside the log only once its tool/call is durable; read-only and record-only tools stay in the step\'s commit', async () => {
+    const driver = storeDriver(host.ctx) as any
+    const seen: Record<string, { stored: string[], flushes: number }> = {}
+    const look = (name: string) => async (_args: any, { session }: any) => {
+      seen[name] = { stored: await stored(session.id), flushes: driver.writeStats().flushes }
+      return { ok: true }
+    }
+    host.ctx.tools.register({ name: 'effect', description: 'Changes something outside the log.', execute: look('effect') })
+    host.ctx.tools.register({ name: 'looks', description: 'Changes nothing.', readOnly: true, execute: look('looks') })
+    host.ctx.tools.register({ name: 'records', description: 'Appends a record only.', recordsOnly: true, execute: look('records') })
+    host.scripted.script('main', [{ toolCalls: [{ name: 'looks' }, { name: 'records' }, { name: 'effect' }] }, {}])
+    const agent = await host.ctx.agents.create({ cwd: tmpdir(), model: 'scripted' })
+    const start = driver.writeStats().flushes
+    agent.followup('go')
+    await agent.whenIdle()
+    expect(seen.looks.stored, 'a read-only tool runs with the step staged').to.deep.equal([])
+    expect(seen.records.stored, 'so does a record-only one').to.deep.equal([])
+    // The file write, the shell command: its record (and the step before it) is on disk first.
+    expect(seen.effect.stored).to.deep.equal(['user/message', 'tool/call', 'tool/result', 'tool/call', 'tool/result', 'tool/call'])
+    expect(seen.effect.flushes - start).to.equal(1)
+    expect(await stored(agent.session.id)).to.deep.equal((await agent.session.read({ from: 0, limit: 100 })).map((e) => e.type))
   })
 
   it('acknowledges an operator command that came during a step only once it is written', async () => {

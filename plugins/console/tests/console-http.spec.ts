@@ -133,6 +133,49 @@ describe('console over HTTP', function () {
     expect({ delta: hooks('agent/text-delta'), queue: hooks('agent/queue'), state: hooks('agent/state') }).to.deep.equal(baseline)
   })
 
+  it('streams a model step\'s events once they are durable, not while the step has them staged', async () => {
+    let entered!: () => void
+    const inTool = new Promise<void>((resolve) => entered = resolve)
+    let release!: () => void
+    const released = new Promise<void>((resolve) => release = resolve)
+    host.ctx.tools.register({
+      name: 'hold',
+      description: 'Append a record, then wait until the test lets go.',
+      recordsOnly: true,
+      async execute(_args: any, { session }) {
+        await session.append('test/staged-record', {})
+        entered()
+        await released
+        return { ok: true }
+      },
+    })
+    const agent = await host.ctx.agents.create({ sessionId: session.id, model: 'scripted', role: 'main' })
+    const abort = new AbortController()
+    const response = await host.http.fetch(`/api/console/sessions/${session.id}/events`, { signal: abort.signal })
+    const reader = response.body!.getReader()
+    const seen = { text: '' }
+    await readUntil(reader, /event: ready/, seen)
+    host.ctx.models.scripted.script('main', [{ toolCalls: [{ name: 'hold' }] }, {}])
+    agent.followup('work')
+    await inTool
+    // Whatever the stream had sent by now comes before this delta.
+    host.ctx.emit('agent/text-delta', agent, 'marker')
+    await readUntil(reader, /event: delta\ndata: \{"delta":"marker"\}/, seen)
+    const stored = (await host.ctx.database.get('taskward_event', { sessionId: session.id })).map((row) => row.type)
+    expect(stored, 'the step is still staged').to.not.include('test/staged-record')
+    expect(seen.text).to.not.include('test/staged-record')
+    expect(seen.text).to.not.include('"type":"tool/call"')
+    release()
+    await readUntil(reader, /"type":"test\/staged-record"/, seen)
+    await agent.whenIdle()
+    await readUntil(reader, /"type":"tool\/result"/, seen)
+    // In seq order, each once.
+    const seqs = [...seen.text.matchAll(/event: event\ndata: \{"seq":(\d+)/g)].map((match) => Number(match[1]))
+    expect(seqs).to.deep.equal([...seqs].sort((a, b) => a - b))
+    expect(new Set(seqs).size).to.equal(seqs.length)
+    abort.abort()
+  })
+
   it('sends assets compressed (br, gzip or plain as accepted) with a weak ETag, and 304 for a matching If-None-Match', async () => {
     const plain = await host.http.fetch('/assets/console.css', { headers: { 'accept-encoding': 'identity' } })
     const css = await plain.text()

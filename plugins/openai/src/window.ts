@@ -28,6 +28,11 @@ export class EventWindows {
       window.next = event.seq + 1
       if (window.events.length > this.size) window.events.splice(0, window.events.length - this.size)
     })
+    // A refused step's events are not in the log: a window holding any of them is read again.
+    ctx.sessions.observeRollback((session, fromSeq) => {
+      const window = this.windows.get(session.id)
+      if (window && window.next > fromSeq) this.windows.delete(session.id)
+    })
   }
 
   private compact(event: SessionEvent): SessionEvent {

@@ -6,7 +6,7 @@ import { buildMessages } from '../src'
 /** The in-memory event window of a route: each kept event is small, whatever a tool returned. */
 describe('event window (memory per event)', () => {
   const TOOL_LIMIT = 1000
-  const fakeCtx = { sessions: { observe: () => () => {} } } as any
+  const fakeCtx = { sessions: { observe: () => () => {}, observeRollback: () => () => {} } } as any
 
   function sessionWith(events: SessionEvent[]) {
     return { id: 's1', seq: events.length, read: async () => events } as any

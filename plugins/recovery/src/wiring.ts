@@ -22,6 +22,7 @@ async function currentTask(recovery: Recovery, session: Session): Promise<Task> 
 function registerAgentTools(ctx: Context, recovery: Recovery) {
   ctx.tools.register({
     name: 'task_propose_strategy',
+    recordsOnly: true,
     description: 'Propose another approach to the current task. It is recorded for the controller and a person; it changes no decision and authorizes nothing.',
     parameters: Schema.object({ text: Schema.string().min(1).required() }),
     async execute({ text }: { text: string }, { session }) {
@@ -44,6 +45,7 @@ function registerAgentTools(ctx: Context, recovery: Recovery) {
 
   ctx.tools.register({
     name: 'task_request_retry',
+    recordsOnly: true,
     description: 'Ask for another attempt. The request is recorded with your next attempt; it changes no decision: only the controller authorizes retries.',
     parameters: Schema.object({ reason: Schema.string().min(1).required() }),
     async execute({ reason }: { reason: string }, { session }) {

@@ -61,6 +61,7 @@ export function registerRepairTools(ctx: Context, service: RepairService) {
   for (const name of ['task_propose_repair', 'supervisor_propose_repair']) {
     ctx.tools.register<ProposeArgs, ReturnType<typeof answer>>({
       name,
+      recordsOnly: true,
       description: name === 'task_propose_repair'
         ? 'Propose a repair of a defect in a complete task (within its original objective). It grants nothing: the user confirms in the console.'
         : 'From a consultation: propose a repair of the main session\'s complete task; evidence seqs refer to the main session.',

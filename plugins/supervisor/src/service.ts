@@ -127,6 +127,11 @@ export class Supervisor {
     // An observer of the sessions service, not a `session/event` listener: called directly on every append,
     // without cordis' per-listener tracing (which costs more than the insert). Disposing the plugin removes it.
     ctx.sessions.observe((session, event) => this.observe(session, event))
+    // A refused step's records were folded into the mirror: forget it (the next read folds the log).
+    ctx.sessions.observeRollback((session, fromSeq) => {
+      const mirror = this.mirrors.get(session.id)
+      if (mirror && mirror.asOfSeq >= fromSeq) this.mirrors.delete(session.id)
+    })
     this.controller = new Controller(ctx, this, this.config)
     this.reviews = new Reviews(ctx, this, this.config)
     registerGuard(ctx, this)

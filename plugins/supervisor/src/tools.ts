@@ -33,6 +33,7 @@ async function checkEvidence(session: Session, seqs: number[], after: number | u
 export function registerTaskTools(ctx: Context, supervisor: Supervisor) {
   ctx.tools.register({
     name: 'task_submit_plan',
+    recordsOnly: true,
     description: 'Submit the plan of the current task for review: acceptance criteria and nodes; a node without dependsOn '
       + 'depends on the previous node, dependsOn: [] makes it a root.',
     parameters: Schema.object({
@@ -55,6 +56,7 @@ export function registerTaskTools(ctx: Context, supervisor: Supervisor) {
 
   ctx.tools.register({
     name: 'task_start_node',
+    recordsOnly: true,
     description: 'Start a ready node of the approved plan (every dependency passed).',
     parameters: Schema.object({ nodeId: nodeId() }),
     async execute({ nodeId }: { nodeId: string }, { session }) {
@@ -65,6 +67,7 @@ export function registerTaskTools(ctx: Context, supervisor: Supervisor) {
 
   ctx.tools.register({
     name: 'task_report_stage',
+    recordsOnly: true,
     description: 'Report a running node as done; a reviewer checks it against the log. Cite evidence seqs of this attempt.',
     parameters: Schema.object({
       nodeId: nodeId(),
@@ -83,6 +86,7 @@ export function registerTaskTools(ctx: Context, supervisor: Supervisor) {
 
   ctx.tools.register({
     name: 'task_rework_node',
+    recordsOnly: true,
     description: 'Rework a started node: it and every node depending on it get a new pending attempt.',
     parameters: Schema.object({ nodeId: nodeId(), reason: Schema.string().required() }),
     async execute({ nodeId, reason }: { nodeId: string, reason: string }, { session }) {
@@ -95,6 +99,7 @@ export function registerTaskTools(ctx: Context, supervisor: Supervisor) {
 
   ctx.tools.register({
     name: 'task_request_completion',
+    recordsOnly: true,
     description: 'Ask for final acceptance once every node passed review; a completion reviewer decides.',
     parameters: Schema.object({ summary: Schema.string() }),
     async execute({ summary }: { summary?: string }, { session }) {
@@ -134,6 +139,7 @@ export function registerTaskTools(ctx: Context, supervisor: Supervisor) {
 
   ctx.tools.register({
     name: 'review_verdict',
+    recordsOnly: true,
     description: 'Reviewer only: answer the review once: pass, revise (with findings) or needs-user.',
     parameters: Schema.object({
       verdict: Schema.union(['pass', 'revise', 'needs-user']).required(),

@@ -7,6 +7,8 @@ import { defineTables } from '../tables'
 import { checkId } from './ids'
 
 export type EventObserver = (session: Session, event: SessionEvent) => void
+/** Told that a session's events from `fromSeq` on were seen but never written (see `observeRollback`). */
+export type RollbackObserver = (session: Session, fromSeq: number) => void
 
 export interface CreateSessionOptions {
   id?: string
@@ -33,6 +35,8 @@ export class Sessions extends Service {
   private live = new Map<string, Promise<Session>>()
   /** Plain listeners of committed events (see `observe`). */
   private readonly observers = new Set<EventObserver>()
+  /** Listeners of refused staged events (see `observeRollback`). */
+  private readonly rollbacks = new Set<RollbackObserver>()
   /** The service's own context: sessions outlive the plugin that happened to open them. */
   private readonly home: Context
 
@@ -53,6 +57,21 @@ export class Sessions extends Service {
     return this.ctx.effect(() => {
       observers.add(listener)
       return () => observers.delete(listener)
+    })
+  }
+
+  /**
+   * Call `listener(session, fromSeq)` when events this process staged and announced (a step's) were
+   * refused: nothing of the session from `fromSeq` on is in the log, and those seqs will be taken by
+   * other events (this host's next appends, or another host's). Whoever folded the announced events
+   * (a cache, a mirror, a window) must forget what it folded from `fromSeq` on, or it would show a
+   * state the log never had once the log grows past it again. Disposing the caller removes it.
+   */
+  observeRollback(listener: RollbackObserver) {
+    const rollbacks = this.rollbacks
+    return this.ctx.effect(() => {
+      rollbacks.add(listener)
+      return () => rollbacks.delete(listener)
     })
   }
 
@@ -80,7 +99,7 @@ export class Sessions extends Service {
       createdAt: Date.now(),
     }
     await this.home.database.create('taskward_session', row)
-    const session = new Session(this.home, row, 0, this.observers)
+    const session = new Session(this.home, row, 0, this.observers, this.rollbacks)
     this.live.set(id, Promise.resolve(session))
     return session
   }
@@ -109,7 +128,7 @@ export class Sessions extends Service {
   private async load(id: string) {
     const [row] = await this.home.database.get('taskward_session', { id })
     if (!row) throw new TaskwardError('SESSION_NOT_FOUND', `No session ${id}; list sessions to find the right id.`, { sessionId: id })
-    return new Session(this.home, row, await nextSeqOf(this.home, id), this.observers)
+    return new Session(this.home, row, await nextSeqOf(this.home, id), this.observers, this.rollbacks)
   }
 
   /** Every session, oldest first; `parentId` filters the sessions that work for one session. */

@@ -8,6 +8,13 @@ import type { StagedBatch } from './staged'
 
 const MAX_APPEND_RETRIES = 5
 
+export interface AppendOptions {
+  /** The first event must get exactly this seq (`SEQ_CONFLICT` otherwise, nothing written). */
+  expectSeq?: number
+  /** Commit now and resolve once durable, even in the middle of a step (see `appendBatch`). */
+  commit?: boolean
+}
+
 function deepFreeze<T>(value: T): T {
   if (value && typeof value === 'object' && !Object.isFrozen(value)) {
     Object.freeze(value)
@@ -38,9 +45,14 @@ export class Session {
   private cachedStore?: EventStore
   /** The open step (see `openStep`): its batches in staging order; the last one takes new events. */
   private step?: StagedBatch[]
+  /** Staged batches of this session whose outcome nobody has waited for yet. */
+  private readonly unsettled = new Set<StagedBatch>()
+  /** Each staged batch's outcome (true: durable), until it is known. */
+  private readonly outcomes = new Map<StagedBatch, Promise<boolean>>()
   private readonly emit: (session: Session, event: SessionEvent) => void
 
-  constructor(private ctx: Context, row: SessionRow, nextSeq: number, private observers: ReadonlySet<(session: Session, event: SessionEvent) => void> = new Set()) {
+  constructor(private ctx: Context, row: SessionRow, nextSeq: number, private observers: ReadonlySet<(session: Session, event: SessionEvent) => void> = new Set(),
+    private rollbacks: ReadonlySet<(session: Session, fromSeq: number) => void> = new Set()) {
     this.id = row.id
     this.cwd = row.cwd
     this.preset = row.preset
@@ -57,23 +69,29 @@ export class Session {
     return this.cachedStore
   }
 
-  /** Append an event; resolves with the frozen event once it is committed to the database. */
-  append<D = any>(type: string, data: D): Promise<SessionEvent<D>> {
-    return this.appendBatch([{ type, data }]).then(([event]) => event)
+  /**
+   * Append an event; resolves with the frozen event once it is committed to the database (inside a
+   * step: once staged, unless `commit`, see `appendBatch`).
+   */
+  append<D = any>(type: string, data: D, options: AppendOptions = {}): Promise<SessionEvent<D>> {
+    return this.appendBatch([{ type, data }], options).then(([event]) => event)
   }
 
   /**
    * Append events at consecutive seqs: no other append of this process comes between them. With
    * `expectSeq`, the first one must get exactly that seq — a record that names its own seq (or was
    * checked by folding it at that seq) is never moved: `SEQ_CONFLICT` instead, nothing written, and
-   * the caller re-reads and decides again.
+   * the caller re-reads and decides again. With `commit`, the events are committed (and the promise
+   * resolves once durable) even in the middle of a step: for a writer outside the step that
+   * acknowledges what it appended (an operator's command and its reply), which must neither be
+   * answered before it is durable nor go down with the step's commit.
    */
-  appendBatch<D = any>(entries: { type: string, data: D }[], options: { expectSeq?: number } = {}): Promise<SessionEvent<D>[]> {
+  appendBatch<D = any>(entries: { type: string, data: D }[], options: AppendOptions = {}): Promise<SessionEvent<D>[]> {
     if (!entries.length || entries.some((entry) => typeof entry.type !== 'string' || !entry.type)) {
       return Promise.reject(new TaskwardError('BAD_REQUEST', 'Every event needs a non-empty type.'))
     }
     // An idle log starts the commit at once (no extra turn of the promise queue on the hot path).
-    const run = this.pending ? this.tail.then(() => this.commitBatch(entries, options.expectSeq)) : this.commitBatch(entries, options.expectSeq)
+    const run = this.pending ? this.tail.then(() => this.commitBatch(entries, options)) : this.commitBatch(entries, options)
     this.pending++
     const settled = run.then(() => { this.pending-- }, () => { this.pending-- })
     this.tail = settled
@@ -106,18 +124,45 @@ export class Session {
     return this.settleStep(batches, writing)
   }
 
+  /**
+   * Write what this session staged and wait until every staged batch of it has an outcome. A refused
+   * one (its seqs are free again by then) fails this append too, with nothing written: what was
+   * staged before it (a transition the caller made, say) is not in the log, so it must not be
+   * acknowledged as if it were.
+   */
+  private async settleStaged() {
+    const batches = [...this.unsettled]
+    if (batches.some((batch) => !batch.written)) await this.store.writeStaged()
+    let failure: any
+    for (const batch of batches) {
+      await batch.written?.catch((error) => { failure ??= error })
+      this.unsettled.delete(batch)
+    }
+    if (failure === undefined) return
+    if (failure?.code !== 'duplicate-entry') throw failure
+    this.seq = await this.store.nextSeq(this.id)
+    throw new TaskwardError('SEQ_CONFLICT',
+      `Session ${this.id}: another writer took seqs this session had staged; nothing more was written. Read the session again and retry.`,
+      { sessionId: this.id, seq: this.seq })
+  }
+
   private async settleStep(batches: StagedBatch[], writing: Promise<void> | undefined) {
     await writing
-    for (const batch of batches) {
-      try {
-        await batch.written
-      } catch (error: any) {
-        if (error?.code !== 'duplicate-entry') throw error
-        this.seq = await this.store.nextSeq(this.id)
-        throw new TaskwardError('SEQ_CONFLICT',
-          `Session ${this.id}: another writer took seq ${batch.events[0].seq} while a step ran here; the step's events from there on were not written. Read the session again and retry.`,
-          { sessionId: this.id, expectSeq: batch.events[0].seq, seq: this.seq })
+    try {
+      for (const batch of batches) {
+        try {
+          await batch.written
+        } catch (error: any) {
+          if (error?.code !== 'duplicate-entry') throw error
+          this.seq = await this.store.nextSeq(this.id)
+          throw new TaskwardError('SEQ_CONFLICT',
+            `Session ${this.id}: another writer took seq ${batch.events[0].seq} while a step ran here; the step's events from there on were not written. Read the session again and retry.`,
+            { sessionId: this.id, expectSeq: batch.events[0].seq, seq: this.seq })
+        }
       }
+    } finally {
+      await Promise.all(batches.map((batch) => batch.written?.catch(() => {})))
+      for (const batch of batches) this.unsettled.delete(batch)
     }
   }
 
@@ -135,12 +180,17 @@ export class Session {
       { sessionId: this.id, expectSeq, seq: this.seq })
   }
 
-  private async commitBatch<D>(entries: { type: string, data: D }[], expectSeq?: number): Promise<SessionEvent<D>[]> {
-    if (expectSeq !== undefined && expectSeq !== this.seq) throw this.conflict(expectSeq)
+  private async commitBatch<D>(entries: { type: string, data: D }[], { expectSeq, commit }: AppendOptions): Promise<SessionEvent<D>[]> {
     const store = this.store
     // One JSON text per event: what is stored, and (parsed back) exactly what a reader gets later.
     const texts = entries.map(({ data }) => data === undefined ? 'null' : JSON.stringify(data))
-    if (this.step) return this.stage(store, entries, texts)
+    if (this.step && !commit) {
+      if (expectSeq !== undefined && expectSeq !== this.seq) throw this.conflict(expectSeq)
+      return this.stage(store, entries, texts)
+    }
+    // Staged batches of this session come first: a committed event never stands after a hole.
+    if (this.unsettled.size) await this.settleStaged()
+    if (expectSeq !== undefined && expectSeq !== this.seq) throw this.conflict(expectSeq)
     let stored: StoredEvent[] | undefined
     for (let attempt = 0; attempt < MAX_APPEND_RETRIES && !stored; attempt++) {
       const time = Date.now()
@@ -173,8 +223,20 @@ export class Session {
       const first = this.seq
       // Nothing from a refused batch on is written (a later batch waits for the one before it): its
       // seqs are free again at once, before anyone can save state folded past the log's end.
-      batch = { sessionId: this.id, events: [], fence: this.fence, previous: batch, refused: () => { this.seq = Math.min(this.seq, first) } }
+      let resolve!: (durable: boolean) => void
+      const outcome = new Promise<boolean>((done) => resolve = done)
+      const created: StagedBatch = {
+        sessionId: this.id, events: [], fence: this.fence, previous: batch,
+        refused: () => this.rollBack(first),
+        settled: (durable) => {
+          this.outcomes.delete(created)
+          resolve(durable)
+        },
+      }
+      batch = created
+      this.outcomes.set(batch, outcome)
       step.push(batch)
+      this.unsettled.add(batch)
       store.stage(batch)
     }
     const time = Date.now()
@@ -182,6 +244,38 @@ export class Session {
     batch.events.push(...staged)
     this.seq += staged.length
     return this.announce(staged)
+  }
+
+  /**
+   * Undefined when every event appended so far is as durable as configured; else a promise of whether
+   * the staged ones are (true) or were refused (false). It neither writes nor hurries the step: for
+   * whoever shows events outside the process (the console's live stream), which must not show one a
+   * crash or a refused commit can still take back.
+   */
+  whenDurable(): Promise<boolean> | undefined {
+    if (!this.outcomes.size) return
+    const pending = [...this.outcomes.values()]
+    return Promise.all(pending).then((outcomes) => outcomes.every(Boolean))
+  }
+
+  /**
+   * Write what this session staged and resolve once it is durable (rejects, nothing more written,
+   * when it was refused): for an effect outside the log that must not come before its record.
+   */
+  async durable() {
+    if (this.unsettled.size) await this.settleStaged()
+  }
+
+  /** Staged events from `first` on were refused: their seqs are free again, and whoever folded them is told. */
+  private rollBack(first: number) {
+    this.seq = Math.min(this.seq, first)
+    for (const listener of this.rollbacks) {
+      try {
+        listener(this, first)
+      } catch (error) {
+        this.ctx.logger('sessions').warn('a rollback observer failed at %s seq %d: %s', this.id, first, error)
+      }
+    }
   }
 
   /** The frozen events as a reader gets them, after the observers and `session/event` saw them. */

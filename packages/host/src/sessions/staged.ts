@@ -20,12 +20,15 @@ export interface StagedBatch {
   failure?: unknown
   /** Called once, as soon as the batch is known not to be written (the session frees its seqs then). */
   readonly refused?: (error: unknown) => void
+  /** Called once with the batch's outcome: true once as durable as configured, false when not written. */
+  readonly settled?: (durable: boolean) => void
 }
 
 function fail(batch: StagedBatch, error: unknown) {
   if (batch.failure !== undefined) return
   batch.failure = error ?? new Error('not written')
   batch.refused?.(error)
+  batch.settled?.(false)
 }
 
 /** The staged batches of one store, in staging order. */
@@ -81,6 +84,9 @@ export class StagedBatches {
       for (const batch of batches) fail(batch, error)
     })
     for (const batch of batches) batch.written = written
+    written.then(() => {
+      for (const batch of batches) batch.settled?.(true)
+    }, () => {})
   }
 
   /** Record that `batches` were not written, because of `error`. */

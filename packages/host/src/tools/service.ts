@@ -129,6 +129,8 @@ export class Tools extends Service {
           throw new TaskwardError('TOOL_INVALID_ARGS', `Invalid arguments for ${name}: ${(error as Error).message}.`)
         }
       }
+      // Write-ahead: an effect outside the log (a file, a process) comes after its durable tool/call.
+      if (!tool.readOnly && !tool.recordsOnly) await session.durable()
       const result = await tool.execute(parsed, { session, agentId: options.agentId, callId, signal: options.signal })
       outcome = { callId, name, ...modelCallId, result: result ?? null }
     } catch (error) {

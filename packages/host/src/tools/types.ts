@@ -18,6 +18,13 @@ export interface ToolDef<A = any, R = any> {
   parameters?: Schema<any, A>
   /** True for tools that cannot change anything (used by admission guards and docs). */
   readOnly?: boolean
+  /**
+   * True for tools whose every effect is an event of the session's log (a supervisor transition, a
+   * record): they run with the step's events staged, and commit with them. Any other tool that is not
+   * `readOnly` (a file write, a shell) runs only once its `tool/call` and everything staged before it
+   * is durable: an effect outside the log never comes before its record.
+   */
+  recordsOnly?: boolean
   execute(args: A, exec: ToolExecution): Awaitable<R>
 }
 

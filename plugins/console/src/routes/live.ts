@@ -1,6 +1,7 @@
 import type { Context } from 'cordis'
 import { catchUpWithStore, storeDriver, type Agent } from '@taskward/host'
 import type {} from '@taskward/plugin-supervisor'
+import type { SessionEvent } from '@taskward/protocol'
 
 /*
  * Live updates as server-sent events: one-way is all the page needs (it refetches the view and
@@ -77,13 +78,31 @@ export class LiveUpdates {
             send(`event: changed\ndata: ${JSON.stringify({ sessionId, seq: lastSeq })}\n\n`)
           }, COALESCE_MS)
         }
-        // An observer, not a `session/event` listener: a direct call on every append (see `sessions.observe`).
-        const offEvent = this.ctx.sessions.observe((session, event) => {
-          if (session.id !== sessionId) return
-          // Each event at once (the transcript), then a coalesced "changed" (the task view).
+        const push = (event: SessionEvent) => {
+          // Each event (the transcript), then a coalesced "changed" (the task view).
           const json = JSON.stringify(event)
           send(`event: event\ndata: ${json.length > LIVE_EVENT_MAX_CHARS ? JSON.stringify({ seq: event.seq, type: event.type, truncated: true }) : json}\n\n`)
           changed(event.seq)
+        }
+        // Events of a model step are staged until the step commits (docs/host.md, sessions): they go
+        // out once durable, in order, and never when the commit was refused (their seqs are taken by
+        // other events then) — the page must not show what a crash or a lost lease takes back.
+        const waiting: { event: SessionEvent, durable: Promise<boolean> }[] = []
+        const drain = async () => {
+          while (waiting.length && !closed) {
+            const durable = await waiting[0].durable
+            const { event } = waiting.shift()!
+            if (durable) push(event)
+            else changed(event.seq)
+          }
+        }
+        // An observer, not a `session/event` listener: a direct call on every append (see `sessions.observe`).
+        const offEvent = this.ctx.sessions.observe((session, event) => {
+          if (session.id !== sessionId) return
+          const durable = session.whenDurable()
+          if (!durable && !waiting.length) return push(event)
+          waiting.push({ event, durable: durable ?? Promise.resolve(true) })
+          if (waiting.length === 1) drain().catch(() => {})
         })
         // Streamed assistant text is never recorded piecewise: it exists only on this stream.
         const offDelta = this.ctx.on('agent/text-delta', (agent, delta) => {
