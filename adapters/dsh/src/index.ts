@@ -14,6 +14,7 @@ import { DshModelsContract } from './models'
 import { DshProjectionsContract } from './projections'
 import { DshSessionsContract } from './sessions'
 import { DshToolsContract, refusalText } from './tools'
+import { guardSupervisedSessions } from './supervision-preset'
 
 export { CARRIER_KIND, readCarried, writeCarried } from './carrier'
 export { viewEvent, DSH_TYPE_PREFIX } from './session-view'
@@ -68,6 +69,7 @@ export function apply(ctx: Context, input: Partial<Config>) {
   const sessions = new DshSessionsContract(child, dsh, 'dsh', () => ({ agents: dsh.agents, persistence: c.get('sessionPersistence'), presets: c.get('agentPresets') }))
   const tools = new DshToolsContract(child, dsh.tools, sessions)
   const agents = new DshAgentsContract(child, dsh.agents, sessions, (agent) => tools.offerReviewerTools(agent))
+  guardSupervisedSessions(ctx, sessions)
   const connection = new DshConnectionContract(child, dsh.webServer, config.prefix, config.operatorToken, () => listeningPort(dsh.webServer))
 
   // DSH's events, heard on the entry context (outside the subtree), feed the contract.
