@@ -33,6 +33,7 @@ export async function packDsh({ outDir = join(root, 'build', 'dsh'), log = (line
       cordis: '@deepseek-ai/cordis',
       schemastery: '@deepseek-ai/schemastery',
       '@taskward/host': join(root, 'scripts', 'dsh', 'host-shim.mjs'),
+      '@taskward/plugin-database': join(root, 'scripts', 'dsh', 'database-shim.mjs'),
     },
     external: ['@deepseek-ai/cordis', '@deepseek-ai/schemastery'],
     // ESM output: CommonJS dependencies that call require() get Node's own.
