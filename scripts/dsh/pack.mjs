@@ -33,6 +33,7 @@ export async function packDsh({ outDir = join(root, 'build', 'dsh'), log = (line
       cordis: '@deepseek-ai/cordis',
       schemastery: '@deepseek-ai/schemastery',
       '@taskward/host': join(root, 'scripts', 'dsh', 'host-shim.mjs'),
+      '@taskward/plugin-database': join(root, 'scripts', 'dsh', 'database-shim.mjs'),
     },
     external: ['@deepseek-ai/cordis', '@deepseek-ai/schemastery'],
     // ESM output: CommonJS dependencies that call require() get Node's own.
@@ -50,7 +51,7 @@ export async function packDsh({ outDir = join(root, 'build', 'dsh'), log = (line
     description: 'Taskward (supervised tasks, repair after completion) for the DSH host: one bundle for `dsh plugin add`.',
     type: 'module',
     main: './index.js',
-    exports: { '.': './index.js', './package.json': './package.json' },
+    exports: { '.': './index.js', './supervision-guard': './supervision-guard.js', './package.json': './package.json' },
     license: 'MIT',
     engines: { node: '^22.19 || >=24' },
     dsh: { bundle: { patch: './cordis.patch.yml' } },
@@ -61,6 +62,9 @@ export async function packDsh({ outDir = join(root, 'build', 'dsh'), log = (line
     { id: 'hmr', disabled: false },
     { insert: [{ id: 'taskward', name: BUNDLE_NAME, config: {} }] },
   ]))
+  // The row of the `taskward` agent preset (adapters/dsh/src/supervision-preset.ts): it activates only
+  // while the adapter provides `taskwardSupervision`, so DSH refuses to resume a supervised session without it.
+  writeFileSync(join(staging, 'supervision-guard.js'), "export const name = 'taskward-supervision-guard'\nexport const inject = ['taskwardSupervision']\nexport function apply() {}\n")
   writeFileSync(join(staging, 'README.md'), `# ${BUNDLE_NAME}\n\nTaskward for DSH 0.1.0-rc.8. Install: \`dsh plugin --profile web add ./${BUNDLE_NAME}-${version}.tgz\`; see docs/dsh.md in the Taskward repository.\n`)
   writeFileSync(join(staging, 'LICENSE'), readFileSync(join(root, 'LICENSE')))
   const packed = execFileSync('npm', ['pack', '--silent', '--pack-destination', outDir], { cwd: staging, encoding: 'utf8' }).trim().split('\n').pop()

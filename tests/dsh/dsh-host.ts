@@ -17,6 +17,12 @@ const run = promisify(execFile)
  * HTTP API. In CI a missing cache is installed (10-20 min, once per machine); locally it skips.
  */
 
+/**
+ * The `recovery` part of a row config whose one check always passes: recovery is loaded in DSH as on
+ * our host, and without checks a task never completes (VALIDATION_MISSING).
+ */
+export const PASSING_RECOVERY = { recovery: { checks: [{ id: 'always', argv: ['true'], timeoutMs: 20_000 }] } }
+
 export interface DshPaths { dir: string, node: string, nodeBin: string, pnpmBin: string, dsh: string }
 
 /** The cached install, or why the suite cannot run (installing it first when CI is set). */

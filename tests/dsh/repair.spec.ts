@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { OpenAIMock } from '@taskward/testkit'
-import { DshHome, dshInstall, packedBundle, type DshWeb } from './dsh-host'
+import { DshHome, dshInstall, packedBundle, PASSING_RECOVERY, type DshWeb } from './dsh-host'
 import { execute, replyJson, taskward, waitFor } from './dsh-api'
 import { dshTaskPlayer } from './dsh-player'
 
@@ -34,7 +34,7 @@ describe('repair after completion inside the real DSH host', function () {
     home = await DshHome.create(found.paths, { baseURL: `http://127.0.0.1:${model.port}` })
     workspace = await mkdtemp(join(tmpdir(), 'taskward-dsh-repair-'))
     await home.addBundle(await packedBundle())
-    await home.configureTaskward({ operatorToken: token })
+    await home.configureTaskward({ operatorToken: token, ...PASSING_RECOVERY })
     web = await home.start()
   })
 

@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { mockText, OpenAIMock } from '@taskward/testkit'
-import { DshHome, dshInstall, packedBundle, type DshWeb } from './dsh-host'
+import { DshHome, dshInstall, packedBundle, PASSING_RECOVERY, type DshWeb } from './dsh-host'
 import { execute, replyJson, waitFor } from './dsh-api'
 import { contentOf, dshTaskPlayer } from './dsh-player'
 import { access } from 'node:fs/promises'
@@ -32,6 +32,7 @@ describe('a supervised task inside the real DSH host', function () {
     home = await DshHome.create(found.paths, { baseURL: `http://127.0.0.1:${model.port}` })
     workspace = await mkdtemp(join(tmpdir(), 'taskward-dsh-task-'))
     await home.addBundle(await packedBundle())
+    await home.configureTaskward(PASSING_RECOVERY)
     web = await home.start()
   })
 

@@ -17,6 +17,8 @@ export interface DshSession {
   readonly header: { readonly id: string, readonly cwd?: string, readonly parentSession?: string, readonly createdAt: number }
   readonly events: readonly DshEvent[]
   readonly seq: number
+  /** Synchronous; DSH refuses a type it does not know. */
+  append(type: string, data: unknown): DshEvent
 }
 
 /** packages/core/session/src/index.ts `SessionStore` (ctx key `sessions`). */

@@ -2,6 +2,7 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import { provideService } from '@taskward/cordis-compat'
 import { AdmissionService } from '@taskward/plugin-admission'
+import { Recovery } from '@taskward/plugin-recovery'
 import { RepairService } from '@taskward/plugin-repair'
 import { Supervisor } from '@taskward/plugin-supervisor'
 import { WorkspaceService } from '@taskward/plugin-workspace'
@@ -14,6 +15,7 @@ import { DshModelsContract } from './models'
 import { DshProjectionsContract } from './projections'
 import { DshSessionsContract } from './sessions'
 import { DshToolsContract, refusalText } from './tools'
+import { guardSupervisedSessions } from './supervision-preset'
 
 export { CARRIER_KIND, readCarried, writeCarried } from './carrier'
 export { viewEvent, DSH_TYPE_PREFIX } from './session-view'
@@ -27,6 +29,7 @@ export interface Config {
   operatorToken: string
   supervisor: Record<string, unknown>
   workspace: Record<string, unknown>
+  recovery: Record<string, unknown>
 }
 
 export const Config: Schema<Partial<Config>, Config> = Schema.object({
@@ -35,6 +38,7 @@ export const Config: Schema<Partial<Config>, Config> = Schema.object({
   operatorToken: Schema.string().default('').description('Operator token (empty: a random one at each start).'),
   supervisor: Schema.dict(Schema.any()).default({}).description('The supervisor plugin\'s config.'),
   workspace: Schema.dict(Schema.any()).default({}).description('The workspace plugin\'s config (repairMaxFiles, repairMaxBytes).'),
+  recovery: Schema.dict(Schema.any()).default({}).description('The recovery plugin\'s config (checks, budgets, sandbox; docs/recovery.md).'),
 }) as Schema<Partial<Config>, Config>
 
 /** The service names of Taskward's host contract; DSH has services of the same names (other shapes). */
@@ -68,6 +72,7 @@ export function apply(ctx: Context, input: Partial<Config>) {
   const sessions = new DshSessionsContract(child, dsh, 'dsh', () => ({ agents: dsh.agents, persistence: c.get('sessionPersistence'), presets: c.get('agentPresets') }))
   const tools = new DshToolsContract(child, dsh.tools, sessions)
   const agents = new DshAgentsContract(child, dsh.agents, sessions, (agent) => tools.offerReviewerTools(agent))
+  guardSupervisedSessions(ctx, sessions)
   const connection = new DshConnectionContract(child, dsh.webServer, config.prefix, config.operatorToken, () => listeningPort(dsh.webServer))
 
   // DSH's events, heard on the entry context (outside the subtree), feed the contract.
@@ -126,6 +131,7 @@ export function apply(ctx: Context, input: Partial<Config>) {
   ;(child as any).plugin(AdmissionService, {})
   ;(child as any).plugin(Supervisor, { reviewerModel: 'dsh', defaultModel: 'dsh', ...config.supervisor })
   ;(child as any).plugin(RepairService, {})
+  ;(child as any).plugin(Recovery, config.recovery)
 }
 
 function listeningPort(web: Dsh['webServer']): number | undefined {

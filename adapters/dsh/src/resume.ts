@@ -1,4 +1,5 @@
 import type { DshAgent, DshAgents } from './dsh-types'
+import { sessionPreset } from './supervision-preset'
 
 /** DSH's cold-session services (packages/session/session-persistence, packages/…/agent-presets). */
 export interface DshResumeServices {
@@ -12,7 +13,7 @@ export interface DshResumeServices {
 /**
  * Bring a stored DSH session back with its agent the way DSH's own API does on first touch (rc.8
  * api-proxy): on the model its log last ran with (its last `request/header`) and with the agent
- * preset it was created under mounted, so it keeps its tools and persona. A bare `agents.resume`
+ * preset its log last selected mounted, so it keeps its tools and persona. A bare `agents.resume`
  * gets neither: its first step fails (`prompt variable "{{model}}" has no value`).
  */
 export async function resumeLikeDsh(services: DshResumeServices, sessionId: string): Promise<DshAgent> {
@@ -22,7 +23,8 @@ export async function resumeLikeDsh(services: DshResumeServices, sessionId: stri
   const config = [...(inspected?.events ?? [])].reverse().find((event) => event.type === 'request/header')?.data?.header?.config
   const fallback = services.agents.list().find((agent) => agent.options?.model)?.options
   const options = config?.model ? { provider: config.provider, model: config.model } : fallback
-  const presetId = inspected?.meta.agentPreset
+  // The last selection wins over the header, as in DSH (the supervision preset is selected later).
+  const presetId = inspected && sessionPreset({ header: inspected.meta as any, events: inspected.events as any })
   const presets = services.presets
   const handle = await services.agents.resume({
     resumeSessionId: sessionId,

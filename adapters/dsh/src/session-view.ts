@@ -24,6 +24,8 @@ export interface SessionViewHost {
   agentOf(sessionId: string): DshAgent | undefined
   roleOf(session: DshSession): 'main' | 'reviewer'
   model: string
+  /** Called before Taskward's first record lands in a session (supervision-preset.ts). */
+  beforeRecord?(session: DshSession): void
 }
 
 /**
@@ -59,6 +61,7 @@ export class SessionView {
       throw new TaskwardError('SERVICE_UNAVAILABLE', `Session ${this.id} has no live DSH agent, which Taskward's records need (carrier.ts); open the session in DSH and retry.`)
     }
     // Through JSON, like an append on our host: the returned events are what a reader gets back.
+    this.host.beforeRecord?.(this.dsh)
     const plain = entries.map(({ type, data }) => ({ type, data: JSON.parse(JSON.stringify(data ?? null)) }))
     return writeCarried(agent, plain).map((event) => viewEvent(event) as SessionEvent<D>)
   }

@@ -18,6 +18,8 @@ export class DshSessionsContract {
   private readonly views = new WeakMap<DshSession, SessionView>()
   /** Sessions this adapter created as reviewers (in memory: DSH's header has no role). */
   readonly reviewers = new Set<string>()
+  /** Set by the adapter once the supervision preset exists (supervision-preset.ts). */
+  beforeRecord?: (session: DshSession) => void
   protected ctx: Context
 
   constructor(ctx: Context, private readonly dsh: { sessions: DshSessions, agents: DshAgents }, readonly model: string, readonly resume: () => DshResumeServices) {
@@ -49,6 +51,7 @@ export class DshSessionsContract {
         // one of DSH's own sub-agents) is a reviewer, also after a restart.
         roleOf: (s) => this.reviewers.has(s.id) || (!!s.header.parentSession && (s.header as any).origin !== 'subagent') ? 'reviewer' : 'main',
         model: this.model,
+        beforeRecord: (s) => this.beforeRecord?.(s),
       }, session)
       this.views.set(session, view)
     }

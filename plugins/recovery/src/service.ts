@@ -1,4 +1,5 @@
-import { Context, Service } from 'cordis'
+import type { Context } from 'cordis'
+import { provideService } from '@taskward/cordis-compat'
 import { original, type Projections, type Session, type Sessions } from '@taskward/host'
 import type { Supervisor } from '@taskward/plugin-supervisor'
 import type {} from '@taskward/plugin-workspace'
@@ -43,8 +44,8 @@ export interface AttemptOptions {
  * attempts, decisions and the candidate journal in the session log, and decides with the pure core of
  * `@taskward/protocol` (`decide`). Everything it knows is folded from those records. See docs/recovery.md.
  */
-export class Recovery extends Service {
-  static [Service.provide] = 'recovery'
+export class Recovery {
+  static readonly provide = 'recovery'
   static inject = {
     sessions: { required: true },
     projections: { required: true },
@@ -74,8 +75,9 @@ export class Recovery extends Service {
    */
   readonly kernel: { readonly sessions: Sessions, readonly projections: Projections, readonly supervisor: Supervisor }
 
-  constructor(ctx: Context, public override config: Config) {
-    super(ctx, 'recovery', true)
+  readonly config: Config
+
+  constructor(ctx: Context, config: Partial<Config> = {}) {
     this.home = ctx
     this.kernel = { sessions: original(ctx.sessions), projections: original(ctx.projections), supervisor: original(ctx.supervisor) }
     this.config = Config(loadedConfig('recovery', config))
@@ -94,6 +96,12 @@ export class Recovery extends Service {
     })
     this.pins = wirePins(ctx, this)
     wireRecovery(ctx, this)
+    provideService(ctx, 'recovery', this)
+  }
+
+  /** This plugin's logger (a cordis 3 `Service` had one; both versions have `ctx.logger(name)`). */
+  get logger() {
+    return this.home.logger('recovery')
   }
 
   /** The recovery state of a session, folded from its recovery records. */

@@ -1,0 +1,89 @@
+import { expect } from 'chai'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { OpenAIMock } from '@taskward/testkit'
+import { DshHome, dshInstall, packedBundle, type DshWeb } from './dsh-host'
+import { carriedEvents, execute, replyJson, waitFor } from './dsh-api'
+import { contentOf, dshTaskPlayer } from './dsh-player'
+
+/*
+ * The recovery controller inside the real DSH host: a check configured in the bundle row's config runs
+ * in bubblewrap against the session's directory at completion; the task cannot complete while it fails
+ * and completes once it passes (and the reviewer passes).
+ */
+const ANSWER_CHECK = {
+  id: 'answer',
+  argv: ['sh', '-c', 'test "$(cat answer.txt)" = right || { echo "wrong answer: $(cat answer.txt)"; exit 1; }'],
+  timeoutMs: 20_000,
+}
+const ONE_NODE_PLAN = { acceptanceCriteria: ['a.txt is written and the answer is right'], nodes: [{ id: 'a', title: 'write a' }] }
+
+describe('recovery checks inside the real DSH host', function () {
+  this.timeout(600_000)
+  let model: OpenAIMock
+  let home: DshHome
+  let web: DshWeb
+  let workspace: string
+
+  before(async function () {
+    const found = await dshInstall()
+    if (!found.paths) {
+      console.log(`      skipped: ${found.skip}`)
+      return this.skip()
+    }
+    model = await OpenAIMock.start()
+    model.fallback = dshTaskPlayer({ plan: ONE_NODE_PLAN as any })
+    home = await DshHome.create(found.paths, { baseURL: `http://127.0.0.1:${model.port}` })
+    workspace = await mkdtemp(join(tmpdir(), 'taskward-dsh-recovery-'))
+    await writeFile(join(workspace, 'answer.txt'), 'alpha')
+    await home.addBundle(await packedBundle())
+    await home.configureTaskward({ recovery: { checks: [ANSWER_CHECK], sandbox: 'bwrap' } })
+    web = await home.start()
+  })
+
+  after(async () => {
+    await web?.stop()
+    await home?.dispose()
+    await model?.close()
+    if (workspace) await rm(workspace, { recursive: true, force: true })
+  })
+
+  afterEach(async function () {
+    if (this.currentTest?.state === 'failed' && web) console.log(web.output.slice(-4000))
+  })
+
+  const status = async (sessionId: string) => replyJson(await execute(web, sessionId, '/task'))
+  const records = async (sessionId: string, kind: string) => carriedEvents(await web.api('session.history', { sessionId }))
+    .filter((e) => e.type === 'extension/record' && (e.data as any)?.namespace === 'dsh-task-supervisor-recovery' && (e.data as any)?.kind === kind)
+    .map((e) => (e.data as any).payload)
+
+  it('refuses completion while the check fails (run in bwrap on the session directory) and completes once it passes', async () => {
+    const { sessionId } = await web.api('session.create', { cwd: workspace })
+    await execute(web, sessionId, '/task new Write a.txt and get the answer right')
+    await waitFor(async () => (await status(sessionId)).task?.phase === 'awaiting-approval', 'the plan review to pass', 60_000)
+    await execute(web, sessionId, '/task approve')
+    // The agent writes a.txt, reports the stage, requests completion: refused, the answer is wrong.
+    await waitFor(async () => (await records(sessionId, 'decision')).some((d) => d.verdict === 'FAIL'), 'a failing decision', 120_000)
+    const refusal = () => model.requests.flatMap((r) => (r.body.messages ?? []) as any[]).filter((m) => m.role === 'tool').map(contentOf)
+      .find((text) => text.includes('VERDICT_NEGATIVE'))
+    await waitFor(() => !!refusal(), 'the agent to read the refusal', 30_000)
+    expect(refusal(), 'the agent was told why').to.match(/answer/)
+    expect((await status(sessionId)).task?.phase).to.equal('active')
+    const failed = (await records(sessionId, 'attempt')).filter((a) => a.agentClaim === 'done')
+    expect(failed).to.have.length.at.least(1)
+    expect(failed[0]).to.include({ sandbox: 'bwrap' })
+    expect(failed[0].checks[0]).to.include({ checkId: 'answer', verdict: 'FAIL', exitCode: 1 })
+    // It read the session's directory.
+    expect(failed[0].checks[0].outputExcerpt).to.match(/wrong answer: alpha/)
+    expect(await readFile(join(workspace, 'a.txt'), 'utf8')).to.equal('a done\n')
+
+    // The answer fixed in the session's directory: the next request completes (after the reviewer's pass).
+    await writeFile(join(workspace, 'answer.txt'), 'right')
+    await web.api('session.prompt', { sessionId, mode: 'queue', content: [{ type: 'text', text: 'The answer is fixed now; request completion again.' }] })
+    await waitFor(async () => (await status(sessionId)).task?.phase === 'complete', 'the task to complete', 120_000)
+    const decisions = await records(sessionId, 'decision')
+    expect(decisions.at(-1)).to.include({ action: 'COMPLETE', verdict: 'PASS' })
+    expect(await records(sessionId, 'receipt')).to.have.length(1)
+  })
+})
