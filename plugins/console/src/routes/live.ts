@@ -1,6 +1,7 @@
 import type { Context } from 'cordis'
 import { catchUpWithStore, storeDriver, type Agent } from '@taskward/host'
 import type {} from '@taskward/plugin-supervisor'
+import { onDispose } from '@taskward/cordis-compat'
 
 /*
  * Live updates as server-sent events: one-way is all the page needs (it refetches the view and
@@ -40,7 +41,7 @@ export class LiveUpdates {
   private readonly streams = new Set<Stream>()
 
   constructor(private ctx: Context, private heartbeatMs: number) {
-    ctx.on('dispose', () => {
+    onDispose(ctx, () => {
       for (const stream of [...this.streams]) stream.close()
     })
   }
