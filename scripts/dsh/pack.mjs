@@ -6,7 +6,7 @@
 // host-shim.mjs (no minato, no koa). The tarball's path is the last line printed.
 import { build } from 'esbuild'
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import yaml from 'js-yaml'
@@ -67,6 +67,8 @@ export async function packDsh({ outDir = join(root, 'build', 'dsh'), log = (line
   writeFileSync(join(staging, 'supervision-guard.js'), "export const name = 'taskward-supervision-guard'\nexport const inject = ['taskwardSupervision']\nexport function apply() {}\n")
   writeFileSync(join(staging, 'README.md'), `# ${BUNDLE_NAME}\n\nTaskward for DSH 0.1.0-rc.8. Install: \`dsh plugin --profile web add ./${BUNDLE_NAME}-${version}.tgz\`; see docs/dsh.md in the Taskward repository.\n`)
   writeFileSync(join(staging, 'LICENSE'), readFileSync(join(root, 'LICENSE')))
+  // The console's scripts and styles, beside index.js (plugins/console/src/routes/pages.ts looks there).
+  cpSync(join(root, 'plugins', 'console', 'assets'), join(staging, 'assets'), { recursive: true })
   const packed = execFileSync('npm', ['pack', '--silent', '--pack-destination', outDir], { cwd: staging, encoding: 'utf8' }).trim().split('\n').pop()
   const tarball = join(outDir, packed)
   log(`${inputs.length} modules bundled, index.js ${(statSync(join(staging, 'index.js')).size / 1024).toFixed(0)} KiB, tarball ${(statSync(tarball).size / 1024).toFixed(0)} KiB (${relative(root, tarball)})`)

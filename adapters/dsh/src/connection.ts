@@ -6,6 +6,7 @@ import { onDispose } from '@taskward/cordis-compat'
 import { sameOriginTarget, TokenStore, type TokenGrant } from '@taskward/host'
 import { TaskwardError, asTaskwardError, errorBody, httpStatusOf } from '@taskward/protocol'
 import type { DshWebServer } from './dsh-types'
+import { LoginTickets } from './login-links'
 
 export const TOKEN_COOKIE = 'taskward_token'
 const MAX_BODY = 1 << 20
@@ -39,6 +40,7 @@ interface Registered extends ConnectionRoute { match: MatchFunction<Record<strin
 export class DshConnectionContract {
   private readonly routes: Registered[] = []
   readonly tokens: TokenStore
+  private readonly tickets = new LoginTickets()
   protected ctx: Context
 
   constructor(ctx: Context, private readonly web: DshWebServer, readonly prefix: string, operatorToken: string | undefined, private readonly port: () => number | undefined) {
@@ -53,6 +55,16 @@ export class DshConnectionContract {
 
   get origin() {
     return `http://127.0.0.1:${this.port() ?? 0}`
+  }
+
+  /**
+   * A link that logs a browser in ONCE (a one-time ticket, not the operator token) and then sends it
+   * to `next` on this server; `/task console` answers it. The cookie it sets is the same as the
+   * operator login's.
+   */
+  issueLoginLink(next: string, ttlMs: number) {
+    const target = sameOriginTarget(next, this.origin)
+    return `${this.origin}${this.prefix}/login?ticket=${this.tickets.issue(target, ttlMs)}`
   }
 
   issueSessionToken(sessionId: string) {
@@ -135,12 +147,20 @@ export class DshConnectionContract {
   }
 
   private login(url: URL): Response {
-    const token = url.searchParams.get('token') ?? ''
-    if (this.tokens.verify(token)?.kind !== 'operator') throw new TaskwardError('UNAUTHORIZED', 'This login link is not valid (any more); ask for a new one with /task console.')
-    const next = sameOriginTarget(url.searchParams.get('next'), this.origin)
+    const ticket = url.searchParams.get('ticket')
+    let next: string
+    if (ticket !== null) {
+      const target = this.tickets.redeem(ticket)
+      if (target === undefined) throw new TaskwardError('UNAUTHORIZED', 'This console link was used already or has expired; ask for a new one with /task console.')
+      next = target
+    } else {
+      const token = url.searchParams.get('token') ?? ''
+      if (this.tokens.verify(token)?.kind !== 'operator') throw new TaskwardError('UNAUTHORIZED', 'This login link is not valid (any more); ask for a new one with /task console.')
+      next = sameOriginTarget(url.searchParams.get('next'), this.origin)
+    }
     return new Response(null, {
       status: 303,
-      headers: { location: next, 'set-cookie': `${TOKEN_COOKIE}=${token}; HttpOnly; SameSite=Strict; Path=/` },
+      headers: { location: next, 'set-cookie': `${TOKEN_COOKIE}=${this.tokens.operatorToken}; HttpOnly; SameSite=Strict; Path=/` },
     })
   }
 }

@@ -3,6 +3,7 @@ import Schema from 'schemastery'
 import { provideService } from '@taskward/cordis-compat'
 import { AdmissionService } from '@taskward/plugin-admission'
 import { Recovery } from '@taskward/plugin-recovery'
+import { ConsoleRoutes } from '@taskward/plugin-console/web-console'
 import { RepairService } from '@taskward/plugin-repair'
 import { Supervisor } from '@taskward/plugin-supervisor'
 import { WorkspaceService } from '@taskward/plugin-workspace'
@@ -132,6 +133,7 @@ export function apply(ctx: Context, input: Partial<Config>) {
   ;(child as any).plugin(Supervisor, { reviewerModel: 'dsh', defaultModel: 'dsh', ...config.supervisor })
   ;(child as any).plugin(RepairService, {})
   ;(child as any).plugin(Recovery, config.recovery)
+  ;(child as any).plugin(ConsoleRoutes, {})
 }
 
 function listeningPort(web: Dsh['webServer']): number | undefined {

@@ -21,7 +21,8 @@ export function renderChecks(app, task, view) {
     : null
   const field = h('textarea', { id: 'checks-input', name: 'checks', rows: 3, 'aria-describedby': 'checks-help', 'data-keep': 'checks-input', spellcheck: 'false' })
   field.value = JSON.stringify(checks)
-  const form = open
+  // The form sends /task checks through the operator's input (absent on a host without it).
+  const form = open && app.operate
     ? h('form', { id: 'checks-form', class: 'input-form', 'aria-labelledby': 'checks-label' },
       h('label', { id: 'checks-label', for: 'checks-input' }, 'Checks as a JSON array'),
       field,

@@ -1,7 +1,7 @@
 // The console's entry: the session list (`/`) or one session's task view (`/sessions/:id`). The page
 // fetches JSON views, renders them with plain DOM calls and refetches whenever the server-sent event
 // stream says the session changed.
-import { h, section, time, getJson, postJson, PHASE_LABELS } from './dom.js'
+import { h, section, time, getJson, postJson, at, PHASE_LABELS } from './dom.js'
 import { renderTask } from './task.js'
 import { renderImpact, renderOutcome, renderOverviewLink } from './impact.js'
 import { renderNewSession } from './new-session.js'
@@ -19,15 +19,16 @@ function showError(error) {
 
 async function sessionsPage() {
   live.textContent = ''
-  const [{ sessions }, options] = await Promise.all([getJson('/api/console/sessions'), getJson('/api/operator')])
+  const operate = main.dataset.operate !== 'off'
+  const [{ sessions }, options] = await Promise.all([getJson('/api/console/sessions'), operate ? getJson('/api/operator') : undefined])
   const rows = sessions.map((s) => h('li', { class: 'session-item', 'data-session-id': s.id },
-    h('a', { href: `/sessions/${encodeURIComponent(s.id)}` }, s.task ? s.task.objective : `Session ${s.id} (no task yet)`),
+    h('a', { href: at(`/sessions/${encodeURIComponent(s.id)}`) }, s.task ? s.task.objective : `Session ${s.id} (no task yet)`),
     h('p', { class: 'muted' }, s.task ? `${PHASE_LABELS[s.task.phase] ?? s.task.phase} · cycle ${s.task.acceptanceCycle} · ` : '',
       `${s.historyCount} earlier task${s.historyCount === 1 ? '' : 's'} · ${s.cwd} · started ${time(s.createdAt)}`),
     s.awaitingDecision ? h('p', { class: 'waiting' }, h('strong', {}, 'Waiting for your decision: '), s.awaitingDecision.title) : null,
     s.poisoned ? h('p', { class: 'refusal' }, 'Blocked: the session log holds a record the supervisor cannot read.') : null))
   main.replaceChildren(h('h1', {}, 'Sessions'),
-    h('section', { class: 'new-session-card' }, renderNewSession(options)),
+    options ? h('section', { class: 'new-session-card' }, renderNewSession(options)) : null,
     h('h2', {}, 'Sessions on this host'),
     rows.length ? h('ul', { class: 'sessions' }, rows) : h('p', { class: 'muted' }, 'No sessions yet.'))
 }
@@ -72,7 +73,7 @@ function restoreInputs({ kept, focused }) {
 
 /** Where the plan waits for the user: the Approve plan button (bound to the task revision this page shows). */
 function renderApproval(task) {
-  if (task?.phase !== 'awaiting-approval') return null
+  if (task?.phase !== 'awaiting-approval' || !app.operate) return null
   return h('div', { class: 'approval', id: 'approval' },
     h('p', {}, h('strong', {}, 'The plan waits for your approval. '), 'Read it below; approving starts the work.'),
     h('button', { type: 'button', class: 'primary', id: 'approve-plan', onclick: () => app.operate.command(`/task approve ${task.id}@${task.revision}`) }, 'Approve plan'))
@@ -113,7 +114,7 @@ function renderSession(view) {
   ]
   app.top.replaceChildren(...parts.filter(Boolean))
   app.bottom.replaceChildren(...rest)
-  if (!app.top.isConnected) main.replaceChildren(app.top, app.operate.element, app.bottom)
+  if (!app.top.isConnected) main.replaceChildren(...[app.top, app.operate?.element, app.bottom].filter(Boolean))
 }
 
 let refreshing
@@ -141,26 +142,27 @@ async function refresh() {
 }
 
 function connect() {
-  const source = new EventSource(`/api/console/sessions/${encodeURIComponent(app.sessionId)}/events`)
+  const source = new EventSource(at(`/api/console/sessions/${encodeURIComponent(app.sessionId)}/events`))
   source.addEventListener('ready', () => {
     live.textContent = 'live'
     // Whatever was appended while (re)connecting.
-    app.operate.fill().catch(() => {})
+    app.operate?.fill().catch(() => {})
   })
   source.addEventListener('changed', () => refresh().catch(showError))
-  source.addEventListener('event', (message) => app.operate.onEvent(JSON.parse(message.data)))
-  source.addEventListener('delta', (message) => app.operate.transcript.delta(JSON.parse(message.data).delta))
-  source.addEventListener('queue', (message) => app.operate.renderQueue(JSON.parse(message.data)))
+  source.addEventListener('event', (message) => app.operate?.onEvent(JSON.parse(message.data)))
+  source.addEventListener('delta', (message) => app.operate?.transcript.delta(JSON.parse(message.data).delta))
+  source.addEventListener('queue', (message) => app.operate?.renderQueue(JSON.parse(message.data)))
   source.addEventListener('error', () => { live.textContent = 'reconnecting…' })
 }
 
 async function start() {
   try {
     if (main.dataset.page === 'session') {
-      const options = await getJson('/api/operator')
-      app.operate = new Operate(app.sessionId, options)
+      // A host without Taskward's operator controls (DSH: its own app holds the conversation) shows
+      // the task view, DAG, impact panel and history only.
+      if (main.dataset.operate !== 'off') app.operate = new Operate(app.sessionId, await getJson('/api/operator'))
       await refresh()
-      await app.operate.load()
+      await app.operate?.load()
       connect()
       if (location.hash) document.querySelector(location.hash)?.focus()
     } else {

@@ -3,6 +3,17 @@
 
 const SVG_NS = 'http://www.w3.org/2000/svg'
 
+/**
+ * Where the console's routes live on this server: '' on Taskward's own host, the adapter's prefix
+ * (e.g. '/taskward') inside another host's web server. The page shell says so in `data-base`.
+ */
+export const BASE = document.getElementById('main')?.dataset.base ?? ''
+
+/** A console path (`/api/…`, `/sessions/…`) as a URL on this server. */
+export function at(path) {
+  return path.startsWith('/') ? BASE + path : path
+}
+
 function build(element, attrs, children) {
   for (const [key, value] of Object.entries(attrs ?? {})) {
     if (value === undefined || value === null || value === false) continue
@@ -74,7 +85,7 @@ export function section(id, title, ...children) {
 }
 
 export async function getJson(url) {
-  const response = await fetch(url, { credentials: 'same-origin', headers: { accept: 'application/json' } })
+  const response = await fetch(at(url), { credentials: 'same-origin', headers: { accept: 'application/json' } })
   const body = await response.json().catch(() => ({ error: `HTTP ${response.status}`, code: 'INTERNAL' }))
   if (!response.ok) throw Object.assign(new Error(body.error ?? `HTTP ${response.status}`), { code: body.code, status: response.status })
   return body
@@ -83,7 +94,7 @@ export async function getJson(url) {
 /** Send JSON; resolves with `{ok, status, body}` (refusals are answers, not exceptions; status 0: unreachable). */
 export async function requestJson(method, url, payload) {
   try {
-    const response = await fetch(url, {
+    const response = await fetch(at(url), {
       method,
       credentials: 'same-origin',
       headers: { 'content-type': 'application/json', accept: 'application/json' },

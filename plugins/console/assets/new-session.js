@@ -1,6 +1,6 @@
 // The New session form on the session list: a directory under the host's workspace roots and a model
 // route. It POSTs to /api/sessions (the host's operator route) and opens the new session's page.
-import { h, requestJson } from './dom.js'
+import { h, requestJson, at } from './dom.js'
 
 export function renderNewSession(options) {
   const roots = options.workspaceRoots ?? []
@@ -30,7 +30,7 @@ export function renderNewSession(options) {
       cwd: String(data.get('cwd') ?? '').trim(), model: String(data.get('model') ?? ''), create: data.get('create') === 'on',
     })
     if (ok) {
-      location.assign(`/sessions/${encodeURIComponent(body.session.id)}`)
+      location.assign(at(`/sessions/${encodeURIComponent(body.session.id)}`))
       return
     }
     status.replaceChildren(h('p', { class: 'refusal', role: 'alert', 'data-code': body.code }, h('strong', {}, `${body.code}: `), body.error))

@@ -1,14 +1,11 @@
-import { Context, Service } from 'cordis'
+import type { Context } from 'cordis'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type {} from '@taskward/host'
 import type {} from '@taskward/plugin-supervisor'
 import { dataDirectory } from '@taskward/plugin-database'
-import { loadedConfig } from '@taskward/protocol'
-import { Config } from './config'
-import { registerApi } from './routes/api'
-import { LiveUpdates, registerLiveUpdates } from './routes/live'
-import { registerPages } from './routes/pages'
+import type { Config } from './config'
+import { ConsoleRoutes } from './web-console'
 import { runDemo, type DemoOutcome } from './demo/run'
 
 export { Config } from './config'
@@ -16,6 +13,7 @@ export { readSessionList, readSessionView, SESSION_LIST_LIMIT } from './routes/a
 export { LiveUpdates } from './routes/live'
 export { CONTENT_SECURITY_POLICY, pageShell, escapeHtml } from './routes/pages'
 export { runDemo, type DemoOutcome } from './demo/run'
+export { ConsoleRoutes, CONSOLE_LINK_TTL_MS, consoleLink } from './web-console'
 export * from './view/dag-layout'
 export * from './view/task-view'
 export * from './view/session-view'
@@ -23,30 +21,24 @@ export * from './view/advice'
 
 declare module 'cordis' {
   interface Context {
-    webConsole: WebConsole
+    webConsole: ConsoleRoutes
   }
 }
 
 /**
- * The web console (`webConsole` service): pages, JSON views and live updates on the host's
- * connection, and the `npm start` demo. See docs/console.md.
+ * The web console on Taskward's own host (`webConsole` service): the host-neutral ConsoleRoutes
+ * (pages, JSON views, live updates) plus the `npm start` demo, which needs our host's operator,
+ * agents and models. DSH loads ConsoleRoutes alone (adapters/dsh). See docs/console.md.
  */
-export class WebConsole extends Service {
-  static [Service.provide] = 'webConsole'
-  static inject = ['connection', 'sessions', 'supervisor', 'agents', 'commands', 'models', 'operator']
-  static Config = Config
+export class WebConsole extends ConsoleRoutes {
+  static override inject = ['connection', 'sessions', 'supervisor', 'agents', 'commands', 'models', 'operator']
 
-  readonly live: LiveUpdates
   /** The demo's outcome (skipped when disabled or when sessions exist). */
-  readonly demo: Promise<DemoOutcome>
+  override readonly demo: Promise<DemoOutcome>
 
   constructor(ctx: Context, config: Partial<Config>) {
-    super(ctx, 'webConsole', true)
-    const resolved = Config(loadedConfig('console', config))
-    registerPages(ctx)
-    registerApi(ctx)
-    this.live = new LiveUpdates(ctx, resolved.heartbeatSeconds * 1000)
-    registerLiveUpdates(ctx, this.live)
+    super(ctx, config)
+    const resolved = this.config
     this.demo = resolved.demo
       ? new Promise<DemoOutcome>((resolve) => ctx.on('ready', () => {
         // In the background: the demo takes a few seconds and must not hold up the host's start.

@@ -26,6 +26,26 @@ function reply(task: Task, message: string) {
   return { taskId: task.id, revision: task.revision, phase: task.phase, message }
 }
 
+/** What `/task` reads of the console, when one is loaded (optional: ctx.get). */
+interface ConsoleLinks { impactLink?(sessionId: string): string }
+
+/**
+ * `/task` (status): the status view; when a repair proposal waits, it says so first, with the path
+ * of the console's impact panel where the user decides (`/task console` answers a login link to it).
+ */
+export async function statusReply(ctx: Context, supervisor: Supervisor, session: Session) {
+  const view = await supervisor.status(session)
+  const waiting = view.proposals.findLast((p) => p.status === 'pending')
+  if (!waiting) return view
+  const link = (ctx.get('webConsole') as ConsoleLinks | undefined)?.impactLink?.(session.id)
+  return {
+    ...view,
+    awaitingDecision: { id: waiting.id, title: waiting.title, ...(link ? { link } : {}) },
+    message: `A repair proposal waits for your decision: "${waiting.title}".`
+      + (link ? ` Review its impact and confirm or decline at ${link} (/task console answers a login link).` : ''),
+  }
+}
+
 /** `/task …`: the user's control of the session's task. */
 export function registerTaskCommand(ctx: Context, supervisor: Supervisor) {
   /** A transition checked against the caller's binding (a stale panel or command → TASK_STALE). */
@@ -38,7 +58,7 @@ export function registerTaskCommand(ctx: Context, supervisor: Supervisor) {
     switch (sub) {
       case '':
       case 'status':
-        return supervisor.status(session)
+        return statusReply(ctx, supervisor, session)
       case 'new': {
         const id = `task-${randomUUID()}`
         const task = await supervisor.apply(session, (t, at) => newTask(t, { objective: rest }, { ...at, id }))

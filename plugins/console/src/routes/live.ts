@@ -2,6 +2,7 @@ import type { Context } from 'cordis'
 import { catchUpWithStore, storeDriver, type Agent } from '@taskward/host'
 import type {} from '@taskward/plugin-supervisor'
 import type { SessionEvent } from '@taskward/protocol'
+import { onDispose } from '@taskward/cordis-compat'
 
 /*
  * Live updates as server-sent events: one-way is all the page needs (it refetches the view and
@@ -41,7 +42,7 @@ export class LiveUpdates {
   private readonly streams = new Set<Stream>()
 
   constructor(private ctx: Context, private heartbeatMs: number) {
-    ctx.on('dispose', () => {
+    onDispose(ctx, () => {
       for (const stream of [...this.streams]) stream.close()
     })
   }

@@ -12,8 +12,11 @@ import { TaskwardError } from '@taskward/protocol'
  * Every page and asset needs the operator token (the login link's cookie), like the APIs.
  */
 
-/** plugins/console/assets: two levels up from src/routes/*.ts, one from the bundled lib/index.mjs. */
-export const ASSET_DIRECTORY = ['../../assets/', '../assets/']
+/**
+ * plugins/console/assets: two levels up from src/routes/*.ts, one from the bundled lib/index.mjs, beside
+ * the DSH bundle's index.js (scripts/dsh/pack.mjs copies them there).
+ */
+export const ASSET_DIRECTORY = ['../../assets/', '../assets/', './assets/']
   .map((relative) => fileURLToPath(new URL(relative, import.meta.url)))
   .find((dir) => existsSync(dir + 'console.js')) ?? fileURLToPath(new URL('../../assets/', import.meta.url))
 
@@ -30,12 +33,16 @@ export function escapeHtml(text: string) {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 }
 
-export function pageShell(page: 'sessions' | 'session', sessionId?: string) {
+/** Where the page is served: `base` is the connection's path prefix ('' on our host), `operate` whether the host has operator controls. */
+export interface ShellOptions { base?: string, operate?: boolean }
+
+export function pageShell(page: 'sessions' | 'session', sessionId?: string, { base = '', operate = true }: ShellOptions = {}) {
   const title = page === 'sessions' ? 'Sessions' : `Session ${sessionId}`
   const description = page === 'sessions'
     ? 'The Taskward console: every supervised agent session, and a form to start a new one.'
     : 'A Taskward session: its task, the plan\'s DAG, reviews, repair proposals and the conversation with its agent.'
-  const data = sessionId ? ` data-session-id="${escapeHtml(sessionId)}"` : ''
+  const data = (sessionId ? ` data-session-id="${escapeHtml(sessionId)}"` : '')
+    + (base ? ` data-base="${escapeHtml(base)}"` : '') + (operate ? '' : ' data-operate="off"')
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -44,12 +51,12 @@ export function pageShell(page: 'sessions' | 'session', sessionId?: string) {
 <meta name="description" content="${escapeHtml(description)}">
 <title>${escapeHtml(title)} · Taskward</title>
 <link rel="icon" href="data:,">
-<link rel="stylesheet" href="/assets/console.css">
-<script type="module" src="/assets/console.js"></script>
+<link rel="stylesheet" href="${escapeHtml(base)}/assets/console.css">
+<script type="module" src="${escapeHtml(base)}/assets/console.js"></script>
 </head>
 <body>
 <a class="skip-link" href="#main">Skip to content</a>
-<header class="top"><a class="brand" href="/">Taskward</a><nav aria-label="Console"><a href="/">Sessions</a></nav>
+<header class="top"><a class="brand" href="${escapeHtml(base)}/">Taskward</a><nav aria-label="Console"><a href="${escapeHtml(base)}/">Sessions</a></nav>
 <span id="live" class="live" role="status" aria-live="polite">connecting…</span></header>
 <main id="main" tabindex="-1" data-page="${page}"${data}><p class="muted">Loading…</p></main>
 <noscript><p>The console needs JavaScript to show the task view.</p></noscript>
@@ -64,12 +71,20 @@ function html(body: string) {
   })
 }
 
+/** The connection's path prefix: '' on our host, e.g. '/taskward' inside DSH's web server (docs/host.md). */
+export function basePath(ctx: Context): string {
+  return (ctx.connection as { prefix?: string }).prefix ?? ''
+}
+
 export function registerPages(ctx: Context) {
+  // Read at each request: the operator service may come and go with its plugin.
+  const shell = (page: 'sessions' | 'session', sessionId?: string) =>
+    pageShell(page, sessionId, { base: basePath(ctx), operate: !!ctx.get('operator') })
   ctx.connection.register({
     path: '/',
     methods: ['GET'],
     access: 'operator',
-    handler: () => html(pageShell('sessions')),
+    handler: () => html(shell('sessions')),
   })
   ctx.connection.register({
     path: '/sessions/:sessionId',
@@ -77,7 +92,7 @@ export function registerPages(ctx: Context) {
     access: 'operator',
     handler: async (_request, { params }) => {
       const session = await ctx.sessions.get(params.sessionId)
-      return html(pageShell('session', session.id))
+      return html(shell('session', session.id))
     },
   })
   // Only the files shipped in assets/ (read and compressed once at start): nothing else on disk is reachable.
