@@ -30,7 +30,7 @@ export class DshSessionsContract {
     const view = this.view(session)
     // The event DSH hands the listener, not `session.events[seq]`: that getter copies the whole log
     // after every append.
-    const seen = viewEvent(event)
+    const seen = viewEvent(event, session.id)
     for (const observer of [...this.observers]) {
       try {
         observer(view, seen)
