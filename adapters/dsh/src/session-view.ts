@@ -22,7 +22,9 @@ export function viewEvent(event: DshEvent, sessionId: string): SessionEvent {
 
 export interface SessionViewHost {
   agentOf(sessionId: string): DshAgent | undefined
-  roleOf(session: DshSession): 'main' | 'reviewer'
+  roleOf(session: DshSession): 'main' | 'reviewer' | 'subagent'
+  /** The session this one works for ('' for none). */
+  parentOf(session: DshSession): string
   model: string
 }
 
@@ -37,7 +39,7 @@ export class SessionView {
 
   get id() { return this.dsh.id }
   get cwd() { return this.dsh.header.cwd ?? process.cwd() }
-  get parentId() { return this.dsh.header.parentSession ?? '' }
+  get parentId() { return this.host.parentOf(this.dsh) }
   get role() { return this.host.roleOf(this.dsh) }
   get model() { return this.host.model }
   get preset() { return '' }
