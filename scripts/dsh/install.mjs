@@ -8,7 +8,7 @@
 // Usage: node scripts/dsh/install.mjs        prints the cache directory as its last line
 // Env:   TASKWARD_DSH_CACHE  the cache root (default: $XDG_CACHE_HOME/taskward or ~/.cache/taskward)
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 
@@ -45,6 +45,15 @@ export function dshPaths(dir = dshDir()) {
 /** Why a cache directory cannot be reused, or undefined when it can. */
 export function checkCache(dir = dshDir()) {
   const p = dshPaths(dir)
+  // Whatever runs from here runs as us: the directory must be ours, not a link to somewhere else, and
+  // not world-writable (a shared TASKWARD_DSH_CACHE), or its checks below prove nothing. Group write
+  // is allowed: with a umask of 002 (per-user groups) every directory we make has it.
+  if (!existsSync(dir)) return 'no completed-install marker'
+  const own = lstatSync(dir)
+  if (own.isSymbolicLink()) return 'the cache directory is a symlink'
+  if (!own.isDirectory()) return 'the cache path is not a directory'
+  if (typeof process.getuid === 'function' && own.uid !== process.getuid()) return 'the cache directory belongs to another user'
+  if (own.mode & 0o002) return 'the cache directory is writable by others'
   if (!existsSync(p.marker)) return 'no completed-install marker'
   let marker
   try { marker = JSON.parse(readFileSync(p.marker, 'utf8')) } catch { return 'the marker is unreadable' }
@@ -82,6 +91,7 @@ export async function installDsh({ force = false } = {}) {
   const scratch = `${dir}.partial-${process.pid}`
   rmSync(scratch, { recursive: true, force: true })
   mkdirSync(scratch, { recursive: true })
+  chmodSync(scratch, 0o755)
   const started = Date.now()
   // Phase 1 (the machine's Node and npm): the Node 24 binary and pnpm.
   writeFileSync(join(scratch, 'package.json'), JSON.stringify({

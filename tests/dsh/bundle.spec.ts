@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { TASK_SCHEMA_VERSION } from '@taskward/protocol'
 import { mockText, OpenAIMock } from '@taskward/testkit'
+import { CARRIER_KIND } from '@taskward/dsh'
 import { DshHome, dshInstall, packedBundle, type DshWeb } from './dsh-host'
 import { carriedEvents, carrierEvents, commandText, execute, replyJson, waitFor } from './dsh-api'
 
@@ -81,12 +82,25 @@ describe('Taskward inside the real DSH host', function () {
 
     // DSH reopens the session (the carrier is a type it knows) and our readers fold the record again.
     const history = await web.api('session.history', { sessionId })
-    const records = carriedEvents(history).filter((e) => e.type === 'extension/record') as { data: any }[]
+    const records = carriedEvents(sessionId, history).filter((e) => e.type === 'extension/record') as { data: any }[]
     expect(records.map((e) => [e.data.namespace, e.data.schemaVersion, e.data.kind])).to.deep.equal([['dsh-task-supervisor', TASK_SCHEMA_VERSION, 'state']])
     const after = replyJson(await execute(web, sessionId, '/task'))
     expect(after.task).to.include({ id: created.taskId, objective: 'Add a CLI', phase: 'planning', revision: 1 })
     // A restart never continues by itself: the task waits for /task resume.
     expect(after.controller).to.include({ armed: false, awaitingManualResume: true })
+  })
+
+  it('reads no record in a fork of a supervised session: DSH copies the parent\'s carriers, Taskward wrote none there', async () => {
+    const { sessionId } = await web.api('session.create', { cwd: workspace })
+    await execute(web, sessionId, '/task new Forked copy')
+    await waitFor(async () => (await web.api('session.list', {})).items.some((s: any) => s.sessionId === sessionId && !s.running), 'the first turn to end')
+    const { sessionId: fork } = await web.api('session.fork', { sessionId })
+    const copied = (await web.api('session.history', { sessionId: fork })).events
+      .filter(({ event }: any) => event.data?.inserted?.[0]?.source?.kind === CARRIER_KIND)
+    expect(copied.length, 'DSH seeded the fork with the parent\'s carriers').to.be.greaterThan(0)
+    expect(carriedEvents(fork, await web.api('session.history', { sessionId: fork }))).to.deep.equal([])
+    const status = replyJson(await execute(web, fork, '/task'))
+    expect(status.task ?? null, 'the fork has no task of its own').to.equal(null)
   })
 
   it('refuses every step of a session holding a record no reader reads (READER_UNAVAILABLE), as on our host', async () => {
@@ -95,14 +109,14 @@ describe('Taskward inside the real DSH host', function () {
     await waitFor(async () => (await web.api('session.list', {})).items.some((s: any) => s.sessionId === sessionId && !s.running), 'the first turn to end')
     await web.stop()
     // A record of a schema version no installed reader reads (an older bundle meeting a newer log).
-    await home.appendToLog(sessionId, carrierEvents('extension/record', {
+    await home.appendToLog(sessionId, carrierEvents(sessionId, 'extension/record', {
       namespace: 'dsh-task-supervisor', schemaVersion: TASK_SCHEMA_VERSION + 1, kind: 'state', recordId: 'future:1', payload: {},
     }))
     web = await home.start()
     const served = model.requests.length
     await web.api('session.prompt', { sessionId, mode: 'queue', content: [{ type: 'text', text: 'carry on' }] })
-    await waitFor(async () => carriedEvents(await web.api('session.history', { sessionId })).some((e) => e.type === 'agent/refused'), 'the refusal in the log')
-    const refusal = carriedEvents(await web.api('session.history', { sessionId })).find((e) => e.type === 'agent/refused') as { data: any }
+    await waitFor(async () => carriedEvents(sessionId, await web.api('session.history', { sessionId })).some((e) => e.type === 'agent/refused'), 'the refusal in the log')
+    const refusal = carriedEvents(sessionId, await web.api('session.history', { sessionId })).find((e) => e.type === 'agent/refused') as { data: any }
     expect(refusal.data.code).to.equal('READER_UNAVAILABLE')
     expect(model.requests.length, 'no model step ran').to.equal(served)
     // Commands still run (they are how a person fixes things) and name the refusal's cause.
@@ -116,14 +130,14 @@ describe('Taskward inside the real DSH host', function () {
     await waitFor(async () => (await web.api('session.list', {})).items.some((s: any) => s.sessionId === sessionId && !s.running), 'the first turn to end')
     await web.stop()
     // Version 10 is read, so admission lets it through; the supervisor's reader refuses its payload.
-    await home.appendToLog(sessionId, carrierEvents('extension/record', {
+    await home.appendToLog(sessionId, carrierEvents(sessionId, 'extension/record', {
       namespace: 'dsh-task-supervisor', schemaVersion: 10, kind: 'state', recordId: 'forged:7', payload: { id: 'forged', revision: 7 },
     }))
     web = await home.start()
     const served = model.requests.length
     await web.api('session.prompt', { sessionId, mode: 'queue', content: [{ type: 'text', text: 'carry on' }] })
-    await waitFor(async () => carriedEvents(await web.api('session.history', { sessionId })).some((e) => e.type === 'agent/refused'), 'the refusal in the log')
-    const refusal = carriedEvents(await web.api('session.history', { sessionId })).find((e) => e.type === 'agent/refused') as { data: any }
+    await waitFor(async () => carriedEvents(sessionId, await web.api('session.history', { sessionId })).some((e) => e.type === 'agent/refused'), 'the refusal in the log')
+    const refusal = carriedEvents(sessionId, await web.api('session.history', { sessionId })).find((e) => e.type === 'agent/refused') as { data: any }
     expect(refusal.data.code).to.equal('SUPERVISOR_POISONED')
     expect(model.requests.length, 'no model step ran').to.equal(served)
     const status = replyJson(await execute(web, sessionId, '/task'))

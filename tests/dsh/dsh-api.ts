@@ -35,17 +35,17 @@ export async function waitFor(check: () => boolean | Promise<boolean>, what: str
  * The two DSH events that carry one Taskward event (adapters/dsh/src/carrier.ts), for tests that write
  * a log the way a hostile or older writer would.
  */
-export function carrierEvents(type: string, data: unknown) {
+export function carrierEvents(sessionId: string, type: string, data: unknown) {
   const id = `forged-${Math.random().toString(36).slice(2)}`
   return [
-    { type: 'agent/inbox/spliced', data: { target: 'next-step', start: 0, inserted: [{ id, role: 'user', content: [{ type: 'text', text: 'forged' }], source: { kind: CARRIER_KIND, type, data } }] } },
+    { type: 'agent/inbox/spliced', data: { target: 'next-step', start: 0, inserted: [{ id, role: 'user', content: [{ type: 'text', text: 'forged' }], source: { kind: CARRIER_KIND, session: sessionId, type, data } }] } },
     { type: 'agent/inbox/spliced', data: { target: 'next-step', start: 0, removedCount: 1, inserted: [], outcome: 'canceled' } },
   ]
 }
 
 /** The Taskward events in a DSH `session.history` answer, as the adapter's view reads them. */
-export function carriedEvents(history: { events: { event: { type: string, seq: number, time: number, data: any } }[] }) {
-  return history.events.map(({ event }) => ({ seq: event.seq, carried: readCarried(event) })).filter((e) => e.carried)
+export function carriedEvents(sessionId: string, history: { events: { event: { type: string, seq: number, time: number, data: any } }[] }) {
+  return history.events.map(({ event }) => ({ seq: event.seq, carried: readCarried(event, sessionId) })).filter((e) => e.carried)
     .map(({ seq, carried }) => ({ seq, ...carried! }))
 }
 

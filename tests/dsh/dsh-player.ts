@@ -24,7 +24,7 @@ export function contentOf(message: any): string {
 }
 
 /** The messages of the current turn: after the last input that is neither a tool result nor DSH's runtime context. */
-function currentTurn(messages: any[]) {
+export function currentTurn(messages: any[]) {
   const start = messages.findLastIndex((m) => m.role === 'user' && !contentOf(m).startsWith('Current runtime context'))
   return { input: contentOf(messages[start]), turn: messages.slice(start + 1) }
 }

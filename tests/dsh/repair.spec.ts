@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { randomBytes } from 'node:crypto'
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { OpenAIMock } from '@taskward/testkit'
@@ -127,5 +127,23 @@ describe('repair after completion inside the real DSH host', function () {
     const changed = await repair(sessionId, { action: 'confirm', proposalId: next.body.proposalId, taskId: task.id, revision: task.revision })
     expect([changed.status, changed.body.code]).to.deep.equal([409, 'ARTIFACT_CHANGED'])
     expect((await status(sessionId)).task).to.include({ phase: 'complete', revision: task.revision })
+  })
+  it('keeps the operator token out of DSH\'s output, files and session histories (only the patch layer holds it)', async () => {
+    expect(web.output).to.not.include(token)
+    const holders: string[] = []
+    const walk = async (dir: string): Promise<void> => {
+      for (const entry of await readdir(dir, { withFileTypes: true })) {
+        const path = join(dir, entry.name)
+        if (entry.isDirectory()) { if (entry.name !== 'node_modules') await walk(path); continue }
+        if (!entry.isFile() || path === join(home.home, 'profiles', 'web', 'cordis.patch.yml')) continue
+        if ((await readFile(path)).includes(token)) holders.push(path)
+      }
+    }
+    await walk(home.home)
+    expect(holders).to.deep.equal([])
+    // Session logs are compressed on disk: read them through DSH.
+    for (const { sessionId } of (await web.api('session.list', {})).items) {
+      expect(JSON.stringify(await web.api('session.history', { sessionId }))).to.not.include(token)
+    }
   })
 })

@@ -15,6 +15,14 @@ import type { DshAgent, DshEvent, DshUserMessage } from './dsh-types'
 /** The `source.kind` of a carrier message. */
 export const CARRIER_KIND = 'taskward.event'
 
+/*
+ * A carrier names the session it was written in (`source.session`): DSH copies a session's log into
+ * another one (`session.fork`, the `subagent_fork` tool seed a child with the parent's events), and a
+ * copy is not a record Taskward appended to that session. Nothing a model or a DSH user controls sets a
+ * message's `source` (DSH's prompt, queue-edit and send_message paths fix it), so the kind and the
+ * session id together mean "written by writeCarried for this session".
+ */
+
 export interface CarriedEvent {
   type: string
   data: unknown
@@ -34,7 +42,7 @@ export function writeCarried(agent: DshAgent, events: CarriedEvent[]): DshEvent[
         id: `taskward-${randomUUID()}`,
         role: 'user',
         content: [{ type: 'text', text: `[Taskward ${event.type}; carried in the log, never sent to the model]` }],
-        source: { kind: CARRIER_KIND, type: event.type, data: event.data },
+        source: { kind: CARRIER_KIND, session: agent.session.id, type: event.type, data: event.data },
       }
       agent.inbox.splice('next-step', start + index, 0, [message])
       carriers.push(agent.session.events[agent.session.seq - 1])
@@ -45,12 +53,16 @@ export function writeCarried(agent: DshAgent, events: CarriedEvent[]): DshEvent[
   return carriers
 }
 
-/** The Taskward event a DSH event carries, or undefined when it carries none. */
-export function readCarried(event: DshEvent): CarriedEvent | undefined {
+/**
+ * The Taskward event a DSH event of session `sessionId` carries, or undefined when it carries none (a
+ * carrier written for another session — a fork's or sub-agent's copy of its parent's log — carries
+ * none here).
+ */
+export function readCarried(event: DshEvent, sessionId: string): CarriedEvent | undefined {
   if (event.type !== 'agent/inbox/spliced') return
   const inserted = event.data?.inserted
   if (!Array.isArray(inserted) || inserted.length !== 1) return
   const source = inserted[0]?.source
-  if (source?.kind !== CARRIER_KIND || typeof source.type !== 'string') return
+  if (source?.kind !== CARRIER_KIND || source.session !== sessionId || typeof source.type !== 'string') return
   return { type: source.type, data: source.data }
 }

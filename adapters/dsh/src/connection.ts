@@ -94,7 +94,9 @@ export class DshConnectionContract {
     } catch (error) {
       const coded = asTaskwardError(error)
       if (coded.code === 'INTERNAL') this.ctx.logger('taskward').warn(error)
-      response = Response.json(errorBody(coded), { status: httpStatusOf(coded.code) })
+      // As on our host: an unexpected failure's message (paths, internals) goes to the log, not to the client.
+      const shown = coded.code === 'INTERNAL' ? new TaskwardError('INTERNAL', 'Internal error; see the DSH log.') : coded
+      response = Response.json(errorBody(shown), { status: httpStatusOf(shown.code) })
     }
     const headers: Record<string, string | string[]> = { ...SECURITY_HEADERS }
     response.headers.forEach((value, key) => { headers[key] = value })

@@ -1,6 +1,7 @@
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import { provideService } from '@taskward/cordis-compat'
+import { strictConfig } from '@taskward/protocol'
 import { AdmissionService } from '@taskward/plugin-admission'
 import { Recovery } from '@taskward/plugin-recovery'
 import { ConsoleRoutes } from '@taskward/plugin-console/web-console'
@@ -33,14 +34,16 @@ export interface Config {
   recovery: Record<string, unknown>
 }
 
-export const Config: Schema<Partial<Config>, Config> = Schema.object({
+// Strict (unknown keys and bad values are CONFIG_INVALID naming the key): a misspelt key in a patch
+// layer would otherwise be dropped silently — `operatortoken` would run on a random token.
+export const Config: Schema<Partial<Config>, Config> = strictConfig('taskward', Schema.object({
   prefix: Schema.string().pattern(/^\/[a-z][a-z0-9-]*$/).default('/taskward')
     .description('Path prefix of Taskward\'s routes on DSH\'s web server (no trailing slash).'),
-  operatorToken: Schema.string().default('').description('Operator token (empty: a random one at each start).'),
+  operatorToken: Schema.string().role('secret').default('').description('Operator token (empty: a random one at each start).'),
   supervisor: Schema.dict(Schema.any()).default({}).description('The supervisor plugin\'s config.'),
   workspace: Schema.dict(Schema.any()).default({}).description('The workspace plugin\'s config (repairMaxFiles, repairMaxBytes).'),
   recovery: Schema.dict(Schema.any()).default({}).description('The recovery plugin\'s config (checks, budgets, sandbox; docs/recovery.md).'),
-}) as Schema<Partial<Config>, Config>
+})) as Schema<Partial<Config>, Config>
 
 /** The service names of Taskward's host contract; DSH has services of the same names (other shapes). */
 const CONTRACT = ['sessions', 'agents', 'tools', 'commands', 'projections', 'models', 'connection'] as const

@@ -13,8 +13,8 @@ export const DSH_TYPE_PREFIX = 'dsh:'
 const SHARED_TYPES = new Set(['user/message', 'assistant/message', 'tool/call', 'tool/result'])
 
 /** One DSH event as Taskward's plugins see it: a carried event as itself, a shared type as is, any other under `dsh:<type>`. */
-export function viewEvent(event: DshEvent): SessionEvent {
-  const carried = readCarried(event)
+export function viewEvent(event: DshEvent, sessionId: string): SessionEvent {
+  const carried = readCarried(event, sessionId)
   if (carried) return { seq: event.seq, time: event.time, type: carried.type, data: carried.data }
   const type = SHARED_TYPES.has(event.type) ? event.type : DSH_TYPE_PREFIX + event.type
   return { seq: event.seq, time: event.time, type, data: event.data }
@@ -22,7 +22,9 @@ export function viewEvent(event: DshEvent): SessionEvent {
 
 export interface SessionViewHost {
   agentOf(sessionId: string): DshAgent | undefined
-  roleOf(session: DshSession): 'main' | 'reviewer'
+  roleOf(session: DshSession): 'main' | 'reviewer' | 'subagent'
+  /** The session this one works for ('' for none). */
+  parentOf(session: DshSession): string
   model: string
   /** Called before Taskward's first record lands in a session (supervision-preset.ts). */
   beforeRecord?(session: DshSession): void
@@ -39,7 +41,7 @@ export class SessionView {
 
   get id() { return this.dsh.id }
   get cwd() { return this.dsh.header.cwd ?? process.cwd() }
-  get parentId() { return this.dsh.header.parentSession ?? '' }
+  get parentId() { return this.host.parentOf(this.dsh) }
   get role() { return this.host.roleOf(this.dsh) }
   get model() { return this.host.model }
   get preset() { return '' }
@@ -63,7 +65,7 @@ export class SessionView {
     // Through JSON, like an append on our host: the returned events are what a reader gets back.
     this.host.beforeRecord?.(this.dsh)
     const plain = entries.map(({ type, data }) => ({ type, data: JSON.parse(JSON.stringify(data ?? null)) }))
-    return writeCarried(agent, plain).map((event) => viewEvent(event) as SessionEvent<D>)
+    return writeCarried(agent, plain).map((event) => viewEvent(event, this.id) as SessionEvent<D>)
   }
 
   /** One process drives a DSH session: nothing to catch up. */
@@ -77,7 +79,7 @@ export class SessionView {
     const out: SessionEvent[] = []
     const events = this.dsh.events
     for (let seq = Math.max(0, from); seq < events.length && out.length < limit; seq++) {
-      const event = viewEvent(events[seq])
+      const event = viewEvent(events[seq], this.id)
       if (!types || types.includes(event.type)) out.push(event)
     }
     return out
@@ -89,7 +91,7 @@ export class SessionView {
 
   async event(seq: number): Promise<SessionEvent | undefined> {
     const event = this.dsh.events[seq]
-    return event && viewEvent(event)
+    return event && viewEvent(event, this.id)
   }
 
   async *events(from = 0, pageSize = 2000, options: { types?: readonly string[] } = {}): AsyncGenerator<SessionEvent> {

@@ -32,7 +32,7 @@ export class DshSessionsContract {
     const view = this.view(session)
     // The event DSH hands the listener, not `session.events[seq]`: that getter copies the whole log
     // after every append.
-    const seen = viewEvent(event)
+    const seen = viewEvent(event, session.id)
     for (const observer of [...this.observers]) {
       try {
         observer(view, seen)
@@ -48,14 +48,33 @@ export class DshSessionsContract {
       view = new SessionView({
         agentOf: (id) => this.dsh.agents.get(id) as DshAgent | undefined,
         // DSH's header has no role: a session Taskward created for a main session (a parent, and not
-        // one of DSH's own sub-agents) is a reviewer, also after a restart.
-        roleOf: (s) => this.reviewers.has(s.id) || (!!s.header.parentSession && (s.header as any).origin !== 'subagent') ? 'reviewer' : 'main',
+        // one of DSH's own sub-agents) is a reviewer, also after a restart. A DSH sub-agent works for
+        // its main session (the supervisor's guard holds it to that session's admission): not 'main',
+        // or a background child would write freely after the main task completed.
+        roleOf: (s) => this.reviewers.has(s.id) ? 'reviewer' : isSubagent(s) ? 'subagent' : s.header.parentSession ? 'reviewer' : 'main',
+        parentOf: (s) => this.rootParent(s),
         model: this.model,
         beforeRecord: (s) => this.beforeRecord?.(s),
       }, session)
       this.views.set(session, view)
     }
     return view
+  }
+
+  /**
+   * The session a session works for: its header's parent, and for a sub-agent of a sub-agent the
+   * first ancestor that is not one (the supervisor links a session to a main session, not a chain).
+   */
+  private rootParent(session: DshSession): string {
+    let parent = session.header.parentSession ?? ''
+    const seen = new Set([session.id])
+    while (parent && !seen.has(parent)) {
+      seen.add(parent)
+      const up = this.dsh.sessions.get(parent)
+      if (!up || !isSubagent(up) || !up.header.parentSession) break
+      parent = up.header.parentSession
+    }
+    return parent
   }
 
   observe(listener: Observer) {
@@ -94,4 +113,9 @@ export class DshSessionsContract {
       .sort((a, b) => a.header.createdAt - b.header.createdAt)
       .map((s) => this.view(s))
   }
+}
+
+/** One of DSH's own sub-agents (its `subagent`/`subagent_fork` tools write `origin: 'subagent'`). */
+function isSubagent(session: DshSession) {
+  return !!session.header.parentSession && (session.header as any).origin === 'subagent'
 }
