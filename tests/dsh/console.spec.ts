@@ -7,7 +7,7 @@ import type { Browser } from 'playwright-core'
 import { RECORD_EVENT_TYPE, REPAIR_NAMESPACE } from '@taskward/protocol'
 import { OpenAIMock } from '@taskward/testkit'
 import { launchBrowser } from '../console-fixtures'
-import { DshHome, dshInstall, packedBundle, type DshWeb } from './dsh-host'
+import { DshHome, dshInstall, packedBundle, PASSING_RECOVERY, type DshWeb } from './dsh-host'
 import { carriedEvents, execute, replyJson, taskward, waitFor } from './dsh-api'
 import { dshTaskPlayer } from './dsh-player'
 
@@ -37,7 +37,7 @@ describe('the console inside the real DSH host', function () {
     home = await DshHome.create(found.paths, { baseURL: `http://127.0.0.1:${model.port}` })
     workspace = await mkdtemp(join(tmpdir(), 'taskward-dsh-console-'))
     await home.addBundle(await packedBundle())
-    await home.configureTaskward({ operatorToken: token })
+    await home.configureTaskward({ operatorToken: token, ...PASSING_RECOVERY })
     web = await home.start()
     browser = await launchBrowser()
   })
@@ -94,7 +94,7 @@ describe('the console inside the real DSH host', function () {
     expect(reopened.revision).to.be.greaterThan(completed.revision)
     expect(reopened.acceptanceCycle).to.equal(2)
     const history = await web.api('session.history', { sessionId })
-    const confirms = carriedEvents(history).filter((e: any) => e.type === RECORD_EVENT_TYPE && e.data?.namespace === REPAIR_NAMESPACE && e.data.kind === 'confirm')
+    const confirms = carriedEvents(sessionId, history).filter((e: any) => e.type === RECORD_EVENT_TYPE && e.data?.namespace === REPAIR_NAMESPACE && e.data.kind === 'confirm')
     expect(confirms.map((e: any) => e.data.payload.proposalId), 'one confirmation in the log').to.deep.equal([proposed.body.proposalId])
 
     // The same link, a second time (another browser): refused, no cookie.

@@ -54,7 +54,7 @@ describe('recovery checks inside the real DSH host', function () {
   })
 
   const status = async (sessionId: string) => replyJson(await execute(web, sessionId, '/task'))
-  const records = async (sessionId: string, kind: string) => carriedEvents(await web.api('session.history', { sessionId }))
+  const records = async (sessionId: string, kind: string) => carriedEvents(sessionId, await web.api('session.history', { sessionId }))
     .filter((e) => e.type === 'extension/record' && (e.data as any)?.namespace === 'dsh-task-supervisor-recovery' && (e.data as any)?.kind === kind)
     .map((e) => (e.data as any).payload)
 

@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { OpenAIMock, type MockReply, type MockRequest } from '@taskward/testkit'
-import { DshHome, dshInstall, packedBundle, type DshWeb } from './dsh-host'
+import { DshHome, dshInstall, packedBundle, PASSING_RECOVERY, type DshWeb } from './dsh-host'
 import { execute, replyJson, waitFor } from './dsh-api'
 import { contentOf, currentTurn, dshTaskPlayer } from './dsh-player'
 
@@ -50,6 +50,8 @@ describe('DSH sub-agents of a supervised session', function () {
     home = await DshHome.create(found.paths, { baseURL: `http://127.0.0.1:${model.port}` })
     workspace = await mkdtemp(join(tmpdir(), 'taskward-dsh-subagent-'))
     await home.addBundle(await packedBundle())
+    // A task completes only after a passing check (recovery: no checks is MISSING, never a pass).
+    await home.configureTaskward(PASSING_RECOVERY)
     web = await home.start()
   })
 

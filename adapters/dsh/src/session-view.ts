@@ -68,6 +68,16 @@ export class SessionView {
     return writeCarried(agent, plain).map((event) => viewEvent(event, this.id) as SessionEvent<D>)
   }
 
+  /**
+   * Our kernel stages a model step's events until the step commits (docs/host.md); DSH appends each
+   * event at once and never takes one back, so nothing here is ever waiting: undefined, as on our host
+   * outside a step.
+   */
+  whenDurable(): Promise<boolean> | undefined { return undefined }
+
+  /** Everything appended is as durable as DSH makes it (its own `flush`): nothing to wait for. */
+  async durable() {}
+
   /** One process drives a DSH session: nothing to catch up. */
   catchUp(_seenSeq: number) {}
 

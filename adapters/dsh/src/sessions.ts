@@ -83,6 +83,15 @@ export class DshSessionsContract {
     return onDispose(this.ctx, () => { observers.delete(listener) })
   }
 
+  /**
+   * Our kernel tells these listeners when a refused step's staged events are taken back. DSH appends
+   * synchronously and never takes an event back (durability is its `flush`): nothing ever rolls back
+   * here, so the listener is only registered, to keep the contract.
+   */
+  observeRollback(_listener: (session: SessionView, fromSeq: number) => void) {
+    return onDispose(this.ctx, () => {})
+  }
+
   observerCount() {
     return this.observers.size
   }
