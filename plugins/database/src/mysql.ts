@@ -46,6 +46,21 @@ export class TaskwardMySQLDriver extends (MySQLDriver as any) {
   }
 
   /**
+   * Declare or migrate one table. minato reads information_schema, then creates or alters: two hosts
+   * starting at once on a fresh store both see no table and the second CREATE fails
+   * (`ER_TABLE_EXISTS_ERROR`; an ALTER racing another host's ALTER fails with a duplicate column or
+   * key). The other host did the same work: prepare once more, from what the server holds now.
+   */
+  async prepare(name: string) {
+    try {
+      return await (MySQLDriver.prototype as any).prepare.call(this, name)
+    } catch (error: any) {
+      if (!['ER_TABLE_EXISTS_ERROR', 'ER_DUP_FIELDNAME', 'ER_DUP_KEYNAME'].includes(error?.code)) throw error
+      return await (MySQLDriver.prototype as any).prepare.call(this, name)
+    }
+  }
+
+  /**
    * Writes that must reach the server before the pool closes: a host releases its session leases
    * while it stops, and minato stops the driver in the same dispose round.
    */

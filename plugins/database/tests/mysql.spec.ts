@@ -1,6 +1,7 @@
 import { expect } from 'chai'
 import { tmpdir } from 'node:os'
 import { TestHost, mysqlTestConfig } from '@taskward/testkit'
+import { storeDriver } from '@taskward/host'
 
 /*
  * MySQL/MariaDB for real: several hosts sharing one store. CI starts a MariaDB server and sets
@@ -28,6 +29,26 @@ describe('database plugin: MySQL/MariaDB', function () {
     hosts.push(host)
     return host
   }
+
+  it('lets two hosts start at once on an empty store: both create or find every table', async () => {
+    for (let round = 0; round < 3; round++) {
+      const first = await boot()
+      const { pool } = storeDriver(first.ctx)
+      const query = (sql: string) => new Promise<any>((resolve, reject) => pool.query(sql, (error: any, rows: any) => error ? reject(error) : resolve(rows)))
+      const tables = (await query('SHOW TABLES')).map((row: any) => Object.values(row)[0] as string)
+      await Promise.all(hosts.splice(0).map((host) => host.dispose()))
+      // A fresh store again: the next two hosts race to create the same tables.
+      const second = await TestHost.boot({ database: mysqlConfig() })
+      const drop = storeDriver(second.ctx).pool
+      await new Promise<void>((resolve, reject) => drop.query(`DROP TABLE IF EXISTS ${tables.map((t: string) => '`' + t + '`').join(', ')}`, (error: any) => error ? reject(error) : resolve()))
+      await second.dispose()
+      const [a, b] = await Promise.all([boot(), boot()])
+      const session = await a.ctx.sessions.create({ cwd: tmpdir() })
+      await session.append('test/event', { round })
+      expect((await (await b.ctx.sessions.get(session.id)).read({ from: 0 })).map((e) => e.type)).to.include('test/event')
+      await Promise.all(hosts.splice(0).map((host) => host.dispose()))
+    }
+  })
 
   it('keeps events durable across a restart with identical seq, type and data', async () => {
     const host = await boot()
