@@ -69,8 +69,18 @@ describe('repair: two host processes on one MariaDB store', function () {
     return { sessionId, binding: { proposalId, taskId, revision: Number(revision) } }
   }
 
+  /** fetch, saying on a refused connection whether the host died and what it printed. */
+  const request = async (host: RepairHost, input: string, init: RequestInit) => {
+    try {
+      return await fetch(input, init)
+    } catch (error) {
+      const { exitCode, signalCode } = host.process.child
+      throw new Error(`${input}: ${(error as Error).message} (${(error as any).cause?.message}); host ${host.process.pid} exit=${exitCode} signal=${signalCode}; output:\n${host.process.log}`)
+    }
+  }
+
   const click = async (host: RepairHost, { sessionId, binding }: Setup) => {
-    const response = await fetch(`${host.url}/api/sessions/${sessionId}/repair`, {
+    const response = await request(host, `${host.url}/api/sessions/${sessionId}/repair`, {
       method: 'POST',
       headers: { 'authorization': `Bearer ${host.token}`, 'content-type': 'application/json', 'origin': host.url },
       body: JSON.stringify({ action: 'confirm', ...binding }),
@@ -79,7 +89,7 @@ describe('repair: two host processes on one MariaDB store', function () {
   }
 
   const get = async (host: RepairHost, path: string) => {
-    const response = await fetch(`${host.url}${path}`, { headers: { 'authorization': `Bearer ${host.token}` } })
+    const response = await request(host, `${host.url}${path}`, { headers: { 'authorization': `Bearer ${host.token}` } })
     expect(response.status, path).to.equal(200)
     return await response.json() as any
   }

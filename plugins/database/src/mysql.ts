@@ -11,6 +11,18 @@ interface IndexColumn {
   COLLATION: string | null
 }
 
+/** What a server answers DDL that another host's identical DDL got to first. */
+const RACED_DDL = new Set(['ER_TABLE_EXISTS_ERROR', 'ER_DUP_FIELDNAME', 'ER_DUP_KEYNAME', 'ER_CANT_DROP_FIELD_OR_KEY'])
+
+async function preparedOnceMore<T>(prepare: () => Promise<T>): Promise<T> {
+  try {
+    return await prepare()
+  } catch (error: any) {
+    if (!RACED_DDL.has(error?.code)) throw error
+    return await prepare()
+  }
+}
+
 const quote = (name: string) => '`' + name.replace(/`/g, '``') + '`'
 
 /**
@@ -46,18 +58,19 @@ export class TaskwardMySQLDriver extends (MySQLDriver as any) {
   }
 
   /**
-   * Declare or migrate one table. minato reads information_schema, then creates or alters: two hosts
-   * starting at once on a fresh store both see no table and the second CREATE fails
-   * (`ER_TABLE_EXISTS_ERROR`; an ALTER racing another host's ALTER fails with a duplicate column or
-   * key). The other host did the same work: prepare once more, from what the server holds now.
+   * Declare or migrate one table, then its indexes. minato reads information_schema, then creates or
+   * alters: two hosts starting at once on a fresh store both see no table (or no index) and the second
+   * CREATE fails (`ER_TABLE_EXISTS_ERROR`, `ER_DUP_KEYNAME`; an ALTER racing another host's fails with a
+   * duplicate column or key, a DROP INDEX with a missing key). The other host did the same work: prepare
+   * once more, from what the server holds now. Unanswered, the index failure crashed the host after it
+   * had started (minato's prepare task rejects with nobody awaiting it).
    */
   async prepare(name: string) {
-    try {
-      return await (MySQLDriver.prototype as any).prepare.call(this, name)
-    } catch (error: any) {
-      if (!['ER_TABLE_EXISTS_ERROR', 'ER_DUP_FIELDNAME', 'ER_DUP_KEYNAME'].includes(error?.code)) throw error
-      return await (MySQLDriver.prototype as any).prepare.call(this, name)
-    }
+    return await preparedOnceMore(() => (MySQLDriver.prototype as any).prepare.call(this, name))
+  }
+
+  async prepareIndexes(name: string) {
+    return await preparedOnceMore(() => (MySQLDriver.prototype as any).prepareIndexes.call(this, name))
   }
 
   /**
