@@ -57,6 +57,18 @@ describe('protocol: strict plugin config', () => {
     expect(error.message).to.not.include('12345')
   })
 
+  it('refuses NaN in any number, at any depth (schemastery\'s min/max let it through), naming its path', () => {
+    const Weights = strictConfig('weights', Schema.object({
+      weight: Schema.number().min(0).max(1).default(0.5),
+      routes: Schema.array(Schema.object({ temperature: Schema.number().min(0).max(2) })).default([]),
+    }))
+    expect(Weights({ weight: 0.25, routes: [{ temperature: 1 }] })).to.deep.equal({ weight: 0.25, routes: [{ temperature: 1 }] })
+    expect(refusal(() => Weights({ weight: NaN })).details).to.deep.include({ plugin: 'weights', key: 'weight' })
+    const nested = refusal(() => Weights({ routes: [{ temperature: 1 }, { temperature: NaN }] }))
+    expect(nested.details).to.deep.include({ key: 'routes[1].temperature' })
+    expect(nested.message).to.match(/NaN/)
+  })
+
   it('loadedConfig refuses the null config cordis applies after a refused load', () => {
     expect(refusal(() => loadedConfig('demo', null)).details).to.deep.equal({ plugin: 'demo' })
     expect(loadedConfig('demo', undefined)).to.deep.equal({})

@@ -117,6 +117,20 @@ function unknownKey(data: unknown, schema: Schema, path: Path): Path | undefined
   }
 }
 
+/**
+ * The first NaN in `data` (depth first), with its path. schemastery's `number().min().max()` lets NaN
+ * through (YAML `.nan`: every comparison with NaN is false), and no plugin means anything by it — a
+ * NaN limit or weight turns every count it touches into NaN.
+ */
+function nanPath(data: unknown, path: Path): Path | undefined {
+  if (typeof data === 'number') return Number.isNaN(data) ? path : undefined
+  if (data === null || typeof data !== 'object') return
+  for (const [key, value] of Object.entries(data)) {
+    const found = nanPath(value, [...path, Array.isArray(data) ? Number(key) : key])
+    if (found) return found
+  }
+}
+
 /** `value` with every key whose schema is `.role('secret')` replaced, for messages and details. */
 function redact(value: unknown, schemas: Schema[]): unknown {
   if (schemas.some((s) => s.meta?.role === 'secret')) return SECRET
@@ -163,6 +177,11 @@ export function resolveStrictConfig<S, T>(plugin: string, schema: Schema<S, T>, 
     const known = shapes.flatMap((shape) => Object.keys(shape.dict ?? {}))
     throw configInvalid(plugin, unknown, valueAt(raw, unknown),
       `no such key${known.length ? ` (known keys: ${[...new Set(known)].join(', ')})` : ''}`)
+  }
+  const nan = nanPath(raw, [])
+  if (nan) {
+    const secret = isSecretPath(schema, nan)
+    throw configInvalid(plugin, nan, secret ? undefined : NaN, 'expected a number, got NaN', { secret })
   }
   let resolved: T
   try {
