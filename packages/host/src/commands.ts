@@ -67,6 +67,14 @@ export class Commands extends Service {
       agent.followup(text, { origin: 'user', recorded: true })
       return
     }
+    // Checked before recording, as a chat message's agent is: a command written here while another
+    // host drives the session would race that host's turn (its transitions, its projections).
+    const lease = await this.ctx.agents.drivenElsewhere(session)
+    if (lease) {
+      throw new TaskwardError('LEASE_HELD',
+        `Session ${session.id} is driven by host ${lease.holder}: send the command there, or here once its lease lapses (in ${(lease.expiresInMs / 1000).toFixed(1)} s unless that host renews it). Nothing was recorded.`,
+        { sessionId: session.id, holder: lease.holder, expiresInMs: lease.expiresInMs })
+    }
     const message = await session.append(EventTypes.userMessage, { text, origin: 'user' }, { commit: true })
     const head = text.slice(1).split(/\s+/)[0]
     const reply: CommandReply = { command: head, replyTo: message.seq }
@@ -78,7 +86,6 @@ export class Commands extends Service {
       const coded = asTaskwardError(error)
       reply.error = errorResult(coded)
     }
-    // The reply commits what the handler staged in a step before it (a transition), or fails with it.
     // Commits what the handler staged in a step before it (a transition), or fails with it.
     await session.append(EventTypes.commandReply, reply, { commit: true })
     return reply

@@ -3,7 +3,7 @@ import { TaskwardError, asTaskwardError } from '@taskward/protocol'
 import { Agent, TurnSummary } from './agent'
 import { StepGuards, type StepGuard } from './step-guards'
 import type { Session } from '../sessions/session'
-import { SessionLeases, type LeaseConfig } from '../sessions/lease'
+import { SessionLeases, holderGone, leaseOf, type LeaseConfig, type LeaseView } from '../sessions/lease'
 import type { Tools } from '../tools/service'
 import { original } from '../original'
 import { onExit } from '../exit'
@@ -90,6 +90,19 @@ export class Agents extends Service {
   /** A main session's agent runs on one host at a time (MySQL leases; nothing on SQLite). */
   private async lease(session: Session) {
     if (session.role === 'main' && this.leases.enabled) await this.leases.acquire(session)
+  }
+
+  /**
+   * The live lease of another host on main session `session` (MySQL/MariaDB), or undefined when this
+   * host may write to it: it holds the lease, nobody does, the holder's lease lapsed or its holder was
+   * killed on this machine (as `resume` takes it then). For writes
+   * that do not go through this host's agent (an operator's `/task` command), which must not race
+   * the driving host's turn.
+   */
+  async drivenElsewhere(session: Session): Promise<LeaseView | undefined> {
+    if (session.role !== 'main' || !this.leases.enabled || this.leases.holds(session.id)) return
+    const lease = await leaseOf(this.home, session.id)
+    if (lease && lease.holder !== this.leases.holder && lease.expiresInMs > 0 && !holderGone(lease.holder)) return lease
   }
 
   /** Create the agent of a new session (`cwd`) or of an existing one (`sessionId`). */

@@ -202,6 +202,11 @@ export class SessionLeases {
     this.held.delete(id)
   }
 
+  /** Whether this host holds (and renews) the lease of `id`. */
+  holds(id: string) {
+    return this.held.has(id)
+  }
+
   /** Give the lease up at once (the agent stopped): another host may resume without waiting for it to lapse. */
   async release(id: string) {
     const entry = this.held.get(id)

@@ -1,0 +1,59 @@
+import { expect } from 'chai'
+import { tmpdir } from 'node:os'
+import { TaskwardError } from '@taskward/protocol'
+import { TestHost, mysqlTestConfig } from '@taskward/testkit'
+
+/*
+ * Two hosts on one MySQL/MariaDB store: a slash command at the host that does not drive a main
+ * session is refused before anything is recorded (it would race the driving host's turn); once the
+ * driving host let the lease go, it runs. Runs when TASKWARD_TEST_MYSQL is set (as the MySQL suite).
+ */
+const url = process.env.TASKWARD_TEST_MYSQL
+
+describe('host: a slash command at a host that does not drive the session (MySQL leases)', function () {
+  this.timeout(60_000)
+  const hosts: TestHost[] = []
+
+  before(function () {
+    if (url) return
+    if (process.env.CI) throw new Error('CI must set TASKWARD_TEST_MYSQL (.ci/run starts MariaDB)')
+    this.skip()
+  })
+  afterEach(async () => {
+    await Promise.all(hosts.splice(0).map((host) => host.dispose()))
+  })
+
+  const boot = async () => {
+    const host = await TestHost.boot({ database: mysqlTestConfig(url!) })
+    hosts.push(host)
+    let runs = 0
+    host.ctx.commands.register('probe', () => ({ runs: ++runs }))
+    return host
+  }
+
+  it('is refused LEASE_HELD naming the driving host, writing nothing; runs there, and here once that host released the lease', async () => {
+    const [a, b] = [await boot(), await boot()]
+    const agent = await a.ctx.agents.create({ cwd: tmpdir(), model: 'scripted' })
+    const id = agent.session.id
+    expect((await a.ctx.commands.input(agent.session, '/probe'))?.reply).to.deep.equal({ runs: 1 })
+
+    const atB = await b.ctx.sessions.get(id)
+    const before = (await atB.read({ from: 0 })).length
+    let refusal: unknown
+    try {
+      await b.ctx.commands.input(atB, '/probe')
+    } catch (error) {
+      refusal = error
+    }
+    expect(TaskwardError.is(refusal, 'LEASE_HELD'), String(refusal)).to.equal(true)
+    expect((refusal as TaskwardError).message).to.include('send the command there')
+    expect((refusal as TaskwardError).details).to.include({ sessionId: id })
+    expect(String((refusal as TaskwardError).details?.holder)).to.match(/started/)
+    const fresh = await (await TestHost.boot({ database: mysqlTestConfig(url!) }).then((host) => { hosts.push(host); return host })).ctx.sessions.get(id)
+    expect((await fresh.read({ from: 0 })).length, 'nothing recorded for the refused command').to.equal(before)
+
+    // A stops driving the session (its agent ends, the lease is released): B may write to it.
+    await hosts.splice(0, 1)[0].dispose()
+    expect((await b.ctx.commands.input(atB, '/probe'))?.reply).to.deep.equal({ runs: 1 })
+  })
+})
