@@ -102,9 +102,12 @@ export function registerTokenBudget(ctx: Context, budget: number, cachedWeight =
       if (!main || main.role !== 'main') return
       const state: SupervisorState = await supervisor.state(main)
       const task = state.current
-      if (!task || !task.enabled || !LIVE_PHASES.includes(task.phase)) return
+      // A task paused on its budget stays refused: chat to it would spend the tokens the budget stopped.
+      const paused = task?.phase === 'paused'
+      if (!task || !task.enabled || !(paused || LIVE_PHASES.includes(task.phase))) return
       const tokens = await used(main, state, task.id)
       if (tokens < budget) return
+      if (paused) return exhausted(task.id, tokens, 'the task stays paused and nothing is lost')
       if (session.role === 'main') {
         await supervisor.apply(main, (current: any, at: any) => current && LIVE_PHASES.includes(current.phase) ? pause(current, { reason: 'budget' }, at) : current)
           .catch((error: unknown) => ctx.logger('openai').warn('task %s: pausing after the token budget failed: %s', task.id, error))

@@ -65,6 +65,12 @@ describe('token budget per task', () => {
       await agent.whenIdle()
       expect((await rig.host.ctx.supervisor.state(session)).current).to.deep.equal(task)
       expect(rig.mock.requests).to.have.length(3)
+      // Chat to the task paused on its budget spends nothing either: the step is refused, the task stays paused.
+      await rig.host.ctx.commands.input(session, 'carry on anyway')
+      await until(async () => (await session.read({ from: 0, limit: 1000 })).filter((e) => e.type === 'agent/refused').length === 2, 'the chat\'s refusal')
+      await agent.whenIdle()
+      expect(rig.mock.requests, 'no request for the chat').to.have.length(3)
+      expect((await rig.host.ctx.supervisor.state(session)).current).to.deep.equal(task)
 
       // Raising maxTokensPerTask (config, then a restart on the same data) makes /task resume work again.
       await rig.host.stop()
