@@ -2,6 +2,7 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import { TaskwardError, httpStatusOf } from '@taskward/protocol'
 import type { Operator } from './operator'
+import { catchUpWithStore } from '../sessions/catch-up'
 
 /*
  * The operator's controls over HTTP (docs/host.md, "Operator routes"). Bodies are validated by
@@ -88,6 +89,8 @@ export function registerOperatorRoutes(ctx: Context, operator: Operator) {
     methods: ['GET'],
     handler: async (_request, { params }) => {
       const session = await ctx.sessions.get(params.sessionId)
+      // Another host may have appended (MySQL/MariaDB): the seq shown is the log's, not this process's.
+      await catchUpWithStore(ctx, session)
       const agent = ctx.agents.get(session.id)
       return Response.json({
         session: session.toJSON(),

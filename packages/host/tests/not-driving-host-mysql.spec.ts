@@ -10,7 +10,7 @@ import { TestHost, mysqlTestConfig } from '@taskward/testkit'
  */
 const url = process.env.TASKWARD_TEST_MYSQL
 
-describe('host: a slash command at a host that does not drive the session (MySQL leases)', function () {
+describe('host: a host that does not drive the session (MySQL leases)', function () {
   this.timeout(60_000)
   const hosts: TestHost[] = []
 
@@ -31,7 +31,7 @@ describe('host: a slash command at a host that does not drive the session (MySQL
     return host
   }
 
-  it('is refused LEASE_HELD naming the driving host, writing nothing; runs there, and here once that host released the lease', async () => {
+  it('is refused LEASE_HELD naming the driving host, writing nothing; runs there, and here once that host released the lease; GET /api/sessions/:id there shows the log\'s seq', async () => {
     const [a, b] = [await boot(), await boot()]
     const agent = await a.ctx.agents.create({ cwd: tmpdir(), model: 'scripted' })
     const id = agent.session.id
@@ -51,6 +51,11 @@ describe('host: a slash command at a host that does not drive the session (MySQL
     expect(String((refusal as TaskwardError).details?.holder)).to.match(/started/)
     const fresh = await (await TestHost.boot({ database: mysqlTestConfig(url!) }).then((host) => { hosts.push(host); return host })).ctx.sessions.get(id)
     expect((await fresh.read({ from: 0 })).length, 'nothing recorded for the refused command').to.equal(before)
+
+    // B shows the session as the log holds it, A's appends since B loaded it included.
+    expect((await a.ctx.commands.input(agent.session, '/probe'))?.reply).to.deep.equal({ runs: 2 })
+    const shown = await fetch(`${b.url}/api/sessions/${id}`, { headers: { authorization: `Bearer ${b.operatorToken}` } })
+    expect(((await shown.json()) as any).session.seq).to.equal(agent.session.seq)
 
     // A stops driving the session (its agent ends, the lease is released): B may write to it.
     await hosts.splice(0, 1)[0].dispose()
