@@ -31,7 +31,8 @@ export const schema: unknown
 export const BASE_FILE: string
 export const LOCAL_FILE: string
 export const PATCH_FILE: string
-export const EFFECTIVE_FILE: string
+/** The effective config's file name for its composed text (content-addressed). */
+export function effectiveFileName(text: string): string
 export class HostConfigError extends Error {
   readonly code: 'CONFIG_INVALID'
   readonly details: { file?: string, id?: unknown, entry?: string }
