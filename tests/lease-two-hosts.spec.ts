@@ -2,8 +2,7 @@ import { expect } from 'chai'
 import { fileURLToPath } from 'node:url'
 import { randomUUID } from 'node:crypto'
 import { tmpdir } from 'node:os'
-import { TestHost, mysqlTestConfig } from '@taskward/testkit'
-import { storeDriver } from '@taskward/host'
+import { TestHost, mysqlTestConfig, storeQuery } from '@taskward/testkit'
 import { HostProcess, type Answer } from './host-process'
 
 /*
@@ -145,8 +144,7 @@ describe('leases: two host processes on one MariaDB store', function () {
     expect(await b.send(`create ${foreign} ${tmpdir()}`)).to.include({ ok: true })
     expect(await b.send('dispose')).to.include({ ok: true })
     const c = await start(120_000, 5000)
-    const pool = storeDriver(reader.ctx).pool
-    const query = (sql: string, values: unknown[]) => new Promise((resolve, reject) => pool.query(sql, values, (error: any, rows: any) => error ? reject(error) : resolve(rows)))
+    const query = storeQuery(reader.ctx)
     for (const holder of [`4194304@another-machine in 0123456789ab.4026531836 started 2026-01-01T00:00:00.000Z #abcdef`, `4194304@${(await import('node:os')).hostname().slice(0, 120)} in 0123456789ab.1 started 2026-01-01T00:00:00.000Z #abcdef`]) {
       await query('UPDATE `taskward_lease` SET `holder` = ?, `expiresAt` = ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) + 120000 WHERE `sessionId` = ?', [holder, foreign])
       const refused = await c.send(`resume ${foreign}`)

@@ -1,7 +1,6 @@
 import { expect } from 'chai'
 import { fileURLToPath } from 'node:url'
-import { TestHost, removeTree, mysqlTestConfig } from '@taskward/testkit'
-import { storeDriver } from '@taskward/host'
+import { TestHost, removeTree, mysqlTestConfig, storeQuery } from '@taskward/testkit'
 import { REPAIR_NAMESPACE, TASK_NAMESPACE } from '@taskward/protocol'
 import { workspace } from '../plugins/repair/tests/fixtures'
 import { HostProcess } from './host-process'
@@ -184,8 +183,7 @@ describe('repair: two host processes on one MariaDB store', function () {
     expect(pending.current).to.include({ revision: session.binding.revision, phase: 'complete' })
 
     // A click relayed ten minutes ago by a host that died waiting is not carried out by A.
-    const { pool } = storeDriver((await readerHost()).ctx)
-    const query = (sql: string, values: unknown[]) => new Promise<any>((resolve, reject) => pool.query(sql, values, (error: any, rows: any) => error ? reject(error) : resolve(rows)))
+    const query = storeQuery((await readerHost()).ctx)
     const { proposalId, taskId, revision } = session.binding
     await query('INSERT INTO `taskward_repair_click` (`id`, `sessionId`, `holder`, `proposalId`, `taskId`, `revision`, `state`, `answer`, `requestedAt`) VALUES (?, ?, ?, ?, ?, ?, \'pending\', NULL, ?)',
       [`orphan-${session.sessionId}`, session.sessionId, 'a host that died', proposalId, taskId, revision, Date.now() - 600_000])
@@ -231,8 +229,7 @@ describe('repair: two host processes on one MariaDB store', function () {
 
   it('relay rows nobody reads any more are swept by any host, also those of sessions no host drives and claims never answered', async () => {
     const a = await start(15_000, 5000, 30_000)
-    const { pool } = storeDriver((await readerHost()).ctx)
-    const query = (sql: string, values: unknown[]) => new Promise<any>((resolve, reject) => pool.query(sql, values, (error: any, rows: any) => error ? reject(error) : resolve(rows)))
+    const query = storeQuery((await readerHost()).ctx)
     const tag = `sweep-${a.process.pid}-${Date.now()}`
     const row = (id: string, state: string, age: number) => query('INSERT INTO `taskward_repair_click` (`id`, `sessionId`, `holder`, `proposalId`, `taskId`, `revision`, `state`, `answer`, `requestedAt`) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)',
       [`${tag}-${id}`, `${tag}-session-${id}`, 'a host that died', 'p', 't', 1, state, Date.now() - age])
@@ -280,8 +277,7 @@ describe('repair: two host processes on one MariaDB store', function () {
     const [a, b] = await Promise.all([start(3000, 500, 60_000), start(3000, 500, 60_000)])
     const session = await setup(a)
     const before = await recordsOf(session)
-    const { pool } = storeDriver((await readerHost()).ctx)
-    const query = (sql: string, values: unknown[]) => new Promise<any>((resolve, reject) => pool.query(sql, values, (error: any, rows: any) => error ? reject(error) : resolve(rows)))
+    const query = storeQuery((await readerHost()).ctx)
 
     // A freezes right after claiming the click: the claim is made here, as A's conditional update would.
     a.process.child.kill('SIGSTOP')
@@ -304,8 +300,7 @@ describe('repair: two host processes on one MariaDB store', function () {
     const [a, b] = await Promise.all([start(3000, 500, 60_000), start(3000, 500, 60_000)])
     const session = await setup(a)
     const before = await recordsOf(session)
-    const { pool } = storeDriver((await readerHost()).ctx)
-    const query = (sql: string, values: unknown[]) => new Promise<any>((resolve, reject) => pool.query(sql, values, (error: any, rows: any) => error ? reject(error) : resolve(rows)))
+    const query = storeQuery((await readerHost()).ctx)
 
     // A's agent is in a maintenance window for 9 s: the click A claims waits behind it, as behind a turn.
     const busyUntil = Date.now() + 9000
@@ -340,8 +335,7 @@ describe('repair: two host processes on one MariaDB store', function () {
   it('a relayed click taken by a host other than the one it was relayed to (the lease passed meanwhile) answers what that host decided', async () => {
     const [a, b] = await Promise.all([start(3000, 500, 60_000), start(3000, 500, 60_000)])
     const session = await setup(a)
-    const { pool } = storeDriver((await readerHost()).ctx)
-    const query = (sql: string, values: unknown[]) => new Promise<any>((resolve, reject) => pool.query(sql, values, (error: any, rows: any) => error ? reject(error) : resolve(rows)))
+    const query = storeQuery((await readerHost()).ctx)
     // Frozen A drives; B relays the click to A and waits.
     a.process.child.kill('SIGSTOP')
     const clicked = click(b, session)

@@ -1,8 +1,7 @@
 import { expect } from 'chai'
 import { tmpdir } from 'node:os'
 import type { Context } from 'cordis'
-import { storeDriver } from '@taskward/host'
-import { TestHost, mysqlTestConfig } from '@taskward/testkit'
+import { TestHost, mysqlTestConfig, storeQuery, takeLeaseElsewhere } from '@taskward/testkit'
 
 /*
  * A step's events are one fenced INSERT on MySQL/MariaDB: the batch carries the lease token the
@@ -24,9 +23,7 @@ describe('host: a step commit on MySQL carries the lease token', function () {
     await host?.dispose()
   })
 
-  const query = (sql: string, values: unknown[]) => new Promise<any>((resolve, reject) => {
-    storeDriver(host.ctx).pool.query(sql, values, (error: any, result: any) => error ? reject(error) : resolve(result))
-  })
+  const query = (sql: string, values: unknown[]) => storeQuery(host.ctx)(sql, values)
 
   it('writes a whole step, and nothing of a step during which another host took the lease (LEASE_LOST)', async () => {
     host = await TestHost.boot({ database: mysqlTestConfig(url!) })
@@ -43,7 +40,7 @@ describe('host: a step commit on MySQL carries the lease token', function () {
       async execute(_args: any, { session }) {
         await session.append('test/record', { steal })
         await host.ctx.projections.get(session, 'test-count')
-        if (steal) await query('UPDATE `taskward_lease` SET `token` = `token` + 1, `holder` = ? WHERE `sessionId` = ?', ['other-host', session.id])
+        if (steal) await takeLeaseElsewhere(host.ctx, session.id)
         return { ok: true }
       },
     })
@@ -83,7 +80,7 @@ describe('host: a step commit on MySQL carries the lease token', function () {
       name: 'hold',
       description: 'Another host takes the lease, then wait until the test lets go.',
       async execute(_args: any, { session }) {
-        await query('UPDATE `taskward_lease` SET `token` = `token` + 1, `holder` = ? WHERE `sessionId` = ?', ['other-host', session.id])
+        await takeLeaseElsewhere(host.ctx, session.id)
         entered()
         await released
         return { ok: true }
@@ -112,7 +109,7 @@ describe('host: a step commit on MySQL carries the lease token', function () {
       apply: (ctx: Context) => { ctx.projections.register({ key: 'test-types', version: 1, init: () => [], apply: (types: string[], event) => [...types, event.type] }) },
     })
     let steal = false
-    let lease: any
+    let lease!: Awaited<ReturnType<typeof takeLeaseElsewhere>>
     host.ctx.tools.register({
       name: 'note',
       description: 'Append a record and read the projection; in the second step, another host takes the lease meanwhile.',
@@ -121,8 +118,7 @@ describe('host: a step commit on MySQL carries the lease token', function () {
         await session.append('test/record', {})
         await host.ctx.projections.get(session, 'test-types')
         if (steal) {
-          ;[lease] = await query('SELECT `holder`, `token` FROM `taskward_lease` WHERE `sessionId` = ?', [session.id])
-          await query('UPDATE `taskward_lease` SET `token` = `token` + 1, `holder` = ? WHERE `sessionId` = ?', ['other-host', session.id])
+          lease = await takeLeaseElsewhere(host.ctx, session.id)
         }
         return { ok: true }
       },
@@ -139,7 +135,7 @@ describe('host: a step commit on MySQL carries the lease token', function () {
     expect((await ended).error?.code).to.equal('LEASE_LOST')
     const refusedAt = agent.session.seq
     // The lease comes back (as if the other host let go), and the log grows past where the refused step ended.
-    await query('UPDATE `taskward_lease` SET `token` = ?, `holder` = ? WHERE `sessionId` = ?', [lease.token, lease.holder, agent.session.id])
+    await lease.giveBack()
     for (let i = 0; i < 5; i++) await agent.session.append('test/other', { i })
     const log = (await agent.session.read({ from: 0, limit: 100 })).map((e) => e.type)
     expect(log.slice(refusedAt)).to.deep.equal(['test/other', 'test/other', 'test/other', 'test/other', 'test/other'])

@@ -1,3 +1,6 @@
+import type { Context } from 'cordis'
+import { storeDriver } from '@taskward/host'
+
 /**
  * The `database` config of a MySQL/MariaDB test store, from a URL
  * `mysql://user:password@host:port/database` (CI sets TASKWARD_TEST_MYSQL to one).
@@ -11,5 +14,25 @@ export function mysqlTestConfig(url: string) {
     user: decodeURIComponent(parsed.username),
     password: decodeURIComponent(parsed.password),
     database: parsed.pathname.slice(1),
+  }
+}
+
+/** One SQL statement on the MySQL/MariaDB store of the host whose context is `ctx`. */
+export function storeQuery(ctx: Context) {
+  return (sql: string, values: unknown[] = []) => new Promise<any>((resolve, reject) => {
+    storeDriver(ctx).pool.query(sql, values, (error: any, result: any) => error ? reject(error) : resolve(result))
+  })
+}
+
+/**
+ * Another host takes the lease of `sessionId` (its token grows, as at a real take), as a host frozen
+ * past its lease would find it; `giveBack` puts the lease as it was, as if that host let go again.
+ */
+export async function takeLeaseElsewhere(ctx: Context, sessionId: string, holder = 'other-host') {
+  const query = storeQuery(ctx)
+  const [lease] = await query('SELECT `holder`, `token` FROM `taskward_lease` WHERE `sessionId` = ?', [sessionId])
+  await query('UPDATE `taskward_lease` SET `token` = `token` + 1, `holder` = ? WHERE `sessionId` = ?', [holder, sessionId])
+  return {
+    giveBack: () => query('UPDATE `taskward_lease` SET `token` = ?, `holder` = ? WHERE `sessionId` = ?', [lease.token, lease.holder, sessionId]),
   }
 }

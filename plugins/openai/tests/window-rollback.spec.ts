@@ -1,7 +1,6 @@
 import { expect } from 'chai'
 import { tmpdir } from 'node:os'
-import { storeDriver } from '@taskward/host'
-import { TestHost, mysqlTestConfig } from '@taskward/testkit'
+import { TestHost, mysqlTestConfig, takeLeaseElsewhere } from '@taskward/testkit'
 import { EventWindows } from '../src/window'
 
 /*
@@ -24,15 +23,11 @@ describe('event window: a refused step', function () {
     await host?.dispose()
   })
 
-  const query = (sql: string, values: unknown[]) => new Promise<any>((resolve, reject) => {
-    storeDriver(host.ctx).pool.query(sql, values, (error: any, result: any) => error ? reject(error) : resolve(result))
-  })
-
   it('is read again from the log once the step that it followed was refused', async () => {
     host = await TestHost.boot({ database: mysqlTestConfig(url!) })
     const windows = new EventWindows(host.ctx, 100, 1000, 1000)
     let steal = false
-    let lease: any
+    let lease!: Awaited<ReturnType<typeof takeLeaseElsewhere>>
     host.ctx.tools.register({
       name: 'note',
       description: 'Append a record and read the window; in the second step, another host takes the lease meanwhile.',
@@ -41,8 +36,7 @@ describe('event window: a refused step', function () {
         await session.append('test/record', {})
         await windows.latest(session)
         if (steal) {
-          ;[lease] = await query('SELECT `holder`, `token` FROM `taskward_lease` WHERE `sessionId` = ?', [session.id])
-          await query('UPDATE `taskward_lease` SET `token` = `token` + 1, `holder` = ? WHERE `sessionId` = ?', ['other-host', session.id])
+          lease = await takeLeaseElsewhere(host.ctx, session.id)
         }
         return { ok: true }
       },
@@ -58,7 +52,7 @@ describe('event window: a refused step', function () {
     agent.followup('second')
     expect((await ended).error?.code).to.equal('LEASE_LOST')
     // The lease comes back (as if the other host let go), and the log grows past where the refused step ended.
-    await query('UPDATE `taskward_lease` SET `token` = ?, `holder` = ? WHERE `sessionId` = ?', [lease.token, lease.holder, agent.session.id])
+    await lease.giveBack()
     for (let i = 0; i < 5; i++) await agent.session.append('test/other', { i })
     const log = (await agent.session.read({ from: 0, limit: 100 })).map((e) => `${e.seq} ${e.type}`)
     const { events } = await windows.latest(agent.session)

@@ -1,7 +1,6 @@
 import { expect } from 'chai'
 import { tmpdir } from 'node:os'
-import { storeDriver } from '@taskward/host'
-import { TestHost, mysqlTestConfig } from '@taskward/testkit'
+import { TestHost, mysqlTestConfig, takeLeaseElsewhere } from '@taskward/testkit'
 import { SupervisorPlugin } from '../src'
 
 /*
@@ -25,13 +24,9 @@ describe('supervisor: a refused step', function () {
     await host?.dispose()
   })
 
-  const query = (sql: string, values: unknown[]) => new Promise<any>((resolve, reject) => {
-    storeDriver(host.ctx).pool.query(sql, values, (error: any, result: any) => error ? reject(error) : resolve(result))
-  })
-
   it('leaves no transition of a refused step in the state, once the log grows back past it', async () => {
     host = await TestHost.boot({ database: mysqlTestConfig(url!), plugins: [[SupervisorPlugin, {}]], waitFor: ['supervisor'] })
-    let lease: any
+    let lease!: Awaited<ReturnType<typeof takeLeaseElsewhere>>
     let stagedEnd = 0
     host.ctx.tools.register({
       name: 'retitle',
@@ -41,8 +36,7 @@ describe('supervisor: a refused step', function () {
         await host.ctx.supervisor.apply(session, (task) => ({ ...task!, revision: task!.revision + 1, objective: 'never written' }))
         expect((await host.ctx.supervisor.state(session)).current?.objective).to.equal('never written')
         stagedEnd = session.seq
-        ;[lease] = await query('SELECT `holder`, `token` FROM `taskward_lease` WHERE `sessionId` = ?', [session.id])
-        await query('UPDATE `taskward_lease` SET `token` = `token` + 1, `holder` = ? WHERE `sessionId` = ?', ['other-host', session.id])
+        lease = await takeLeaseElsewhere(host.ctx, session.id)
         return { ok: true }
       },
     })
@@ -56,7 +50,7 @@ describe('supervisor: a refused step', function () {
     // The refused step ended with its tool/result, after the transition.
     const refusedEnd = stagedEnd + 1
     // The lease comes back (as if the other host let go), and the log grows past where the refused step ended.
-    await query('UPDATE `taskward_lease` SET `token` = ?, `holder` = ? WHERE `sessionId` = ?', [lease.token, lease.holder, agent.session.id])
+    await lease.giveBack()
     while (agent.session.seq < refusedEnd) await agent.session.append('test/other', {})
     const log = await agent.session.read({ from: 0, limit: 100 })
     expect(log.map((e) => e.data?.payload?.objective).filter(Boolean)).to.not.include('never written')
