@@ -71,7 +71,8 @@ describe('packaging: the packed packages in a scratch project', function () {
     const { stdout: copies } = await run('find', ['node_modules', '-path', '*/cordis/package.json', '-not', '-path', '*/@cordisjs/*'], { cwd: app })
     expect(copies.trim().split('\n')).to.deep.equal(['node_modules/cordis/package.json'])
 
-    for (const name of PUBLISHED) {
+    // The console's routes alone (what the DSH adapter loads): an entry of their own, without the plugin.
+    for (const name of [...PUBLISHED, '@taskward/plugin-console/web-console']) {
       await run(process.execPath, ['--input-type=module', '-e', `const m = await import('${name}'); if (!Object.keys(m).length) throw new Error('empty')`], { cwd: app, timeout: 60_000 })
     }
     for (const name of CJS) {
