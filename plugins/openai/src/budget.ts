@@ -61,6 +61,11 @@ export function registerTokenBudget(ctx: Context, budget: number, cachedWeight =
     if (!count || event.seq !== count.next) return
     counts.set(session.id, { ...fold(count, [event], session.role === 'main'), next: event.seq + 1 })
   })
+  // A refused step's events are not in the log: a count that followed them is counted again from it.
+  ctx.sessions.observeRollback((session, fromSeq) => {
+    const count = counts.get(session.id)
+    if (count && count.next > fromSeq) counts.delete(session.id)
+  })
 
   async function counted(session: Session, main: boolean) {
     let known = counts.get(session.id) ?? { next: 0, tokens: 0 }
