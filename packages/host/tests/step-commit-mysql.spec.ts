@@ -102,6 +102,32 @@ describe('host: a step commit on MySQL carries the lease token', function () {
     expect((await response.json() as any).code).to.equal('LEASE_LOST')
   })
 
+  it('never answers an operator\'s cancel of a step whose commit was refused as if its record were written', async () => {
+    host = await TestHost.boot({ database: mysqlTestConfig(url!) })
+    let entered!: () => void
+    const inTool = new Promise<void>((resolve) => entered = resolve)
+    host.ctx.tools.register({
+      name: 'hold',
+      description: 'Another host takes the lease, then wait until the turn is cancelled.',
+      async execute(_args: any, { session, signal }: any) {
+        await takeLeaseElsewhere(host.ctx, session.id)
+        entered()
+        await new Promise<void>((resolve) => signal?.aborted ? resolve() : signal?.addEventListener('abort', () => resolve(), { once: true }))
+        return { ok: true }
+      },
+    })
+    host.scripted.script('main', [{ toolCalls: [{ name: 'hold' }] }, {}])
+    const agent = await host.ctx.agents.create({ cwd: tmpdir(), model: 'scripted' })
+    agent.followup('go')
+    await inTool
+    const response = await host.http.post(`/api/sessions/${agent.session.id}/cancel`, {})
+    await agent.whenIdle()
+    const rows = await query('SELECT `type` FROM `taskward_event` WHERE `sessionId` = ? ORDER BY `seq`', [agent.session.id])
+    expect(rows.map((row: any) => row.type)).to.not.include('agent/cancelled')
+    expect(response.status, 'not a 200 for a record that was never written').to.equal(409)
+    expect((await response.json() as any).code).to.equal('LEASE_LOST')
+  })
+
   it('forgets caches that folded a refused step: once the log grows back past them, they are not taken for current', async () => {
     host = await TestHost.boot({ database: mysqlTestConfig(url!) })
     host.ctx.plugin({

@@ -143,7 +143,8 @@ export class Operator extends Service {
     const running = !!agent && agent.state === 'running'
     agent?.cancel()
     if (running || dropped.length) {
-      await session.append('agent/cancelled', { by: 'operator', running, dropped: dropped.length })
+      // Committed at once, not staged with the running step: the operator is answered only once it is written.
+      await session.append('agent/cancelled', { by: 'operator', running, dropped: dropped.length }, { commit: true })
     }
     return { running, dropped }
   }
