@@ -79,6 +79,11 @@ export class DshHome {
     return this.dsh(['plugin', '--profile', 'web', 'add', tarball], 300_000)
   }
 
+  /** `dsh plugin --profile web add <spec>` of another package (a test-only plugin: `link:<dir>`). */
+  addPlugin(spec: string) {
+    return this.dsh(['plugin', '--profile', 'web', 'add', spec], 300_000)
+  }
+
   removeBundle(name = 'taskward-dsh') {
     return this.dsh(['plugin', '--profile', 'web', 'remove', name], 300_000)
   }

@@ -26,6 +26,8 @@ export interface SessionViewHost {
   /** The session this one works for ('' for none). */
   parentOf(session: DshSession): string
   model: string
+  /** DSH's `sessions.flush`: resolves once everything appended to the session is on disk. */
+  flush(session: DshSession): Promise<unknown>
   /** Called before Taskward's first record lands in a session (supervision-preset.ts). */
   beforeRecord?(session: DshSession): void
 }
@@ -34,7 +36,8 @@ export interface SessionViewHost {
  * Taskward's `Session` (docs/host.md) over one live DSH session. Seqs are DSH's own (one DSH event, one
  * seq); Taskward's events are written through the carrier (carrier.ts), so a batch of N events takes N
  * consecutive seqs followed by the carrier's removal event. DSH appends synchronously and keeps the
- * whole log in memory; durability is DSH's (its persistence flushes behind).
+ * whole log in memory; its persistence writes behind (a 200 ms batching window in rc.8), so an append
+ * resolves only after DSH's `flush` put it on disk, as an append on our host resolves once durable.
  */
 export class SessionView {
   constructor(private readonly host: SessionViewHost, readonly dsh: DshSession) {}
@@ -65,7 +68,12 @@ export class SessionView {
     // Through JSON, like an append on our host: the returned events are what a reader gets back.
     this.host.beforeRecord?.(this.dsh)
     const plain = entries.map(({ type, data }) => ({ type, data: JSON.parse(JSON.stringify(data ?? null)) }))
-    return writeCarried(agent, plain).map((event) => viewEvent(event, this.id) as SessionEvent<D>)
+    const written = writeCarried(agent, plain).map((event) => viewEvent(event, this.id) as SessionEvent<D>)
+    // Written synchronously (no turn claims the carrier in between), resolved once durable: what
+    // follows a record — the reopened state after a repair receipt, the answer to a click, a queued
+    // turn — never stands on a record a crash can still lose.
+    await this.durable()
+    return written
   }
 
   /**
@@ -75,8 +83,10 @@ export class SessionView {
    */
   whenDurable(): Promise<boolean> | undefined { return undefined }
 
-  /** Everything appended is as durable as DSH makes it (its own `flush`): nothing to wait for. */
-  async durable() {}
+  /** Everything appended to the session so far (DSH's events too) on disk: DSH's `flush`. */
+  async durable() {
+    await this.host.flush(this.dsh)
+  }
 
   /** One process drives a DSH session: nothing to catch up. */
   catchUp(_seenSeq: number) {}

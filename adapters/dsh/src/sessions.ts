@@ -54,6 +54,7 @@ export class DshSessionsContract {
         roleOf: (s) => this.reviewers.has(s.id) ? 'reviewer' : isSubagent(s) ? 'subagent' : s.header.parentSession ? 'reviewer' : 'main',
         parentOf: (s) => this.rootParent(s),
         model: this.model,
+        flush: async (s) => { await this.dsh.sessions.flush?.(s) },
         beforeRecord: (s) => this.beforeRecord?.(s),
       }, session)
       this.views.set(session, view)
