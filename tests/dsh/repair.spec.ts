@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { OpenAIMock } from '@taskward/testkit'
 import { DshHome, dshInstall, packedBundle, PASSING_RECOVERY, type DshWeb } from './dsh-host'
-import { execute, replyJson, taskward, waitFor } from './dsh-api'
+import { carriedEvents, execute, reopenedStates, repairRecords, replyJson, taskward, waitFor } from './dsh-api'
 import { dshTaskPlayer } from './dsh-player'
 
 /*
@@ -128,6 +128,69 @@ describe('repair after completion inside the real DSH host', function () {
     expect([changed.status, changed.body.code]).to.deep.equal([409, 'ARTIFACT_CHANGED'])
     expect((await status(sessionId)).task).to.include({ phase: 'complete', revision: task.revision })
   })
+  it('a decline through the authenticated route records it and keeps the task complete; a second proposal supersedes the first; both are in the history after a restart', async () => {
+    const cwd = await mkdtemp(join(workspace, 'decline-'))
+    const { sessionId } = await web.api('session.create', { cwd })
+    main = sessionId
+    await execute(web, sessionId, '/task new Write a.txt and b.txt')
+    await waitFor(async () => (await status(sessionId)).task?.phase === 'awaiting-approval', 'the plan review', 60_000)
+    await execute(web, sessionId, '/task approve')
+    await waitFor(async () => (await status(sessionId)).task?.phase === 'complete', 'completion', 120_000)
+    const done = (await status(sessionId)).task
+    const binding = (proposalId: string) => ({ proposalId, taskId: done.id, revision: done.revision })
+
+    const first = await repair(sessionId, { action: 'propose', taskId: done.id, revision: done.revision, title: 'a is wrong', reason: 'a.txt must say repaired', rootNodeIds: ['a'] })
+    const second = await repair(sessionId, { action: 'propose', taskId: done.id, revision: done.revision, title: 'b is wrong', reason: 'b.txt must say repaired', rootNodeIds: ['b'] })
+    expect([first.status, second.status], JSON.stringify([first.body, second.body])).to.deep.equal([200, 200])
+    const listed = await taskward(web, `/api/sessions/${sessionId}/repairs`, { token })
+    expect(listed.body.proposals.map((p: any) => [p.proposal.id, p.status])).to.deep.equal([[first.body.proposalId, 'superseded'], [second.body.proposalId, 'pending']])
+    // The superseded one can no longer be confirmed (nor declined), and that writes nothing.
+    const log = async () => carriedEvents(sessionId, await web.api('session.history', { sessionId }))
+    const before = (await log()).length
+    const stale = await repair(sessionId, { action: 'confirm', ...binding(first.body.proposalId) })
+    expect([stale.status, stale.body.code]).to.deep.equal([409, 'REPAIR_STALE'])
+    const staleDecline = await repair(sessionId, { action: 'decline', ...binding(first.body.proposalId) })
+    expect([staleDecline.status, staleDecline.body.code]).to.deep.equal([409, 'REPAIR_STALE'])
+    // /task names the waiting one.
+    expect((await status(sessionId)).awaitingDecision).to.include({ id: second.body.proposalId, title: 'b is wrong' })
+
+    // A decline without the token or from another Origin is refused and writes nothing.
+    const decline = { action: 'decline', ...binding(second.body.proposalId) }
+    const noToken = await repair(sessionId, decline, {})
+    expect([noToken.status, noToken.body.code]).to.deep.equal([401, 'UNAUTHORIZED'])
+    const foreign = await repair(sessionId, decline, { token, origin: 'http://evil.example' })
+    expect([foreign.status, foreign.body.code]).to.deep.equal([403, 'FORBIDDEN'])
+    expect((await log()).length, 'the refused clicks wrote nothing').to.equal(before)
+
+    const declined = await repair(sessionId, decline)
+    expect([declined.status, declined.body.outcome], JSON.stringify(declined.body)).to.deep.equal([200, 'declined'])
+    const repeated = await repair(sessionId, decline)
+    expect([repeated.status, repeated.body.outcome]).to.deep.equal([200, 'already-declined'])
+    const afterDecline = await status(sessionId)
+    expect(afterDecline.task).to.include({ phase: 'complete', revision: done.revision })
+    expect(afterDecline.awaitingDecision).to.equal(undefined)
+    // Declined: confirming it now is stale, and nothing reopens.
+    const late = await repair(sessionId, { action: 'confirm', ...binding(second.body.proposalId) })
+    expect([late.status, late.body.code]).to.deep.equal([409, 'REPAIR_STALE'])
+
+    await web.stop()
+    web = await home.start()
+    const history = await taskward(web, `/api/sessions/${sessionId}/repairs`, { token })
+    expect(history.status, JSON.stringify(history.body)).to.equal(200)
+    expect(history.body.proposals.map((p: any) => [p.proposal.id, p.proposal.title, p.sourceLabel, p.status])).to.deep.equal([
+      [first.body.proposalId, 'a is wrong', 'user', 'superseded'],
+      [second.body.proposalId, 'b is wrong', 'user', 'declined'],
+    ])
+    expect(history.body.proposals[1].decline).to.include({ proposalId: second.body.proposalId, source: 'web-confirmation' })
+    expect(history.body.current).to.deep.equal({ taskId: done.id, revision: done.revision, phase: 'complete' })
+    expect((await status(sessionId)).task).to.include({ phase: 'complete', revision: done.revision })
+    const records = await log()
+    expect(repairRecords(records, 'proposal')).to.have.length(2)
+    expect(repairRecords(records, 'decline').map((e) => (e.data as any).payload.proposalId)).to.deep.equal([second.body.proposalId])
+    expect(repairRecords(records, 'confirm')).to.have.length(0)
+    expect(reopenedStates(records)).to.have.length(0)
+  })
+
   it('keeps the operator token out of DSH\'s output, files and session histories (only the patch layer holds it)', async () => {
     expect(web.output).to.not.include(token)
     const holders: string[] = []
