@@ -191,6 +191,49 @@ describe('repair after completion inside the real DSH host', function () {
     expect(reopenedStates(records)).to.have.length(0)
   })
 
+  it('the main agent proposes a repair citing evidence task_status names; citing an event that does not exist is refused, writing nothing', async () => {
+    const cwd = await mkdtemp(join(workspace, 'evidence-'))
+    const { sessionId } = await web.api('session.create', { cwd })
+    main = sessionId
+    await execute(web, sessionId, '/task new Write a.txt and b.txt')
+    await waitFor(async () => (await status(sessionId)).task?.phase === 'awaiting-approval', 'the plan review', 60_000)
+    await execute(web, sessionId, '/task approve')
+    await waitFor(async () => (await status(sessionId)).task?.phase === 'complete', 'completion', 120_000)
+    const done = (await status(sessionId)).task
+    // One turn of the played agent: prompted, and over once its last message (after the prompt) is text only.
+    const prompt = async (text: string) => {
+      await web.api('session.prompt', { sessionId, mode: 'queue', content: [{ type: 'text', text }] })
+      await waitFor(async () => {
+        const events = (await web.api('session.history', { sessionId })).events.map((e: any) => e.event)
+        const asked = events.findLastIndex((e: any) => e.type === 'user/message' && JSON.stringify(e.data).includes(text))
+        const answer = events.findLastIndex((e: any) => e.type === 'assistant/message')
+        return asked >= 0 && answer > asked && (events[answer].data?.message?.content ?? []).every((b: any) => b.type === 'text')
+      }, 'the turn to end with an answer', 60_000)
+    }
+    const toolResults = async () => (await web.api('session.history', { sessionId })).events.filter((e: any) => e.event.type === 'tool/result')
+      .map((e: any) => JSON.stringify(e.event.data))
+
+    // A seq that is not in the log: the tool refuses it, coded, and nothing is proposed.
+    await prompt('Propose a repair citing seq 999999.')
+    expect((await toolResults()).filter((r: string) => r.includes('REPAIR_EVIDENCE_INVALID')), 'the refusal the agent read').to.have.length(1)
+    expect((await taskward(web, `/api/sessions/${sessionId}/repairs`, { token })).body.proposals).to.deep.equal([])
+    expect(repairRecords(await carriedEvents(sessionId, await web.api('session.history', { sessionId })), 'proposal')).to.have.length(0)
+
+    // The agent reads a.txt, finds that read's seq in task_status' evidence, and cites it.
+    await prompt('Propose a repair of a.txt.')
+    const listed = await taskward(web, `/api/sessions/${sessionId}/repairs`, { token })
+    expect(listed.body.proposals, JSON.stringify(listed.body)).to.have.length(1)
+    const [tracked] = listed.body.proposals
+    expect(tracked).to.include({ status: 'pending', sourceLabel: 'main agent' })
+    expect(tracked.proposal).to.include({ source: 'main-agent', proposerSessionId: sessionId, taskId: done.id, taskRevision: done.revision })
+    expect(tracked.proposal.evidenceSeqs).to.have.length(1)
+    // The cited event is the agent's read of a.txt, quoted as on our host.
+    expect(tracked.evidence).to.have.length(1)
+    expect(tracked.evidence[0]).to.include({ seq: tracked.proposal.evidenceSeqs[0], type: 'tool/result' })
+    expect(tracked.evidence[0].text).to.match(/^read: [\s\S]*a done/)
+    expect((await status(sessionId)).task).to.include({ phase: 'complete', revision: done.revision })
+  })
+
   it('keeps the operator token out of DSH\'s output, files and session histories (only the patch layer holds it)', async () => {
     expect(web.output).to.not.include(token)
     const holders: string[] = []

@@ -1,23 +1,22 @@
 import { TaskwardError, type SessionEvent } from '@taskward/protocol'
 import { readCarried, writeCarried } from './carrier'
 import type { DshAgent, DshEvent, DshSession } from './dsh-types'
+import { sharedData, SHARED_TYPES } from './shared-events'
 
 /** DSH's own events appear to Taskward's folds under this prefix, so no DSH type is read as one of ours. */
 export const DSH_TYPE_PREFIX = 'dsh:'
 
 /**
- * DSH's event types that mean what ours of the same name mean (a message, a tool call or result):
- * kept as they are, so repair evidence can cite them (`EVIDENCE_EVENT_TYPES`). Their data is DSH's
- * shape; no fold of ours reads them (the supervisor's reads only `extension/record`).
+ * One DSH event as Taskward's plugins see it: a carried event as itself; `user/message`,
+ * `assistant/message`, `tool/call` and `tool/result` under their names with Taskward's data shape
+ * (shared-events.ts: repair evidence cites them, and their quotes read as on our host); any other
+ * under `dsh:<type>`. `eventAt(seq)` reads the session's earlier events (a tool result's call).
  */
-const SHARED_TYPES = new Set(['user/message', 'assistant/message', 'tool/call', 'tool/result'])
-
-/** One DSH event as Taskward's plugins see it: a carried event as itself, a shared type as is, any other under `dsh:<type>`. */
-export function viewEvent(event: DshEvent, sessionId: string): SessionEvent {
+export function viewEvent(event: DshEvent, sessionId: string, eventAt: (seq: number) => DshEvent | undefined = () => undefined): SessionEvent {
   const carried = readCarried(event, sessionId)
   if (carried) return { seq: event.seq, time: event.time, type: carried.type, data: carried.data }
-  const type = SHARED_TYPES.has(event.type) ? event.type : DSH_TYPE_PREFIX + event.type
-  return { seq: event.seq, time: event.time, type, data: event.data }
+  if (SHARED_TYPES.has(event.type)) return { seq: event.seq, time: event.time, type: event.type, data: sharedData(event, eventAt) }
+  return { seq: event.seq, time: event.time, type: DSH_TYPE_PREFIX + event.type, data: event.data }
 }
 
 export interface SessionViewHost {
@@ -99,7 +98,7 @@ export class SessionView {
     const out: SessionEvent[] = []
     const events = this.dsh.events
     for (let seq = Math.max(0, from); seq < events.length && out.length < limit; seq++) {
-      const event = viewEvent(events[seq], this.id)
+      const event = viewEvent(events[seq], this.id, (at) => events[at])
       if (!types || types.includes(event.type)) out.push(event)
     }
     return out
@@ -110,8 +109,9 @@ export class SessionView {
   }
 
   async event(seq: number): Promise<SessionEvent | undefined> {
-    const event = this.dsh.events[seq]
-    return event && viewEvent(event, this.id)
+    const events = this.dsh.events
+    const event = events[seq]
+    return event && viewEvent(event, this.id, (at) => events[at])
   }
 
   async *events(from = 0, pageSize = 2000, options: { types?: readonly string[] } = {}): AsyncGenerator<SessionEvent> {

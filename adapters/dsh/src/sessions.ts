@@ -32,7 +32,8 @@ export class DshSessionsContract {
     const view = this.view(session)
     // The event DSH hands the listener, not `session.events[seq]`: that getter copies the whole log
     // after every append.
-    const seen = viewEvent(event, session.id)
+    // A tool result names its call by seq only: that one lookup takes DSH's snapshot of the log.
+    const seen = viewEvent(event, session.id, (seq) => session.events[seq])
     for (const observer of [...this.observers]) {
       try {
         observer(view, seen)
