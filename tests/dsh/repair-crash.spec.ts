@@ -1,11 +1,8 @@
 import { expect } from 'chai'
 import { randomBytes } from 'node:crypto'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { OpenAIMock } from '@taskward/testkit'
-import { DshHome, dshInstall, packedBundle, PASSING_RECOVERY, type DshWeb } from './dsh-host'
+import type { OpenAIMock } from '@taskward/testkit'
+import { PASSING_RECOVERY, useDsh, type DshHome, type DshWeb } from './dsh-host'
 import { carriedEvents, execute, reopenedStates, repairRecords, replyJson, taskward, waitFor } from './dsh-api'
 import { dshTaskPlayer } from './dsh-player'
 
@@ -27,28 +24,9 @@ describe('repair inside the real DSH host: SIGKILL between receipt and reopened 
   let web: DshWeb
   let workspace: string
 
-  before(async function () {
-    const found = await dshInstall()
-    if (!found.paths) {
-      console.log(`      skipped: ${found.skip}`)
-      return this.skip()
-    }
-    model = await OpenAIMock.start()
-    model.fallback = dshTaskPlayer()
-    home = await DshHome.create(found.paths, { baseURL: `http://127.0.0.1:${model.port}` })
-    workspace = await mkdtemp(join(tmpdir(), 'taskward-dsh-repair-crash-'))
-    await home.addBundle(await packedBundle())
-    await home.addPlugin(`link:${CRASH_POINT}`)
-    await home.configureTaskward({ operatorToken: token, ...PASSING_RECOVERY })
-    web = await home.start()
-  })
-
-  after(async () => {
-    await web?.stop()
-    await home?.dispose()
-    await model?.close()
-    if (workspace) await rm(workspace, { recursive: true, force: true })
-  })
+  // The crash point, in this home only.
+  useDsh({ player: dshTaskPlayer(), workspace: 'repair-crash', plugins: [`link:${CRASH_POINT}`], config: { operatorToken: token, ...PASSING_RECOVERY } },
+    (dsh) => ({ model, home, web, workspace } = dsh))
 
   afterEach(async function () {
     if (this.currentTest?.state !== 'failed' || !web) return

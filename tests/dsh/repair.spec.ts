@@ -1,10 +1,9 @@
 import { expect } from 'chai'
 import { randomBytes } from 'node:crypto'
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { OpenAIMock } from '@taskward/testkit'
-import { DshHome, dshInstall, packedBundle, PASSING_RECOVERY, type DshWeb } from './dsh-host'
+import type { OpenAIMock } from '@taskward/testkit'
+import { PASSING_RECOVERY, useDsh, type DshHome, type DshWeb } from './dsh-host'
 import { carriedEvents, execute, reopenedStates, repairRecords, replyJson, taskward, waitFor } from './dsh-api'
 import { dshTaskPlayer } from './dsh-player'
 
@@ -23,27 +22,8 @@ describe('repair after completion inside the real DSH host', function () {
   let workspace: string
   let main: string | undefined
 
-  before(async function () {
-    const found = await dshInstall()
-    if (!found.paths) {
-      console.log(`      skipped: ${found.skip}`)
-      return this.skip()
-    }
-    model = await OpenAIMock.start()
-    model.fallback = dshTaskPlayer()
-    home = await DshHome.create(found.paths, { baseURL: `http://127.0.0.1:${model.port}` })
-    workspace = await mkdtemp(join(tmpdir(), 'taskward-dsh-repair-'))
-    await home.addBundle(await packedBundle())
-    await home.configureTaskward({ operatorToken: token, ...PASSING_RECOVERY })
-    web = await home.start()
-  })
-
-  after(async () => {
-    await web?.stop()
-    await home?.dispose()
-    await model?.close()
-    if (workspace) await rm(workspace, { recursive: true, force: true })
-  })
+  useDsh({ player: dshTaskPlayer(), workspace: 'repair', config: { operatorToken: token, ...PASSING_RECOVERY } },
+    (dsh) => ({ model, home, web, workspace } = dsh))
 
   // On failure: the tail of each main session's log without the /task polls, and the last model requests.
   afterEach(async function () {
