@@ -50,4 +50,4 @@ if [ -n "${CI:-}" ]; then node scripts/dsh/install.mjs; fi
 export TASKWARD_TEST_PACKAGING="${TASKWARD_TEST_PACKAGING:-1}"
 # --exit: every suite disposes its hosts, but a handle a future test forgets must fail loudly in review,
 # not hang CI until its time limit.
-exec npx mocha --exit 'packages/*/tests/**/*.spec.ts' 'plugins/*/tests/**/*.spec.ts' 'examples/*/tests/**/*.spec.ts' 'tests/**/*.spec.ts' "$@"
+exec npx mocha --exit 'packages/*/tests/**/*.spec.ts' 'plugins/*/tests/**/*.spec.ts' 'adapters/*/tests/**/*.spec.ts' 'examples/*/tests/**/*.spec.ts' 'tests/**/*.spec.ts' "$@"

@@ -1,11 +1,8 @@
 import { expect } from 'chai'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { TASK_SCHEMA_VERSION } from '@taskward/protocol'
-import { mockText, OpenAIMock } from '@taskward/testkit'
+import { mockText, type OpenAIMock } from '@taskward/testkit'
 import { CARRIER_KIND } from '@taskward/dsh'
-import { DshHome, dshInstall, packedBundle, type DshWeb } from './dsh-host'
+import { useDsh, type DshHome, type DshWeb } from './dsh-host'
 import { carriedEvents, carrierEvents, commandText, execute, replyJson, waitFor } from './dsh-api'
 
 /*
@@ -20,28 +17,8 @@ describe('Taskward inside the real DSH host', function () {
   let web: DshWeb
   let workspace: string
 
-  before(async function () {
-    const found = await dshInstall()
-    if (!found.paths) {
-      console.log(`      skipped: ${found.skip}`)
-      return this.skip()
-    }
-    const tarball = await packedBundle()
-    model = await OpenAIMock.start()
-    // Turns the controller queues get a short answer (the tests here are not about the model).
-    model.fallback = mockText('Noted; waiting for the user.')
-    home = await DshHome.create(found.paths, { baseURL: `http://127.0.0.1:${model.port}` })
-    workspace = await mkdtemp(join(tmpdir(), 'taskward-dsh-ws-'))
-    await home.addBundle(tarball)
-    web = await home.start()
-  })
-
-  after(async () => {
-    await web?.stop()
-    await home?.dispose()
-    await model?.close()
-    if (workspace) await rm(workspace, { recursive: true, force: true })
-  })
+  // Turns the controller queues get a short answer (the tests here are not about the model).
+  useDsh({ player: mockText('Noted; waiting for the user.'), workspace: 'ws' }, (dsh) => ({ model, home, web, workspace } = dsh))
 
   it('loads the bundle: Taskward\'s route answers with its own body under its prefix', async () => {
     const response = await fetch(`${web.origin}/taskward/health`)

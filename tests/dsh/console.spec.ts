@@ -1,13 +1,10 @@
 import { expect } from 'chai'
 import { randomBytes } from 'node:crypto'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import type { Browser } from 'playwright-core'
 import { RECORD_EVENT_TYPE, REPAIR_NAMESPACE } from '@taskward/protocol'
-import { OpenAIMock } from '@taskward/testkit'
+import type { OpenAIMock } from '@taskward/testkit'
 import { launchBrowser } from '../console-fixtures'
-import { DshHome, dshInstall, packedBundle, PASSING_RECOVERY, type DshWeb } from './dsh-host'
+import { PASSING_RECOVERY, useDsh, type DshHome, type DshWeb } from './dsh-host'
 import { carriedEvents, execute, replyJson, taskward, waitFor } from './dsh-api'
 import { dshTaskPlayer } from './dsh-player'
 
@@ -26,29 +23,10 @@ describe('the console inside the real DSH host', function () {
   let browser: Browser
   let workspace: string
 
-  before(async function () {
-    const found = await dshInstall()
-    if (!found.paths) {
-      console.log(`      skipped: ${found.skip}`)
-      return this.skip()
-    }
-    model = await OpenAIMock.start()
-    model.fallback = dshTaskPlayer()
-    home = await DshHome.create(found.paths, { baseURL: `http://127.0.0.1:${model.port}` })
-    workspace = await mkdtemp(join(tmpdir(), 'taskward-dsh-console-'))
-    await home.addBundle(await packedBundle())
-    await home.configureTaskward({ operatorToken: token, ...PASSING_RECOVERY })
-    web = await home.start()
-    browser = await launchBrowser()
-  })
-
-  after(async () => {
-    await browser?.close()
-    await web?.stop()
-    await home?.dispose()
-    await model?.close()
-    if (workspace) await rm(workspace, { recursive: true, force: true })
-  })
+  useDsh({ player: dshTaskPlayer(), workspace: 'console', config: { operatorToken: token, ...PASSING_RECOVERY } },
+    (dsh) => ({ model, home, web, workspace } = dsh))
+  before(async () => { if (home) browser = await launchBrowser() })
+  after(async () => { await browser?.close() })
 
   const status = async (sessionId: string) => replyJson(await execute(web, sessionId, '/task'))
 

@@ -62,3 +62,21 @@ export async function taskward(web: DshWeb, path: string, options: { method?: st
   })
   return { status: response.status, body: await response.json().catch(() => undefined) as any }
 }
+
+/** The repair records of one kind (`proposal`, `confirm`, `decline`) among `carried` events. */
+export function repairRecords<E extends { type: string, data: any }>(carried: E[], kind: string): E[] {
+  return carried.filter((e) => e.type === 'extension/record' && e.data?.namespace === 'dsh-task-supervisor-repair' && e.data?.kind === kind)
+}
+
+/** The complete → active task states among `carried` events (a task reopened by a repair), in log order. */
+export function reopenedStates<E extends { type: string, data: any }>(carried: E[]): E[] {
+  const last = new Map<string, string>()
+  const found: E[] = []
+  for (const event of carried) {
+    if (event.type !== 'extension/record' || event.data?.namespace !== 'dsh-task-supervisor') continue
+    const task = event.data.payload
+    if (last.get(task?.id) === 'complete' && task.phase === 'active') found.push(event)
+    last.set(task?.id, task?.phase)
+  }
+  return found
+}

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { freePort } from '@taskward/testkit'
+import { freePort, OpenAIMock } from '@taskward/testkit'
 // @ts-expect-error plain ESM script without types
 import { checkCache, dshDir, dshPaths, installDsh } from '../../scripts/dsh/install.mjs'
 // @ts-expect-error plain ESM script without types
@@ -44,6 +44,9 @@ export function packedBundle(): Promise<string> {
 }
 
 export class DshHome {
+  /** Every `dsh web` started on this home (restarts included): `dispose` stops those still running. */
+  private readonly started = new Set<DshWeb>()
+
   private constructor(readonly paths: DshPaths, readonly home: string, readonly env: NodeJS.ProcessEnv) {}
 
   static async create(paths: DshPaths, model: { baseURL: string }): Promise<DshHome> {
@@ -79,6 +82,11 @@ export class DshHome {
     return this.dsh(['plugin', '--profile', 'web', 'add', tarball], 300_000)
   }
 
+  /** `dsh plugin --profile web add <spec>` of another package (a test-only plugin: `link:<dir>`). */
+  addPlugin(spec: string) {
+    return this.dsh(['plugin', '--profile', 'web', 'add', spec], 300_000)
+  }
+
   removeBundle(name = 'taskward-dsh') {
     return this.dsh(['plugin', '--profile', 'web', 'remove', name], 300_000)
   }
@@ -109,13 +117,74 @@ export class DshHome {
   async start(options: { taskward?: boolean } = {}): Promise<DshWeb> {
     const port = await freePort()
     const web = new DshWeb(this, port)
+    this.started.add(web)
     await web.start(90_000, options.taskward ?? true)
     return web
   }
 
   async dispose() {
+    for (const web of this.started) await web.stop()
     await rm(this.home, { recursive: true, force: true })
   }
+}
+
+export interface DshSuiteOptions {
+  /** What the loopback endpoint answers (the played agent and reviewers): `model.fallback`. */
+  player: OpenAIMock['fallback']
+  /** Prefix of the temporary workspace directory's name. */
+  workspace: string
+  /** The `taskward` row's config (configureTaskward); absent: the bundle's own. */
+  config?: Record<string, unknown>
+  /** More `dsh plugin --profile web add` specs after the bundle (a test-only plugin: `link:<dir>`). */
+  plugins?: string[]
+  /** Runs once the workspace exists, before DSH starts (files a check reads, …). */
+  prepare?: (workspace: string) => Promise<void>
+  /** false: the suite starts DSH itself (`home.start()`). */
+  start?: boolean
+}
+
+export interface DshSuite {
+  model: OpenAIMock
+  home: DshHome
+  workspace: string
+  web: DshWeb
+}
+
+/**
+ * One real DSH for a `describe`: the cached install (skipping the suite, and saying why, without it),
+ * a loopback model endpoint playing `player`, a temporary DSH_HOME with the freshly packed bundle
+ * (and `plugins`) added, the row's `config`, a temporary workspace, and `dsh web` started. `set`
+ * receives the parts once they exist; after the suite every DSH started on the home is stopped and
+ * everything is removed.
+ */
+export function useDsh(options: DshSuiteOptions & { start: false }, set: (suite: Omit<DshSuite, 'web'>) => void): void
+export function useDsh(options: DshSuiteOptions, set: (suite: DshSuite) => void): void
+export function useDsh(options: DshSuiteOptions, set: (suite: any) => void): void {
+  let model: OpenAIMock | undefined
+  let home: DshHome | undefined
+  let workspace: string | undefined
+  before(async function () {
+    const found = await dshInstall()
+    if (!found.paths) {
+      console.log(`      skipped: ${found.skip}`)
+      return this.skip()
+    }
+    model = await OpenAIMock.start()
+    model.fallback = options.player
+    home = await DshHome.create(found.paths, { baseURL: `http://127.0.0.1:${model.port}` })
+    workspace = await mkdtemp(join(tmpdir(), `taskward-dsh-${options.workspace}-`))
+    await options.prepare?.(workspace)
+    await home.addBundle(await packedBundle())
+    for (const spec of options.plugins ?? []) await home.addPlugin(spec)
+    if (options.config) await home.configureTaskward(options.config)
+    const web = options.start === false ? undefined : await home.start()
+    set({ model, home, workspace, ...(web ? { web } : {}) })
+  })
+  after(async () => {
+    await home?.dispose()
+    await model?.close()
+    if (workspace) await rm(workspace, { recursive: true, force: true })
+  })
 }
 
 export class DshWeb {

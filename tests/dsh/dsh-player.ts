@@ -71,6 +71,16 @@ export function dshTaskPlayer(options: { plan?: typeof TWO_NODE_PLAN, reviewerTr
     // Slowly (about 2 s): the review's verdict lands while this turn still runs, so only the
     // controller's turn-end continuation can carry the task on.
     if (phase === 'reviewing') return { text: 'Nothing for me to do while the task is reviewing.', chunkSize: 4, delayMs: 150 }
+    // Asked to propose a repair of a complete task: read a.txt (the evidence), then propose citing the
+    // seq task_status lists for that read — or, when the request names one ("citing seq N"), that seq.
+    if (phase === 'complete' && input.startsWith('Propose a repair')) {
+      if (before.includes('task_propose_repair')) return text('The repair is proposed; the user decides.')
+      if (!before.includes('read')) return call('read', { file_path: `${workspaceOf(messages)}/a.txt` })
+      const named = /citing seq (\d+)/.exec(input)?.[1]
+      const read = (state.evidence ?? []).filter((e: any) => e.type === 'tool/result' && e.text.startsWith('read: ')).at(-1)
+      if (!named && !read) return text('task_status lists no read I could cite; stopping.')
+      return call('task_propose_repair', { title: 'a.txt is wrong', reason: 'a.txt says done but must say repaired', rootNodeIds: ['a'], evidenceSeqs: [named ? Number(named) : read.seq] })
+    }
     if (phase !== 'active') return text(`Nothing for me to do while the task is ${phase ?? 'absent'}.`)
     const running = state.nodes.find((n: any) => n.status === 'running')
     if (running) {

@@ -1,9 +1,8 @@
 import { expect } from 'chai'
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { OpenAIMock } from '@taskward/testkit'
-import { DshHome, dshInstall, packedBundle, type DshWeb } from './dsh-host'
+import type { OpenAIMock } from '@taskward/testkit'
+import { useDsh, type DshHome, type DshWeb } from './dsh-host'
 import { carriedEvents, execute, replyJson, waitFor } from './dsh-api'
 import { contentOf, dshTaskPlayer } from './dsh-player'
 
@@ -26,28 +25,12 @@ describe('recovery checks inside the real DSH host', function () {
   let web: DshWeb
   let workspace: string
 
-  before(async function () {
-    const found = await dshInstall()
-    if (!found.paths) {
-      console.log(`      skipped: ${found.skip}`)
-      return this.skip()
-    }
-    model = await OpenAIMock.start()
-    model.fallback = dshTaskPlayer({ plan: ONE_NODE_PLAN as any })
-    home = await DshHome.create(found.paths, { baseURL: `http://127.0.0.1:${model.port}` })
-    workspace = await mkdtemp(join(tmpdir(), 'taskward-dsh-recovery-'))
-    await writeFile(join(workspace, 'answer.txt'), 'alpha')
-    await home.addBundle(await packedBundle())
-    await home.configureTaskward({ recovery: { checks: [ANSWER_CHECK], sandbox: 'bwrap' } })
-    web = await home.start()
-  })
-
-  after(async () => {
-    await web?.stop()
-    await home?.dispose()
-    await model?.close()
-    if (workspace) await rm(workspace, { recursive: true, force: true })
-  })
+  useDsh({
+    player: dshTaskPlayer({ plan: ONE_NODE_PLAN as any }),
+    workspace: 'recovery',
+    prepare: (dir) => writeFile(join(dir, 'answer.txt'), 'alpha'),
+    config: { recovery: { checks: [ANSWER_CHECK], sandbox: 'bwrap' } },
+  }, (dsh) => ({ model, home, web, workspace } = dsh))
 
   afterEach(async function () {
     if (this.currentTest?.state === 'failed' && web) console.log(web.output.slice(-4000))

@@ -1,11 +1,10 @@
 import { expect } from 'chai'
 import { randomBytes } from 'node:crypto'
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { OpenAIMock } from '@taskward/testkit'
-import { DshHome, dshInstall, packedBundle, PASSING_RECOVERY, type DshWeb } from './dsh-host'
-import { execute, replyJson, taskward, waitFor } from './dsh-api'
+import type { OpenAIMock } from '@taskward/testkit'
+import { PASSING_RECOVERY, useDsh, type DshHome, type DshWeb } from './dsh-host'
+import { carriedEvents, execute, reopenedStates, repairRecords, replyJson, taskward, waitFor } from './dsh-api'
 import { dshTaskPlayer } from './dsh-player'
 
 /*
@@ -23,27 +22,8 @@ describe('repair after completion inside the real DSH host', function () {
   let workspace: string
   let main: string | undefined
 
-  before(async function () {
-    const found = await dshInstall()
-    if (!found.paths) {
-      console.log(`      skipped: ${found.skip}`)
-      return this.skip()
-    }
-    model = await OpenAIMock.start()
-    model.fallback = dshTaskPlayer()
-    home = await DshHome.create(found.paths, { baseURL: `http://127.0.0.1:${model.port}` })
-    workspace = await mkdtemp(join(tmpdir(), 'taskward-dsh-repair-'))
-    await home.addBundle(await packedBundle())
-    await home.configureTaskward({ operatorToken: token, ...PASSING_RECOVERY })
-    web = await home.start()
-  })
-
-  after(async () => {
-    await web?.stop()
-    await home?.dispose()
-    await model?.close()
-    if (workspace) await rm(workspace, { recursive: true, force: true })
-  })
+  useDsh({ player: dshTaskPlayer(), workspace: 'repair', config: { operatorToken: token, ...PASSING_RECOVERY } },
+    (dsh) => ({ model, home, web, workspace } = dsh))
 
   // On failure: the tail of each main session's log without the /task polls, and the last model requests.
   afterEach(async function () {
@@ -128,6 +108,112 @@ describe('repair after completion inside the real DSH host', function () {
     expect([changed.status, changed.body.code]).to.deep.equal([409, 'ARTIFACT_CHANGED'])
     expect((await status(sessionId)).task).to.include({ phase: 'complete', revision: task.revision })
   })
+  it('a decline through the authenticated route records it and keeps the task complete; a second proposal supersedes the first; both are in the history after a restart', async () => {
+    const cwd = await mkdtemp(join(workspace, 'decline-'))
+    const { sessionId } = await web.api('session.create', { cwd })
+    main = sessionId
+    await execute(web, sessionId, '/task new Write a.txt and b.txt')
+    await waitFor(async () => (await status(sessionId)).task?.phase === 'awaiting-approval', 'the plan review', 60_000)
+    await execute(web, sessionId, '/task approve')
+    await waitFor(async () => (await status(sessionId)).task?.phase === 'complete', 'completion', 120_000)
+    const done = (await status(sessionId)).task
+    const binding = (proposalId: string) => ({ proposalId, taskId: done.id, revision: done.revision })
+
+    const first = await repair(sessionId, { action: 'propose', taskId: done.id, revision: done.revision, title: 'a is wrong', reason: 'a.txt must say repaired', rootNodeIds: ['a'] })
+    const second = await repair(sessionId, { action: 'propose', taskId: done.id, revision: done.revision, title: 'b is wrong', reason: 'b.txt must say repaired', rootNodeIds: ['b'] })
+    expect([first.status, second.status], JSON.stringify([first.body, second.body])).to.deep.equal([200, 200])
+    const listed = await taskward(web, `/api/sessions/${sessionId}/repairs`, { token })
+    expect(listed.body.proposals.map((p: any) => [p.proposal.id, p.status])).to.deep.equal([[first.body.proposalId, 'superseded'], [second.body.proposalId, 'pending']])
+    // The superseded one can no longer be confirmed (nor declined), and that writes nothing.
+    const log = async () => carriedEvents(sessionId, await web.api('session.history', { sessionId }))
+    const before = (await log()).length
+    const stale = await repair(sessionId, { action: 'confirm', ...binding(first.body.proposalId) })
+    expect([stale.status, stale.body.code]).to.deep.equal([409, 'REPAIR_STALE'])
+    const staleDecline = await repair(sessionId, { action: 'decline', ...binding(first.body.proposalId) })
+    expect([staleDecline.status, staleDecline.body.code]).to.deep.equal([409, 'REPAIR_STALE'])
+    // /task names the waiting one.
+    expect((await status(sessionId)).awaitingDecision).to.include({ id: second.body.proposalId, title: 'b is wrong' })
+
+    // A decline without the token or from another Origin is refused and writes nothing.
+    const decline = { action: 'decline', ...binding(second.body.proposalId) }
+    const noToken = await repair(sessionId, decline, {})
+    expect([noToken.status, noToken.body.code]).to.deep.equal([401, 'UNAUTHORIZED'])
+    const foreign = await repair(sessionId, decline, { token, origin: 'http://evil.example' })
+    expect([foreign.status, foreign.body.code]).to.deep.equal([403, 'FORBIDDEN'])
+    expect((await log()).length, 'the refused clicks wrote nothing').to.equal(before)
+
+    const declined = await repair(sessionId, decline)
+    expect([declined.status, declined.body.outcome], JSON.stringify(declined.body)).to.deep.equal([200, 'declined'])
+    const repeated = await repair(sessionId, decline)
+    expect([repeated.status, repeated.body.outcome]).to.deep.equal([200, 'already-declined'])
+    const afterDecline = await status(sessionId)
+    expect(afterDecline.task).to.include({ phase: 'complete', revision: done.revision })
+    expect(afterDecline.awaitingDecision).to.equal(undefined)
+    // Declined: confirming it now is stale, and nothing reopens.
+    const late = await repair(sessionId, { action: 'confirm', ...binding(second.body.proposalId) })
+    expect([late.status, late.body.code]).to.deep.equal([409, 'REPAIR_STALE'])
+
+    await web.stop()
+    web = await home.start()
+    const history = await taskward(web, `/api/sessions/${sessionId}/repairs`, { token })
+    expect(history.status, JSON.stringify(history.body)).to.equal(200)
+    expect(history.body.proposals.map((p: any) => [p.proposal.id, p.proposal.title, p.sourceLabel, p.status])).to.deep.equal([
+      [first.body.proposalId, 'a is wrong', 'user', 'superseded'],
+      [second.body.proposalId, 'b is wrong', 'user', 'declined'],
+    ])
+    expect(history.body.proposals[1].decline).to.include({ proposalId: second.body.proposalId, source: 'web-confirmation' })
+    expect(history.body.current).to.deep.equal({ taskId: done.id, revision: done.revision, phase: 'complete' })
+    expect((await status(sessionId)).task).to.include({ phase: 'complete', revision: done.revision })
+    const records = await log()
+    expect(repairRecords(records, 'proposal')).to.have.length(2)
+    expect(repairRecords(records, 'decline').map((e) => (e.data as any).payload.proposalId)).to.deep.equal([second.body.proposalId])
+    expect(repairRecords(records, 'confirm')).to.have.length(0)
+    expect(reopenedStates(records)).to.have.length(0)
+  })
+
+  it('the main agent proposes a repair citing evidence task_status names; citing an event that does not exist is refused, writing nothing', async () => {
+    const cwd = await mkdtemp(join(workspace, 'evidence-'))
+    const { sessionId } = await web.api('session.create', { cwd })
+    main = sessionId
+    await execute(web, sessionId, '/task new Write a.txt and b.txt')
+    await waitFor(async () => (await status(sessionId)).task?.phase === 'awaiting-approval', 'the plan review', 60_000)
+    await execute(web, sessionId, '/task approve')
+    await waitFor(async () => (await status(sessionId)).task?.phase === 'complete', 'completion', 120_000)
+    const done = (await status(sessionId)).task
+    // One turn of the played agent: prompted, and over once its last message (after the prompt) is text only.
+    const prompt = async (text: string) => {
+      await web.api('session.prompt', { sessionId, mode: 'queue', content: [{ type: 'text', text }] })
+      await waitFor(async () => {
+        const events = (await web.api('session.history', { sessionId })).events.map((e: any) => e.event)
+        const asked = events.findLastIndex((e: any) => e.type === 'user/message' && JSON.stringify(e.data).includes(text))
+        const answer = events.findLastIndex((e: any) => e.type === 'assistant/message')
+        return asked >= 0 && answer > asked && (events[answer].data?.message?.content ?? []).every((b: any) => b.type === 'text')
+      }, 'the turn to end with an answer', 60_000)
+    }
+    const toolResults = async () => (await web.api('session.history', { sessionId })).events.filter((e: any) => e.event.type === 'tool/result')
+      .map((e: any) => JSON.stringify(e.event.data))
+
+    // A seq that is not in the log: the tool refuses it, coded, and nothing is proposed.
+    await prompt('Propose a repair citing seq 999999.')
+    expect((await toolResults()).filter((r: string) => r.includes('REPAIR_EVIDENCE_INVALID')), 'the refusal the agent read').to.have.length(1)
+    expect((await taskward(web, `/api/sessions/${sessionId}/repairs`, { token })).body.proposals).to.deep.equal([])
+    expect(repairRecords(await carriedEvents(sessionId, await web.api('session.history', { sessionId })), 'proposal')).to.have.length(0)
+
+    // The agent reads a.txt, finds that read's seq in task_status' evidence, and cites it.
+    await prompt('Propose a repair of a.txt.')
+    const listed = await taskward(web, `/api/sessions/${sessionId}/repairs`, { token })
+    expect(listed.body.proposals, JSON.stringify(listed.body)).to.have.length(1)
+    const [tracked] = listed.body.proposals
+    expect(tracked).to.include({ status: 'pending', sourceLabel: 'main agent' })
+    expect(tracked.proposal).to.include({ source: 'main-agent', proposerSessionId: sessionId, taskId: done.id, taskRevision: done.revision })
+    expect(tracked.proposal.evidenceSeqs).to.have.length(1)
+    // The cited event is the agent's read of a.txt, quoted as on our host.
+    expect(tracked.evidence).to.have.length(1)
+    expect(tracked.evidence[0]).to.include({ seq: tracked.proposal.evidenceSeqs[0], type: 'tool/result' })
+    expect(tracked.evidence[0].text).to.match(/^read: [\s\S]*a done/)
+    expect((await status(sessionId)).task).to.include({ phase: 'complete', revision: done.revision })
+  })
+
   it('keeps the operator token out of DSH\'s output, files and session histories (only the patch layer holds it)', async () => {
     expect(web.output).to.not.include(token)
     const holders: string[] = []

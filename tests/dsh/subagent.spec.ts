@@ -1,10 +1,8 @@
 import { expect } from 'chai'
 import { existsSync } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { OpenAIMock, type MockReply, type MockRequest } from '@taskward/testkit'
-import { DshHome, dshInstall, packedBundle, PASSING_RECOVERY, type DshWeb } from './dsh-host'
+import type { MockReply, MockRequest, OpenAIMock } from '@taskward/testkit'
+import { PASSING_RECOVERY, useDsh, type DshHome, type DshWeb } from './dsh-host'
 import { execute, replyJson, waitFor } from './dsh-api'
 import { contentOf, currentTurn, dshTaskPlayer } from './dsh-player'
 
@@ -23,44 +21,25 @@ describe('DSH sub-agents of a supervised session', function () {
   /** The tool results the child saw in its write turn. */
   const childResults: string[] = []
 
-  before(async function () {
-    const found = await dshInstall()
-    if (!found.paths) {
-      console.log(`      skipped: ${found.skip}`)
-      return this.skip()
+  const player = dshTaskPlayer()
+  const fallback = (request: MockRequest): MockReply => {
+    const messages: any[] = request.body.messages ?? []
+    const { input, turn } = currentTurn(messages)
+    const calls = turn.filter((m) => m.role === 'assistant').flatMap((m) => m.tool_calls ?? []).map((c: any) => c.function.name)
+    const results = turn.filter((m) => m.role === 'tool').map(contentOf)
+    if (input.includes('Spawn a helper.')) {
+      return calls.includes('subagent') ? { text: 'Spawned.' } : { toolCalls: [{ name: 'subagent', args: { description: 'a helper', prompt: 'HELPER-HELLO' } }] }
     }
-    model = await OpenAIMock.start()
-    const player = dshTaskPlayer()
-    model.fallback = (request: MockRequest): MockReply => {
-      const messages: any[] = request.body.messages ?? []
-      const { input, turn } = currentTurn(messages)
-      const calls = turn.filter((m) => m.role === 'assistant').flatMap((m) => m.tool_calls ?? []).map((c: any) => c.function.name)
-      const results = turn.filter((m) => m.role === 'tool').map(contentOf)
-      if (input.includes('Spawn a helper.')) {
-        return calls.includes('subagent') ? { text: 'Spawned.' } : { toolCalls: [{ name: 'subagent', args: { description: 'a helper', prompt: 'HELPER-HELLO' } }] }
-      }
-      if (input.includes('HELPER-HELLO')) return { text: 'Ready.' }
-      if (input.includes('HELPER-WRITE')) {
-        if (!calls.includes('write')) return { toolCalls: [{ name: 'write', args: { file_path: join(workspace, 'helper.txt'), content: 'written by a sub-agent\n' } }] }
-        childResults.push(...results)
-        return { text: 'Finished.' }
-      }
-      return player(request)
+    if (input.includes('HELPER-HELLO')) return { text: 'Ready.' }
+    if (input.includes('HELPER-WRITE')) {
+      if (!calls.includes('write')) return { toolCalls: [{ name: 'write', args: { file_path: join(workspace, 'helper.txt'), content: 'written by a sub-agent\n' } }] }
+      childResults.push(...results)
+      return { text: 'Finished.' }
     }
-    home = await DshHome.create(found.paths, { baseURL: `http://127.0.0.1:${model.port}` })
-    workspace = await mkdtemp(join(tmpdir(), 'taskward-dsh-subagent-'))
-    await home.addBundle(await packedBundle())
-    // A task completes only after a passing check (recovery: no checks is MISSING, never a pass).
-    await home.configureTaskward(PASSING_RECOVERY)
-    web = await home.start()
-  })
-
-  after(async () => {
-    await web?.stop()
-    await home?.dispose()
-    await model?.close()
-    if (workspace) await rm(workspace, { recursive: true, force: true })
-  })
+    return player(request)
+  }
+  // A task completes only after a passing check (recovery: no checks is MISSING, never a pass).
+  useDsh({ player: fallback, workspace: 'subagent', config: PASSING_RECOVERY }, (dsh) => ({ model, home, web, workspace } = dsh))
 
   const status = async (sessionId: string) => replyJson(await execute(web, sessionId, '/task'))
 

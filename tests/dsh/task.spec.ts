@@ -1,9 +1,8 @@
 import { expect } from 'chai'
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { mockText, OpenAIMock } from '@taskward/testkit'
-import { DshHome, dshInstall, packedBundle, PASSING_RECOVERY, type DshWeb } from './dsh-host'
+import { mockText, type OpenAIMock } from '@taskward/testkit'
+import { PASSING_RECOVERY, useDsh, type DshHome, type DshWeb } from './dsh-host'
 import { execute, replyJson, waitFor } from './dsh-api'
 import { contentOf, dshTaskPlayer } from './dsh-player'
 import { access } from 'node:fs/promises'
@@ -21,27 +20,7 @@ describe('a supervised task inside the real DSH host', function () {
   let workspace: string
   let completed: string | undefined
 
-  before(async function () {
-    const found = await dshInstall()
-    if (!found.paths) {
-      console.log(`      skipped: ${found.skip}`)
-      return this.skip()
-    }
-    model = await OpenAIMock.start()
-    model.fallback = dshTaskPlayer({ reviewerTries: true })
-    home = await DshHome.create(found.paths, { baseURL: `http://127.0.0.1:${model.port}` })
-    workspace = await mkdtemp(join(tmpdir(), 'taskward-dsh-task-'))
-    await home.addBundle(await packedBundle())
-    await home.configureTaskward(PASSING_RECOVERY)
-    web = await home.start()
-  })
-
-  after(async () => {
-    await web?.stop()
-    await home?.dispose()
-    await model?.close()
-    if (workspace) await rm(workspace, { recursive: true, force: true })
-  })
+  useDsh({ player: dshTaskPlayer({ reviewerTries: true }), workspace: 'task', config: PASSING_RECOVERY }, (dsh) => ({ model, home, web, workspace } = dsh))
 
   // On failure: what the model was asked, and DSH's output.
   afterEach(async function () {

@@ -1,9 +1,8 @@
 import { expect } from 'chai'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { mockText, OpenAIMock } from '@taskward/testkit'
-import { DshHome, dshInstall, packedBundle, type DshWeb } from './dsh-host'
+import { mockText, type OpenAIMock } from '@taskward/testkit'
+import { packedBundle, useDsh, type DshHome, type DshWeb } from './dsh-host'
 import { execute, replyJson, waitFor } from './dsh-api'
 import { dshTaskPlayer } from './dsh-player'
 
@@ -20,25 +19,8 @@ describe('a supervised session inside the real DSH host without the bundle', fun
   let web: DshWeb | undefined
   let workspace: string
 
-  before(async function () {
-    const found = await dshInstall()
-    if (!found.paths) {
-      console.log(`      skipped: ${found.skip}`)
-      return this.skip()
-    }
-    model = await OpenAIMock.start()
-    model.fallback = dshTaskPlayer()
-    home = await DshHome.create(found.paths, { baseURL: `http://127.0.0.1:${model.port}` })
-    workspace = await mkdtemp(join(tmpdir(), 'taskward-dsh-unsupervised-'))
-    await home.addBundle(await packedBundle())
-  })
-
-  after(async () => {
-    await web?.stop()
-    await home?.dispose()
-    await model?.close()
-    if (workspace) await rm(workspace, { recursive: true, force: true })
-  })
+  // Each case starts DSH itself (with the bundle, without it, with it again).
+  useDsh({ player: dshTaskPlayer(), workspace: 'unsupervised', start: false }, (dsh) => ({ model, home, workspace } = dsh))
 
   afterEach(async function () {
     if (this.currentTest?.state === 'failed' && web) console.log(web.output.slice(-4000))

@@ -1,23 +1,22 @@
 import { TaskwardError, type SessionEvent } from '@taskward/protocol'
 import { readCarried, writeCarried } from './carrier'
 import type { DshAgent, DshEvent, DshSession } from './dsh-types'
+import { sharedData, SHARED_TYPES } from './shared-events'
 
 /** DSH's own events appear to Taskward's folds under this prefix, so no DSH type is read as one of ours. */
 export const DSH_TYPE_PREFIX = 'dsh:'
 
 /**
- * DSH's event types that mean what ours of the same name mean (a message, a tool call or result):
- * kept as they are, so repair evidence can cite them (`EVIDENCE_EVENT_TYPES`). Their data is DSH's
- * shape; no fold of ours reads them (the supervisor's reads only `extension/record`).
+ * One DSH event as Taskward's plugins see it: a carried event as itself; `user/message`,
+ * `assistant/message`, `tool/call` and `tool/result` under their names with Taskward's data shape
+ * (shared-events.ts: repair evidence cites them, and their quotes read as on our host); any other
+ * under `dsh:<type>`. `eventAt(seq)` reads the session's earlier events (a tool result's call).
  */
-const SHARED_TYPES = new Set(['user/message', 'assistant/message', 'tool/call', 'tool/result'])
-
-/** One DSH event as Taskward's plugins see it: a carried event as itself, a shared type as is, any other under `dsh:<type>`. */
-export function viewEvent(event: DshEvent, sessionId: string): SessionEvent {
+export function viewEvent(event: DshEvent, sessionId: string, eventAt: (seq: number) => DshEvent | undefined = () => undefined): SessionEvent {
   const carried = readCarried(event, sessionId)
   if (carried) return { seq: event.seq, time: event.time, type: carried.type, data: carried.data }
-  const type = SHARED_TYPES.has(event.type) ? event.type : DSH_TYPE_PREFIX + event.type
-  return { seq: event.seq, time: event.time, type, data: event.data }
+  if (SHARED_TYPES.has(event.type)) return { seq: event.seq, time: event.time, type: event.type, data: sharedData(event, eventAt) }
+  return { seq: event.seq, time: event.time, type: DSH_TYPE_PREFIX + event.type, data: event.data }
 }
 
 export interface SessionViewHost {
@@ -26,6 +25,8 @@ export interface SessionViewHost {
   /** The session this one works for ('' for none). */
   parentOf(session: DshSession): string
   model: string
+  /** DSH's `sessions.flush`: resolves once everything appended to the session is on disk. */
+  flush(session: DshSession): Promise<unknown>
   /** Called before Taskward's first record lands in a session (supervision-preset.ts). */
   beforeRecord?(session: DshSession): void
 }
@@ -34,7 +35,8 @@ export interface SessionViewHost {
  * Taskward's `Session` (docs/host.md) over one live DSH session. Seqs are DSH's own (one DSH event, one
  * seq); Taskward's events are written through the carrier (carrier.ts), so a batch of N events takes N
  * consecutive seqs followed by the carrier's removal event. DSH appends synchronously and keeps the
- * whole log in memory; durability is DSH's (its persistence flushes behind).
+ * whole log in memory; its persistence writes behind (a 200 ms batching window in rc.8), so an append
+ * resolves only after DSH's `flush` put it on disk, as an append on our host resolves once durable.
  */
 export class SessionView {
   constructor(private readonly host: SessionViewHost, readonly dsh: DshSession) {}
@@ -65,7 +67,12 @@ export class SessionView {
     // Through JSON, like an append on our host: the returned events are what a reader gets back.
     this.host.beforeRecord?.(this.dsh)
     const plain = entries.map(({ type, data }) => ({ type, data: JSON.parse(JSON.stringify(data ?? null)) }))
-    return writeCarried(agent, plain).map((event) => viewEvent(event, this.id) as SessionEvent<D>)
+    const written = writeCarried(agent, plain).map((event) => viewEvent(event, this.id) as SessionEvent<D>)
+    // Written synchronously (no turn claims the carrier in between), resolved once durable: what
+    // follows a record — the reopened state after a repair receipt, the answer to a click, a queued
+    // turn — never stands on a record a crash can still lose.
+    await this.durable()
+    return written
   }
 
   /**
@@ -75,8 +82,10 @@ export class SessionView {
    */
   whenDurable(): Promise<boolean> | undefined { return undefined }
 
-  /** Everything appended is as durable as DSH makes it (its own `flush`): nothing to wait for. */
-  async durable() {}
+  /** Everything appended to the session so far (DSH's events too) on disk: DSH's `flush`. */
+  async durable() {
+    await this.host.flush(this.dsh)
+  }
 
   /** One process drives a DSH session: nothing to catch up. */
   catchUp(_seenSeq: number) {}
@@ -89,7 +98,7 @@ export class SessionView {
     const out: SessionEvent[] = []
     const events = this.dsh.events
     for (let seq = Math.max(0, from); seq < events.length && out.length < limit; seq++) {
-      const event = viewEvent(events[seq], this.id)
+      const event = viewEvent(events[seq], this.id, (at) => events[at])
       if (!types || types.includes(event.type)) out.push(event)
     }
     return out
@@ -100,8 +109,9 @@ export class SessionView {
   }
 
   async event(seq: number): Promise<SessionEvent | undefined> {
-    const event = this.dsh.events[seq]
-    return event && viewEvent(event, this.id)
+    const events = this.dsh.events
+    const event = events[seq]
+    return event && viewEvent(event, this.id, (at) => events[at])
   }
 
   async *events(from = 0, pageSize = 2000, options: { types?: readonly string[] } = {}): AsyncGenerator<SessionEvent> {

@@ -32,7 +32,8 @@ export class DshSessionsContract {
     const view = this.view(session)
     // The event DSH hands the listener, not `session.events[seq]`: that getter copies the whole log
     // after every append.
-    const seen = viewEvent(event, session.id)
+    // A tool result names its call by seq only: that one lookup takes DSH's snapshot of the log.
+    const seen = viewEvent(event, session.id, (seq) => session.events[seq])
     for (const observer of [...this.observers]) {
       try {
         observer(view, seen)
@@ -54,6 +55,7 @@ export class DshSessionsContract {
         roleOf: (s) => this.reviewers.has(s.id) ? 'reviewer' : isSubagent(s) ? 'subagent' : s.header.parentSession ? 'reviewer' : 'main',
         parentOf: (s) => this.rootParent(s),
         model: this.model,
+        flush: async (s) => { await this.dsh.sessions.flush?.(s) },
         beforeRecord: (s) => this.beforeRecord?.(s),
       }, session)
       this.views.set(session, view)

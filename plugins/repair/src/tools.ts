@@ -15,7 +15,8 @@ const parameters = Schema.object({
   reason: Schema.string().required().description('The defect: what is wrong and why it is within the original objective.'),
   rootNodeIds: Schema.array(Schema.string()).required().description('Plan nodes that hold the defect; their descendants are affected too.'),
   evidenceSeqs: Schema.array(Schema.natural()).required()
-    .description('Main-session events that show the defect (tool results or messages), at least one.'),
+    .description('Seqs of main-session events that show the defect (tool results or messages), at least one; '
+      + 'task_status lists the newest citable ones under `evidence`.'),
 })
 
 function answer({ outcome, proposal }: ProposeOutcome) {
@@ -33,7 +34,8 @@ function answer({ outcome, proposal }: ProposeOutcome) {
 function requireEvidence(args: ProposeArgs) {
   if (!args.evidenceSeqs.length) {
     throw new TaskwardError('REPAIR_EVIDENCE_INVALID',
-      'A repair proposal needs evidence: cite at least one main-session tool result or message seq that shows the defect.')
+      'A repair proposal needs evidence: cite at least one main-session tool result or message seq that shows the defect '
+        + '(task_status lists the newest citable ones under `evidence`).')
   }
 }
 

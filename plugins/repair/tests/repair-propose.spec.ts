@@ -38,6 +38,21 @@ describe('repair: proposals', () => {
     await fileIs(cwd, 'src/totals.ts', ORIGINAL)
   })
 
+  it('task_status names the citable evidence of a complete task by seq (not its own answers), and a listed seq is accepted', async () => {
+    const before = await ok(host, session, 'task_status', {})
+    expect(before, 'no evidence list before completion').to.not.have.property('evidence')
+    await completeDiamond(host, session)
+    const seq = await evidenceSeq(host, session)
+    await ok(host, session, 'task_status', {})
+    const status = await ok(host, session, 'task_status', {})
+    const listed = status.evidence as { seq: number, type: string, text: string }[]
+    expect(listed.at(-1)).to.include({ seq, type: 'tool/result' })
+    expect(listed.at(-1)!.text).to.match(/^read: /)
+    expect(listed.every((e) => !e.text.startsWith('task_status')), 'task_status answers are not listed').to.equal(true)
+    const answer = await propose({ title: 'row sums', reason: 'total() ignores its rows', rootNodeIds: ['b'], evidenceSeqs: [listed.at(-1)!.seq] })
+    expect(answer.outcome).to.equal('proposed')
+  })
+
   it('returns an identical pending proposal instead of writing another; a different one supersedes it', async () => {
     await completeDiamond(host, session)
     const seq = await evidenceSeq(host, session)

@@ -2,12 +2,15 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { Session } from '@taskward/host'
 import {
-  optional, reportStage, requestCompletion, reworkNode, startNode, submitPlan, TaskwardError, type Task, type TaskPlan,
+  citableEvidence, optional, reportStage, requestCompletion, reworkNode, startNode, submitPlan, TaskwardError, type Task, type TaskPlan,
 } from '@taskward/protocol'
 import { REVIEW_PAGE_LIMIT } from './reviews'
 import type { Supervisor } from './service'
 
 const nodeId = () => Schema.string().required()
+
+/** How far back task_status looks for citable evidence (events). */
+const EVIDENCE_WINDOW = 500
 
 /** What a task tool answers: where the task stands now. */
 function brief(task: Task, extra: Record<string, unknown> = {}) {
@@ -116,11 +119,16 @@ export function registerTaskTools(ctx: Context, supervisor: Supervisor) {
 
   ctx.tools.register({
     name: 'task_status',
-    description: 'The current task, its nodes, ready nodes, reviews, repair proposals, history and what can happen next.',
+    description: 'The current task, its nodes, ready nodes, reviews, repair proposals, history and what can happen next; '
+      + 'while the task is complete also `evidence`: the newest main-session events a repair proposal can cite, with their seqs.',
     readOnly: true,
     parameters: Schema.object({}),
     async execute(_args, { session }) {
-      return supervisor.status(session)
+      const status = await supervisor.status(session)
+      if (status.task?.phase !== 'complete' || session.role !== 'main') return status
+      // The model may not see seqs in its transcript (DSH shows none): name what it can cite.
+      const events = await session.read({ from: Math.max(0, session.seq - EVIDENCE_WINDOW), limit: EVIDENCE_WINDOW })
+      return { ...status, evidence: citableEvidence(events) }
     },
   })
 

@@ -56,7 +56,8 @@ export function validateEvidence(seqs: readonly number[], events: EvidenceLookup
   const unique = [...new Set(seqs)].sort((a, b) => a - b)
   for (const seq of unique) {
     const fail = (why: string) => new TaskwardError('REPAIR_EVIDENCE_INVALID',
-      `Evidence seq ${seq} ${why}. Cite main-session tool results or messages (${EVIDENCE_EVENT_TYPES.join(', ')}).`, { seq })
+      `Evidence seq ${seq} ${why}. Cite main-session tool results or messages (${EVIDENCE_EVENT_TYPES.join(', ')}); `
+        + 'task_status lists the newest citable ones under `evidence`.', { seq })
     if (!Number.isSafeInteger(seq) || seq < 0) throw fail('is not a session event number')
     if (before !== undefined && seq >= before) throw fail('is not earlier than the proposal')
     const event = lookup(seq)

@@ -1,0 +1,45 @@
+import type { DshEvent } from './dsh-types'
+
+/*
+ * DSH's `user/message`, `assistant/message` and `tool/result` events keep their names in Taskward's
+ * view (repair evidence cites them), so their data is given Taskward's shape (docs/host.md): a message
+ * `{text}`, a tool result `{callId, name, result}` or `{callId, name, error: {code, message}}`, the
+ * result being the text the agent read. DSH's rc.8 shapes (packages/llm/llm/src/message.ts,
+ * packages/core/agent-loop/src/tool-calls.ts): a user message is the message itself; an assistant
+ * message and a tool result are `{turn, step, message}`; a tool result names its call only by
+ * `callId` and the call's seq (`sourceEventSeqs`), so the call's name is looked up there.
+ */
+
+/** The event types mapped here; every other DSH type stays DSH's under `dsh:<type>`. */
+export const SHARED_TYPES: ReadonlySet<string> = new Set(['user/message', 'assistant/message', 'tool/result', 'tool/call'])
+
+/** The text blocks of a DSH content array, joined (images and tool blocks are left out). */
+function textOf(content: unknown): string {
+  if (!Array.isArray(content)) return ''
+  return content.filter((block) => block?.type === 'text' && typeof block.text === 'string').map((block) => block.text).join('\n')
+}
+
+/** The data of one of DSH's shared events in Taskward's shape; `eventAt(seq)` reads the session's earlier events. */
+export function sharedData(event: DshEvent, eventAt: (seq: number) => DshEvent | undefined): unknown {
+  const data = event.data ?? {}
+  switch (event.type) {
+    case 'user/message':
+      return { text: textOf(data.content) }
+    case 'assistant/message':
+      return { text: textOf(data.message?.content) }
+    case 'tool/call':
+      return { callId: data.callId, name: data.name, args: data.arguments }
+    case 'tool/result': {
+      const block = Array.isArray(data.message?.content) ? data.message.content[0] : undefined
+      const callId = block?.toolCallId ?? data.message?.source?.callId
+      const callSeq = (event as { sourceEventSeqs?: number[] }).sourceEventSeqs?.[0]
+      const call = callSeq === undefined ? undefined : eventAt(callSeq)
+      const name = call?.type === 'tool/call' && call.data?.callId === callId ? call.data.name : undefined
+      const text = textOf(block?.content)
+      const head = { callId, ...(typeof name === 'string' ? { name } : {}) }
+      if (block?.isError) return { ...head, error: { code: typeof data.error?.code === 'string' ? data.error.code : 'TOOL_FAILED', message: text } }
+      return { ...head, result: text }
+    }
+  }
+  return data
+}

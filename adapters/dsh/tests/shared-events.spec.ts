@@ -1,0 +1,33 @@
+import { expect } from 'chai'
+import { viewEvent } from '../src/session-view'
+
+/*
+ * DSH's message and tool events in Taskward's shape (shared-events.ts), as DSH rc.8 writes them
+ * (packages/core/agent-loop/src/tool-calls.ts, agent.ts; packages/llm/llm/src/message.ts).
+ */
+describe('DSH adapter: shared event types in Taskward\'s shape', () => {
+  const call = { type: 'tool/call', seq: 7, time: 1, data: { turn: 1, step: 2, callId: 'c1', name: 'read', arguments: { file_path: '/w/a.txt' } } }
+  const result = (content: unknown[], isError = false, extra: Record<string, unknown> = {}) => ({
+    type: 'tool/result', seq: 8, time: 2, sourceEventSeqs: [7],
+    data: { turn: 1, step: 2, message: { id: 'm', role: 'user', source: { kind: 'tool', callId: 'c1' }, content: [{ type: 'tool-result', toolCallId: 'c1', content, isError }] }, ...extra },
+  })
+  const at = (seq: number) => seq === 7 ? call : undefined
+
+  it('a tool result names its call\'s tool and carries the text the agent read; an error carries its code', () => {
+    expect(viewEvent(result([{ type: 'text', text: '1\ta done' }]), 's', at).data).to.deep.equal({ callId: 'c1', name: 'read', result: '1\ta done' })
+    expect(viewEvent(result([{ type: 'text', text: 'Error: FORBIDDEN: no' }], true, { error: { name: 'ToolError', code: 'DENIED' } }), 's', at).data)
+      .to.deep.equal({ callId: 'c1', name: 'read', error: { code: 'DENIED', message: 'Error: FORBIDDEN: no' } })
+    expect(viewEvent(call, 's').data).to.deep.equal({ callId: 'c1', name: 'read', args: { file_path: '/w/a.txt' } })
+  })
+
+  it('names no tool when the linked seq is not that call (a forged or foreign link), and messages carry their text only', () => {
+    const other = (seq: number) => seq === 7 ? { ...call, data: { ...call.data, callId: 'c2', name: 'write' } } : undefined
+    expect(viewEvent(result([{ type: 'text', text: 'x' }]), 's', other).data).to.deep.equal({ callId: 'c1', result: 'x' })
+    expect(viewEvent(result([{ type: 'text', text: 'x' }]), 's').data).to.deep.equal({ callId: 'c1', result: 'x' })
+    const user = { type: 'user/message', seq: 1, time: 0, data: { id: 'u', role: 'user', source: { kind: 'user' }, content: [{ type: 'text', text: 'hi' }, { type: 'image', data: '…' }] } }
+    expect(viewEvent(user, 's')).to.deep.include({ type: 'user/message', data: { text: 'hi' } })
+    const assistant = { type: 'assistant/message', seq: 2, time: 0, data: { turn: 1, step: 1, message: { content: [{ type: 'text', text: 'a' }, { type: 'tool-call', id: 'c1' }, { type: 'text', text: 'b' }] } } }
+    expect(viewEvent(assistant, 's').data).to.deep.equal({ text: 'a\nb' })
+    expect(viewEvent({ type: 'turn/start', seq: 3, time: 0, data: { turn: 1 } }, 's')).to.deep.include({ type: 'dsh:turn/start', data: { turn: 1 } })
+  })
+})
