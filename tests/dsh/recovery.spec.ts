@@ -8,7 +8,7 @@ import { contentOf, dshTaskPlayer } from './dsh-player'
 
 /*
  * The recovery controller inside the real DSH host: a check configured in the bundle row's config runs
- * in bubblewrap against the session's directory at completion; the task cannot complete while it fails
+ * in bubblewrap against the session's directory after a stage report and at completion; the task cannot complete while it fails
  * and completes once it passes (and the reviewer passes).
  */
 const ANSWER_CHECK = {
@@ -53,6 +53,10 @@ describe('recovery checks inside the real DSH host', function () {
     await waitFor(() => !!refusal(), 'the agent to read the refusal', 30_000)
     expect(refusal(), 'the agent was told why').to.match(/answer/)
     expect((await status(sessionId)).task?.phase).to.equal('active')
+    // The stage report was verified too, as on our host (recovery reads the report's result).
+    const progress = (await records(sessionId, 'attempt')).filter((a) => a.agentClaim === 'progress')
+    expect(progress, 'a progress attempt for the stage report').to.have.length.at.least(1)
+    expect(progress[0].checks[0]).to.include({ checkId: 'answer', verdict: 'FAIL' })
     const failed = (await records(sessionId, 'attempt')).filter((a) => a.agentClaim === 'done')
     expect(failed).to.have.length.at.least(1)
     expect(failed[0]).to.include({ sandbox: 'bwrap' })

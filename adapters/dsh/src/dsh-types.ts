@@ -82,7 +82,12 @@ export interface DshTools {
     name: string
     description: string
     parameters: Record<string, unknown>
-    output: { schema: Record<string, unknown>, render(args: unknown, value: unknown): { type: 'text', text: string }[] }
+    output: {
+      schema: Record<string, unknown>
+      render(args: unknown, value: unknown): { type: 'text', text: string }[]
+      /** Persisted as the tool/result event's `meta` (top-level calls only), never shown to the model. */
+      presentationMeta?(args: unknown, value: unknown): unknown
+    }
     execute(args: unknown, exec: { callId: string, name: string, agent?: DshAgent, signal?: AbortSignal }): Promise<unknown>
   }): () => void
 }

@@ -10,6 +10,24 @@ import type { DshEvent } from './dsh-types'
  * `callId` and the call's seq (`sourceEventSeqs`), so the call's name is looked up there.
  */
 
+/**
+ * The `meta` key of a DSH tool/result whose text is the JSON of a Taskward tool's value (tools.ts):
+ * its `result` is that value again, as on our host, where folds read it (recovery's stage-report
+ * trigger reads `result.taskId`). Any other tool's result stays the text the agent read.
+ */
+export const TASKWARD_RESULT_META = 'taskwardResult'
+
+/** The value a Taskward tool returned, read back from its rendered JSON text; undefined when it is not one. */
+function taskwardValue(data: any, text: string): unknown {
+  if (data?.meta?.[TASKWARD_RESULT_META] !== true) return undefined
+  try {
+    const value = JSON.parse(text)
+    return value && typeof value === 'object' && !Array.isArray(value) ? value : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /** The event types mapped here; every other DSH type stays DSH's under `dsh:<type>`. */
 export const SHARED_TYPES: ReadonlySet<string> = new Set(['user/message', 'assistant/message', 'tool/result', 'tool/call'])
 
@@ -38,7 +56,7 @@ export function sharedData(event: DshEvent, eventAt: (seq: number) => DshEvent |
       const text = textOf(block?.content)
       const head = { callId, ...(typeof name === 'string' ? { name } : {}) }
       if (block?.isError) return { ...head, error: { code: typeof data.error?.code === 'string' ? data.error.code : 'TOOL_FAILED', message: text } }
-      return { ...head, result: text }
+      return { ...head, result: taskwardValue(data, text) ?? text }
     }
   }
   return data

@@ -7,6 +7,7 @@ import type { DshSessionsContract } from './sessions'
 import type { SessionView } from './session-view'
 import { REVIEWER_TOOLS } from '@taskward/plugin-supervisor'
 import { dshParameters } from './tool-schema'
+import { TASKWARD_RESULT_META } from './shared-events'
 
 /** The supervisor's reviewer tools that are Taskward's own (DSH has read, glob and grep itself). */
 const REVIEWER_ONLY = new Set(REVIEWER_TOOLS.filter((name) => name.startsWith('review_')))
@@ -90,6 +91,9 @@ export class DshToolsContract {
       output: {
         schema: { type: 'object', additionalProperties: true },
         render: (_args, value) => [{ type: 'text', text: JSON.stringify(value, null, 2) }],
+        // Persisted with DSH's tool/result (never shown to the model): the text is this value's JSON,
+        // so Taskward's folds read the value back as on our host (shared-events.ts).
+        presentationMeta: () => ({ [TASKWARD_RESULT_META]: true }),
       },
       async execute(args, exec) {
         const agent = exec.agent as DshAgent | undefined

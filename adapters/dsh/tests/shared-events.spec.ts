@@ -30,4 +30,16 @@ describe('DSH adapter: shared event types in Taskward\'s shape', () => {
     expect(viewEvent(assistant, 's').data).to.deep.equal({ text: 'a\nb' })
     expect(viewEvent({ type: 'turn/start', seq: 3, time: 0, data: { turn: 1 } }, 's')).to.deep.include({ type: 'dsh:turn/start', data: { turn: 1 } })
   })
+
+  it('a Taskward tool\'s result (its meta marker) is the value it returned again, as on our host; any other stays text', () => {
+    const value = { taskId: 't1', nodeId: 'a', reported: true }
+    const text = JSON.stringify(value, null, 2)
+    expect(viewEvent(result([{ type: 'text', text }], false, { meta: { taskwardResult: true } }), 's', at).data)
+      .to.deep.equal({ callId: 'c1', name: 'read', result: value })
+    // Without the marker (DSH's own tools, another plugin's), JSON text is what the agent read: text.
+    expect(viewEvent(result([{ type: 'text', text }]), 's', at).data).to.deep.equal({ callId: 'c1', name: 'read', result: text })
+    // A marker on text that is not a JSON object keeps the text.
+    expect(viewEvent(result([{ type: 'text', text: '[1]' }], false, { meta: { taskwardResult: true } }), 's', at).data).to.deep.include({ result: '[1]' })
+    expect(viewEvent(result([{ type: 'text', text: 'not json' }], false, { meta: { taskwardResult: true } }), 's', at).data).to.deep.include({ result: 'not json' })
+  })
 })
