@@ -79,6 +79,10 @@ describe('host: a host that does not drive the session (MySQL leases)', function
     const response = await b.http.post(`/api/sessions/${id}/input`, { text: '/probe' })
     expect(response.status).to.equal(409)
     expect((await response.json() as any).code).to.equal('LEASE_HELD')
+    // Chat over HTTP is refused the same way: its agent would have to be resumed there first.
+    const chat = await b.http.post(`/api/sessions/${id}/input`, { text: 'hello' })
+    expect(chat.status).to.equal(409)
+    expect((await chat.json() as any).code).to.equal('LEASE_HELD')
     expect(asked, 'no before-resume listener ran at the host that does not drive the session').to.equal(0)
     expect((await agent.session.read({ from: 0 })).length, 'nothing recorded').to.equal(before)
 
