@@ -125,6 +125,23 @@ describe('host config layers', () => {
       expect(await readFile(second, 'utf8')).to.contain('two.yml')
       expect(effectiveConfigPath(root, {}, { patches: [join(root, 'one.yml')] }), 'the same layers, the same file').to.equal(first)
     })
+
+    it('keeps every composed file out of git: the hashed ones, one half written, and the .cordis.effective.yml older starts left', async () => {
+      // They hold the local layers' rows (an apiKey in cordis.local.yml, say), so `git add -A` must not take them.
+      const root = await dir({ 'cordis.local.yml': '- id: console\n  disabled: true\n' })
+      const hashed = effectiveConfigPath(root, {}).slice(root.length + 1)
+      for (const name of [hashed, `${hashed}.${process.pid}`, '.cordis.effective.yml', '.cordis.effective.yml.4242']) {
+        const ignored = (() => {
+          try {
+            execFileSync('git', ['check-ignore', '-q', name], { cwd: ROOT })
+            return true
+          } catch {
+            return false
+          }
+        })()
+        expect(ignored, `${name} is git-ignored`).to.equal(true)
+      }
+    })
   })
 
   describe('npm start', function () {

@@ -13,6 +13,7 @@ import { HostProcess, type Answer } from './host-process'
  */
 const url = process.env.TASKWARD_TEST_MYSQL
 const CHILD = fileURLToPath(new URL('./lease-host.child.ts', import.meta.url))
+const codeOf = (value: unknown) => (value as { code?: string } | undefined)?.code
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** A host process answering one line per command (tests/lease-host.child.ts). */
@@ -112,6 +113,30 @@ describe('leases: two host processes on one MariaDB store', function () {
     const log = await events(id)
     expect(log.map((event) => event.seq)).to.deep.equal(log.map((_, i) => i))
     expect(log.map((event) => event.data.tag).filter((tag) => tag === 'a1')).to.have.length(first.ok ? 1 : 0)
+  })
+
+  it('a slash command at another host once the holder froze past its lease fences that lease off: thawed, the holder cannot renew it and drive on (LEASE_LOST)', async () => {
+    const a = await start(3000, 500)
+    const id = `lease-${randomUUID()}`
+    expect(await a.send(`create ${id} ${tmpdir()}`)).to.include({ ok: true })
+    expect(await a.send(`append ${id} a1`)).to.include({ ok: true, seq: 0 })
+    // B never resumes the session (as when admission refuses the resume): only the command is written there.
+    const b = reader = await TestHost.boot({ database: mysqlConfig() })
+    let runs = 0
+    b.ctx.commands.register('probe', () => ({ runs: ++runs }))
+    const atB = await b.ctx.sessions.get(id)
+    expect(codeOf(await b.ctx.commands.input(atB, '/probe').catch((error) => error)), 'A\'s lease is live').to.equal('LEASE_HELD')
+
+    a.child.kill('SIGSTOP')
+    await sleep(4000)
+    expect((await b.ctx.commands.input(atB, '/probe'))?.reply).to.deep.equal({ runs: 1 })
+    // Thawed, A renews on its next tick: with the token it had, the command's writer would be raced.
+    a.child.kill('SIGCONT')
+    await sleep(1500)
+    const after = await a.send(`append ${id} a2`)
+    expect(after, 'A drives on after the command as if its lease were never lapsed').to.include({ ok: false, code: 'LEASE_LOST' })
+    const log = await events(id)
+    expect(log.map((event) => event.type)).to.deep.equal(['test/tick', 'user/message', 'command/reply'])
   })
 
   it('resumes racing on the holder host after a restart all succeed (they do not refuse each other)', async () => {

@@ -61,4 +61,34 @@ describe('host: a host that does not drive the session (MySQL leases)', function
     await hosts.splice(0, 1)[0].dispose()
     expect((await b.ctx.commands.input(atB, '/probe'))?.reply).to.deep.equal({ runs: 1 })
   })
+
+  it('a resume there is refused LEASE_HELD before any agent/before-resume listener runs (they may write: recovery reconciles its journal), also on the way to a command over HTTP', async () => {
+    const [a, b] = [await boot(), await boot()]
+    const agent = await a.ctx.agents.create({ cwd: tmpdir(), model: 'scripted' })
+    const id = agent.session.id
+    let asked = 0
+    // A listener that records, as recovery's reconcile and STOP replay may: at B it would race A's turn.
+    b.ctx.on('agent/before-resume', async (session) => {
+      asked++
+      await session.append('test/before-resume', {})
+    })
+    const before = (await agent.session.read({ from: 0 })).length
+
+    const refusal = await b.ctx.agents.resume(id).catch((error) => error)
+    expect(TaskwardError.is(refusal, 'LEASE_HELD'), String(refusal)).to.equal(true)
+    const response = await b.http.post(`/api/sessions/${id}/input`, { text: '/probe' })
+    expect(response.status).to.equal(409)
+    expect((await response.json() as any).code).to.equal('LEASE_HELD')
+    // Chat over HTTP is refused the same way: its agent would have to be resumed there first.
+    const chat = await b.http.post(`/api/sessions/${id}/input`, { text: 'hello' })
+    expect(chat.status).to.equal(409)
+    expect((await chat.json() as any).code).to.equal('LEASE_HELD')
+    expect(asked, 'no before-resume listener ran at the host that does not drive the session').to.equal(0)
+    expect((await agent.session.read({ from: 0 })).length, 'nothing recorded').to.equal(before)
+
+    // Once A let the lease go, B resumes and its listeners decide as usual.
+    await hosts.splice(0, 1)[0].dispose()
+    await b.ctx.agents.resume(id)
+    expect(asked).to.equal(1)
+  })
 })

@@ -69,6 +69,16 @@ describe('protocol: strict plugin config', () => {
     expect(nested.message).to.match(/NaN/)
   })
 
+  it('looks for NaN once per object: a value that refers to itself (a recursive YAML alias under any()) is no stack overflow', () => {
+    const Open = strictConfig('open', Schema.object({ extra: Schema.any() }))
+    const extra: any = { limit: 1 }
+    extra.self = extra
+    expect(Open({ extra }).extra).to.equal(extra)
+    const nan: any = { limit: NaN }
+    nan.self = nan
+    expect(refusal(() => Open({ extra: { a: nan } })).details).to.deep.include({ key: 'extra.a.limit' })
+  })
+
   it('loadedConfig refuses the null config cordis applies after a refused load', () => {
     expect(refusal(() => loadedConfig('demo', null)).details).to.deep.equal({ plugin: 'demo' })
     expect(loadedConfig('demo', undefined)).to.deep.equal({})

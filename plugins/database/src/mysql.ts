@@ -14,12 +14,22 @@ interface IndexColumn {
 /** What a server answers DDL that another host's identical DDL got to first. */
 const RACED_DDL = new Set(['ER_TABLE_EXISTS_ERROR', 'ER_DUP_FIELDNAME', 'ER_DUP_KEYNAME', 'ER_CANT_DROP_FIELD_OR_KEY'])
 
-async function preparedOnceMore<T>(prepare: () => Promise<T>): Promise<T> {
-  try {
-    return await prepare()
-  } catch (error: any) {
-    if (!RACED_DDL.has(error?.code)) throw error
-    return await prepare()
+/**
+ * Tries of one prepare while its statements keep racing another host's. Each raced statement means
+ * the other host got one statement further, and one prepare can race it more than once: replacing an
+ * index is a DROP and a CREATE, and the other host's CREATE runs while this host reads again. Bounded,
+ * so a statement that fails this way for another reason (a read that cannot see what the server
+ * holds) still fails the start, with the server's error.
+ */
+const RACED_DDL_TRIES = 5
+
+async function preparedWhileRacing<T>(prepare: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await prepare()
+    } catch (error: any) {
+      if (!RACED_DDL.has(error?.code) || attempt >= RACED_DDL_TRIES) throw error
+    }
   }
 }
 
@@ -62,15 +72,15 @@ export class TaskwardMySQLDriver extends (MySQLDriver as any) {
    * alters: two hosts starting at once on a fresh store both see no table (or no index) and the second
    * CREATE fails (`ER_TABLE_EXISTS_ERROR`, `ER_DUP_KEYNAME`; an ALTER racing another host's fails with a
    * duplicate column or key, a DROP INDEX with a missing key). The other host did the same work: prepare
-   * once more, from what the server holds now. Unanswered, the index failure crashed the host after it
+   * again, from what the server holds now (a few times: see `RACED_DDL_TRIES`). Unanswered, the index failure crashed the host after it
    * had started (minato's prepare task rejects with nobody awaiting it).
    */
   async prepare(name: string) {
-    return await preparedOnceMore(() => (MySQLDriver.prototype as any).prepare.call(this, name))
+    return await preparedWhileRacing(() => (MySQLDriver.prototype as any).prepare.call(this, name))
   }
 
   async prepareIndexes(name: string) {
-    return await preparedOnceMore(() => (MySQLDriver.prototype as any).prepareIndexes.call(this, name))
+    return await preparedWhileRacing(() => (MySQLDriver.prototype as any).prepareIndexes.call(this, name))
   }
 
   /**

@@ -51,6 +51,7 @@ describe('database plugin: MySQL/MariaDB', function () {
 
   it('prepares a table another host created after this host found none (no ER_TABLE_EXISTS_ERROR)', async () => {
     const host = await boot()
+    await host.ctx.database.prepared()
     const driver = storeDriver(host.ctx) as any
     const restore = answeringEarlierOnce(driver, 'queue', ([sql]) => /information_schema\.columns/.test(sql) ? [] : undefined)
     try {
@@ -64,6 +65,7 @@ describe('database plugin: MySQL/MariaDB', function () {
 
   it('prepares an index another host created after this host found none (no ER_DUP_KEYNAME, which crashed the started host)', async () => {
     const host = await boot()
+    await host.ctx.database.prepared()
     const driver = storeDriver(host.ctx) as any
     const restore = answeringEarlierOnce(driver, 'getIndexes', () => [])
     try {
@@ -72,6 +74,59 @@ describe('database plugin: MySQL/MariaDB', function () {
       restore()
     }
     expect((await driver.getIndexes('taskward_event')).map((index: any) => index.name)).to.include('taskward_event_type')
+  })
+
+  it('prepares an index two hosts both replace at once (its DROP finds no key, then its CREATE finds the other host\'s)', async () => {
+    // Both hosts read an index of an older shape. The other host drops it first (this DROP INDEX
+    // fails), this host reads again before the other host's CREATE INDEX committed, finds no index
+    // and creates it too (this CREATE fails): two raced statements in one prepare.
+    const host = await boot()
+    await host.ctx.database.prepared()
+    const driver = storeDriver(host.ctx) as any
+    const name = 'taskward_event_type'
+    const [index] = (await driver.getIndexes('taskward_event')).filter((i: any) => i.name === name)
+    const original = driver.getIndexes
+    const otherHost: (() => Promise<unknown>)[] = [
+      () => driver.dropIndex('taskward_event', name),
+      () => driver.createIndex('taskward_event', index),
+    ]
+    const answers: ((real: any[]) => any[])[] = [
+      () => [{ ...index, keys: { sessionId: 'asc' } }],
+      (real) => real,
+    ]
+    driver.getIndexes = async function (this: unknown, table: string) {
+      const real = await original.call(this, table)
+      if (table !== 'taskward_event') return real
+      const answer = answers.shift()?.(real) ?? real
+      await otherHost.shift()?.()
+      return answer
+    }
+    try {
+      await driver.prepareIndexes('taskward_event')
+    } finally {
+      driver.getIndexes = original
+    }
+    expect(otherHost, 'both of the other host\'s statements ran').to.have.length(0)
+    expect((await driver.getIndexes('taskward_event')).filter((i: any) => i.name === name)).to.deep.equal([index])
+  })
+
+  it('still fails a start whose DDL fails as a race every time (a read that never sees what the server holds): no loop, the server\'s error', async () => {
+    const host = await boot()
+    await host.ctx.database.prepared()
+    const driver = storeDriver(host.ctx) as any
+    const original = driver.getIndexes
+    let reads = 0
+    driver.getIndexes = async (table: string) => table === 'taskward_event' ? (reads++, []) : original.call(driver, table)
+    let failure: any
+    try {
+      await driver.prepareIndexes('taskward_event')
+    } catch (error) {
+      failure = error
+    } finally {
+      driver.getIndexes = original
+    }
+    expect(failure?.code).to.equal('ER_DUP_KEYNAME')
+    expect(reads).to.equal(5)
   })
 
   it('keeps events durable across a restart with identical seq, type and data', async () => {

@@ -150,5 +150,6 @@ export function declineRepair(service: RepairService, main: Session, binding: Re
     const { proposal } = decision.tracked
     const decline = { proposalId: proposal.id, taskId: proposal.taskId, taskRevision: proposal.taskRevision, source: 'web-confirmation' as const, declinedAt: Date.now() }
     return { records: [declineEnvelope(decline, randomUUID())], result: { outcome: 'declined' } }
-  }))
+    // Committed at once, as a click is answered only once written (a step of the agent may be open).
+  }, { commit: true }))
 }

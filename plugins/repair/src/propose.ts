@@ -92,5 +92,7 @@ export async function proposeRepair(service: RepairService, main: Session, reque
     const identical = findIdenticalPending(now.proposals, proposalIdentity(proposal))
     if (identical) return { records: [], result: { outcome: 'identical-pending', proposal: identical.proposal } }
     return { records: [proposalEnvelope(proposal)], result: { outcome: 'proposed', proposal } }
-  }))
+    // The main agent's proposal is part of its step's commit; any other (a click, a consultation) is
+    // answered only once written, so a refused step of the main agent cannot take it down afterwards.
+  }, { commit: request.source !== 'main-agent' }))
 }

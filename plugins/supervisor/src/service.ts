@@ -175,9 +175,12 @@ export class Supervisor {
   /**
    * Run `fn` on the current state and append the records it returns, serialized per session. Each
    * record is first folded onto the state as a synthetic event; if any would poison the projection
-   * nothing is written (`TASK_INVALID`), so a transition is never half-applied.
+   * nothing is written (`TASK_INVALID`), so a transition is never half-applied. `commit`: written at
+   * once even while a step of the session is open (what the step staged goes first), resolving only
+   * once durable — for writers outside that step (an HTTP click), which must not answer for a record a
+   * refused step commit takes down (see `Session.append`).
    */
-  async transact<T>(session: Session | string, fn: (state: SupervisorState) => Promise<Transaction<T>> | Transaction<T>): Promise<T> {
+  async transact<T>(session: Session | string, fn: (state: SupervisorState) => Promise<Transaction<T>> | Transaction<T>, options: { commit?: boolean } = {}): Promise<T> {
     const resolved = await this.resolve(session)
     return this.locks.run(resolved.id, async () => {
       for (let attempt = 1; ; attempt++) {
@@ -191,7 +194,7 @@ export class Supervisor {
         if (resolved.seq === at && state.asOfSeq === at - 1) {
           const folded = this.check(state, records, at)
           try {
-            await resolved.appendBatch(records.map((data) => ({ type: RECORD_EVENT_TYPE, data })), { expectSeq: at })
+            await resolved.appendBatch(records.map((data) => ({ type: RECORD_EVENT_TYPE, data })), { expectSeq: at, commit: options.commit })
             this.announce(resolved, records, [state, ...folded], at)
             return result
           } catch (error) {

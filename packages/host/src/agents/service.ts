@@ -3,7 +3,7 @@ import { TaskwardError, asTaskwardError } from '@taskward/protocol'
 import { Agent, TurnSummary } from './agent'
 import { StepGuards, type StepGuard } from './step-guards'
 import type { Session } from '../sessions/session'
-import { SessionLeases, holderGone, leaseOf, type LeaseConfig, type LeaseView } from '../sessions/lease'
+import { SessionLeases, holderGone, leaseHeld, leaseOf, revokeLapsedLease, type LeaseConfig, type LeaseView } from '../sessions/lease'
 import type { Tools } from '../tools/service'
 import { original } from '../original'
 import { onExit } from '../exit'
@@ -95,14 +95,23 @@ export class Agents extends Service {
   /**
    * The live lease of another host on main session `session` (MySQL/MariaDB), or undefined when this
    * host may write to it: it holds the lease, nobody does, the holder's lease lapsed or its holder was
-   * killed on this machine (as `resume` takes it then). For writes
-   * that do not go through this host's agent (an operator's `/task` command), which must not race
-   * the driving host's turn.
+   * killed on this machine (as `resume` takes it then). For writes that do not go through this host's
+   * agent (an operator's `/task` command), which must not race the driving host's turn. A lapsed lease
+   * is fenced off first, as a resume's take fences it: its holder may be frozen, not gone, and thawed it
+   * would renew the same token and drive on across the write.
    */
   async drivenElsewhere(session: Session): Promise<LeaseView | undefined> {
     if (session.role !== 'main' || !this.leases.enabled || this.leases.holds(session.id)) return
     const lease = await leaseOf(this.home, session.id)
-    if (lease && lease.holder !== this.leases.holder && lease.expiresInMs > 0 && !holderGone(lease.holder)) return lease
+    if (!lease || lease.holder === this.leases.holder || lease.expiresInMs > 0) return this.liveElsewhere(lease)
+    if (await revokeLapsedLease(this.home, session.id, lease)) return
+    // No longer that lapsed lease: its holder renewed it, or another host took it.
+    return this.liveElsewhere(await leaseOf(this.home, session.id))
+  }
+
+  /** `lease` when it is another host's, live, and its holder not killed on this machine. */
+  private liveElsewhere(lease: LeaseView | undefined) {
+    return lease && lease.holder !== this.leases.holder && lease.expiresInMs > 0 && !holderGone(lease.holder) ? lease : undefined
   }
 
   /** Create the agent of a new session (`cwd`) or of an existing one (`sessionId`). */
@@ -150,6 +159,12 @@ export class Agents extends Service {
    */
   async resume(sessionId: string): Promise<Agent> {
     const session = await this.home.sessions.get(sessionId)
+    // Another host drives it: refused before the listeners, which may write to the session (recovery
+    // reconciles its journal) and would race that host's turn. Read only: a lapsed lease is taken below.
+    if (session.role === 'main' && this.leases.enabled && !this.leases.holds(session.id)) {
+      const lease = this.liveElsewhere(await leaseOf(this.home, session.id))
+      if (lease) throw leaseHeld(session.id, lease.holder, lease.expiresInMs)
+    }
     let answer: unknown
     try {
       answer = await this.home.serial('agent/before-resume', session)

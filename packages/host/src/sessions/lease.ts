@@ -158,12 +158,7 @@ export class SessionLeases {
       ;[row] = await this.query(`SELECT \`holder\`, \`token\`, \`expiresAt\` - ${NOW_MS} AS \`remaining\` FROM \`taskward_lease\` WHERE \`sessionId\` = ?`, [id])
       if (stolen.affectedRows && row?.holder === this.holder) return this.hold(session, Number(row.token))
     }
-    if (!taken.affectedRows || row?.holder !== this.holder) {
-      const remaining = Math.max(0, Math.ceil(Number(row?.remaining ?? 0)))
-      throw new TaskwardError('LEASE_HELD',
-        `Session ${id} is driven by host ${row?.holder ?? 'unknown'}; its lease lapses in ${(remaining / 1000).toFixed(1)} s unless that host renews it. Resume it there, or retry once the lease lapses.`,
-        { sessionId: id, holder: row?.holder, expiresInMs: remaining })
-    }
+    if (!taken.affectedRows || row?.holder !== this.holder) throw leaseHeld(id, row?.holder, Number(row?.remaining ?? 0))
     this.hold(session, Number(row.token))
   }
 
@@ -223,6 +218,14 @@ export class SessionLeases {
       this.logger.warn('could not release the lease of session %s: %s', id, error?.message ?? error)
     })))
   }
+}
+
+/** `LEASE_HELD` for a resume (or create) of session `id`, which host `holder` drives for `remainingMs` more. */
+export function leaseHeld(id: string, holder: string | undefined, remainingMs: number) {
+  const remaining = Math.max(0, Math.ceil(remainingMs))
+  return new TaskwardError('LEASE_HELD',
+    `Session ${id} is driven by host ${holder ?? 'unknown'}; its lease lapses in ${(remaining / 1000).toFixed(1)} s unless that host renews it. Resume it there, or retry once the lease lapses.`,
+    { sessionId: id, holder, expiresInMs: remaining })
 }
 
 /** A session's lease as the store holds it now (see `leaseOf`). */

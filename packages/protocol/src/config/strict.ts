@@ -122,11 +122,13 @@ function unknownKey(data: unknown, schema: Schema, path: Path): Path | undefined
  * through (YAML `.nan`: every comparison with NaN is false), and no plugin means anything by it — a
  * NaN limit or weight turns every count it touches into NaN.
  */
-function nanPath(data: unknown, path: Path): Path | undefined {
+function nanPath(data: unknown, path: Path, seen = new Set<object>()): Path | undefined {
   if (typeof data === 'number') return Number.isNaN(data) ? path : undefined
-  if (data === null || typeof data !== 'object') return
+  // Each object once: a recursive YAML alias (`&a {self: *a}`) under `Schema.any()` refers to itself.
+  if (data === null || typeof data !== 'object' || seen.has(data)) return
+  seen.add(data)
   for (const [key, value] of Object.entries(data)) {
-    const found = nanPath(value, [...path, Array.isArray(data) ? Number(key) : key])
+    const found = nanPath(value, [...path, Array.isArray(data) ? Number(key) : key], seen)
     if (found) return found
   }
 }
