@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { execFileSync, spawn } from 'node:child_process'
-import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises'
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { freePort } from '@taskward/testkit'
 import {
@@ -124,6 +124,8 @@ describe('host config layers', () => {
       expect(await readFile(first, 'utf8')).to.contain('one.yml').and.not.contain('two.yml')
       expect(await readFile(second, 'utf8')).to.contain('two.yml')
       expect(effectiveConfigPath(root, {}, { patches: [join(root, 'one.yml')] }), 'the same layers, the same file').to.equal(first)
+      // The composed rows may carry a layer's secret: the file is its owner's alone.
+      for (const file of [first, second]) expect((await stat(file)).mode & 0o777, file).to.equal(0o600)
     })
 
     it('keeps every composed file out of git: the hashed ones, one half written, and the .cordis.effective.yml older starts left', async () => {
