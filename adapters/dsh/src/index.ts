@@ -16,7 +16,7 @@ import { emitPrivate, privateEvents } from './events'
 import { DshModelsContract } from './models'
 import { DshProjectionsContract } from './projections'
 import { DshSessionsContract } from './sessions'
-import { DshToolsContract, refusalText } from './tools'
+import { DshToolsContract, refusalText, type DshToolExecution } from './tools'
 import { guardSupervisedSessions } from './supervision-preset'
 
 export { CARRIER_KIND, readCarried, writeCarried } from './carrier'
@@ -81,13 +81,18 @@ export function apply(ctx: Context, input: Partial<Config>) {
 
   // DSH's events, heard on the entry context (outside the subtree), feed the contract.
   c.on('session/event', (session: DshSession, event: DshEvent) => sessions.dispatch(session, event))
-  c.on('tools/pre-execute', async (exec: { name: string, arguments: unknown, agent?: DshAgent }, next: () => Promise<unknown>) => {
-    if (!exec.agent) return next()
+  c.on('tools/pre-execute', async (exec: DshToolExecution, next: () => Promise<unknown>) => {
     // The turn's tool calls, for its `agent/turn-end` summary (the controller continues only after a
     // turn that called tools).
-    agents.view(exec.agent).turn.toolCalls.push(exec.name)
-    const denial = await tools.denial(exec.agent, exec.name, exec.arguments)
+    if (exec.agent) agents.view(exec.agent).turn.toolCalls.push(exec.name)
+    const denial = await tools.denial(exec)
     if (denial) return { kind: 'deny', reason: refusalText(denial) }
+    return next()
+  })
+  // Synchronously before DSH resolves the body it dispatches: only the tool admission checked runs.
+  c.on('tools/execute', (exec: DshToolExecution, next: () => Promise<unknown>) => {
+    const refusal = tools.dispatchRefusal(exec)
+    if (refusal) throw new Error(refusalText(refusal))
     return next()
   })
   c.on('agent/pre-step', async (payload: { agent: DshAgent, step: number }, next: () => Promise<unknown>) => {

@@ -7,6 +7,7 @@ import type { DshSessionsContract } from './sessions'
 import type { SessionView } from './session-view'
 import { REVIEWER_TOOLS } from '@taskward/plugin-supervisor'
 import { dshParameters } from './tool-schema'
+import { DSH_READ_ONLY_TOOLS, isDshReadOnly, resolvedDefinition } from './tool-identity'
 
 /** The supervisor's reviewer tools that are Taskward's own (DSH has read, glob and grep itself). */
 const REVIEWER_ONLY = new Set(REVIEWER_TOOLS.filter((name) => name.startsWith('review_')))
@@ -22,6 +23,11 @@ export interface ToolDef {
 export interface ToolCall {
   session: SessionView
   agentId?: string
+  /**
+   * The name admission decides on. A tool of an allowlisted name (`read`, `task_status`, …) that is not
+   * the tool that name stands for — another DSH plugin's, in the agent's scope or global — is presented
+   * as `<name> (another DSH plugin's tool)`, a name no allowlist holds (tool-identity.ts).
+   */
   name: string
   args: unknown
   tool?: ToolDef
@@ -29,6 +35,16 @@ export interface ToolCall {
 
 type Decision = void | undefined | { allow: true } | { deny: { code: string, message: string, details?: Record<string, unknown> } }
 export type ToolGuard = (call: ToolCall) => Decision | Promise<Decision>
+
+/** A DSH tool call as `tools/pre-execute` and `tools/execute` see it (packages/core/tools `ToolExecution`). */
+export interface DshToolExecution {
+  name: string
+  arguments: unknown
+  agent?: DshAgent
+  /** The enclosing execution's token (a Code Mode sub-dispatch). */
+  parent?: symbol
+  token?: symbol
+}
 
 /** What a refusal looks like to a DSH agent: rc.8 carries only a reason string, so the code leads it. */
 export function refusalText(error: { code: string, message: string }) {
@@ -44,6 +60,12 @@ export function refusalText(error: { code: string, message: string }) {
 export class DshToolsContract {
   readonly guards = new Set<ToolGuard>()
   readonly defs = new Map<string, ToolDef>()
+  /** Our tools by the DSH definition objects registered for them: a tool's identity, not its name. */
+  private readonly own = new WeakMap<object, ToolDef>()
+  /** The definition each admitted call was checked against (tools/execute runs only that one). */
+  private readonly vetted = new WeakMap<object, object | undefined>()
+  /** The agent of each admitted call, by its execution token (a sub-dispatch names its parent's). */
+  private readonly agentsByToken = new WeakMap<symbol, DshAgent>()
   /** Disposers of the reviewer-only tools registered into reviewer agents, by tool name. */
   private readonly scoped = new Map<string, (() => void)[]>()
   protected ctx: Context
@@ -80,10 +102,10 @@ export class DshToolsContract {
     }
   }
 
-  /** Our tool as a DSH tool definition. */
+  /** Our tool as a DSH tool definition (remembered as that tool's identity). */
   private dshTool(def: ToolDef): Parameters<DshTools['register']>[0] {
     const sessions = this.sessions
-    return {
+    const definition: Parameters<DshTools['register']>[0] = {
       name: def.name,
       description: def.description,
       parameters: dshParameters(def.parameters),
@@ -109,6 +131,8 @@ export class DshToolsContract {
         }
       },
     }
+    this.own.set(definition, def)
+    return definition
   }
 
   guard(guard: ToolGuard) {
@@ -117,9 +141,24 @@ export class DshToolsContract {
     return onDispose(this.ctx, () => { guards.delete(guard) })
   }
 
-  /** The first denial of the guards for a DSH tool call, or undefined. */
-  async denial(agent: DshAgent, name: string, args: unknown): Promise<{ code: string, message: string } | undefined> {
-    const call: ToolCall = { session: this.sessions.view(agent.session), agentId: agent.id, name, args, tool: this.defs.get(name) }
+  /**
+   * The first denial of the guards for a DSH tool call, or undefined. Asked from `tools/pre-execute` for
+   * every call. A call without an agent is attributed to its parent execution's agent (a Code Mode
+   * sub-dispatch); with none it names no session whose task admission could decide on, so it is refused.
+   */
+  async denial(exec: DshToolExecution): Promise<{ code: string, message: string } | undefined> {
+    const agent = exec.agent ?? (exec.parent ? this.agentsByToken.get(exec.parent) : undefined)
+    if (!agent) {
+      return {
+        code: 'FORBIDDEN',
+        message: `${exec.name} was called without an agent, so Taskward cannot tell which session's task it would touch; `
+          + 'while Taskward is loaded such calls are refused. Call the tool from an agent\'s turn.',
+      }
+    }
+    // What DSH will run: it resolves the name in the call's own scope (none for an agent-less sub-dispatch).
+    const definition = resolvedDefinition(this.dsh, exec.name, exec.agent)
+    const tool = definition ? this.own.get(definition) : undefined
+    const call: ToolCall = { session: this.sessions.view(agent.session), agentId: agent.id, name: this.admittedName(exec.name, definition, tool), args: exec.arguments, tool }
     for (const guard of [...this.guards]) {
       try {
         const decision = await guard(call)
@@ -128,5 +167,30 @@ export class DshToolsContract {
         return asTaskwardError(error)
       }
     }
+    this.vetted.set(exec, definition)
+    if (exec.token) this.agentsByToken.set(exec.token, agent)
+  }
+
+  /**
+   * Asked from `tools/execute`, right before DSH resolves the body it runs: a refusal when that is not
+   * the definition admission checked (a tool of that name registered or shadowed meanwhile) or when the
+   * call never passed admission (a `tools/pre-execute` listener before ours answered without asking on).
+   */
+  dispatchRefusal(exec: DshToolExecution): { code: string, message: string } | undefined {
+    if (!this.vetted.has(exec)) {
+      return { code: 'FORBIDDEN', message: `${exec.name} did not pass Taskward's tool admission, so it does not run.` }
+    }
+    if (resolvedDefinition(this.dsh, exec.name, exec.agent) !== this.vetted.get(exec)) {
+      return { code: 'FORBIDDEN', message: `The tool named ${exec.name} changed after Taskward admitted the call; call it again.` }
+    }
+  }
+
+  /** The name admission sees: the call's own, unless that name stands for another tool (see `ToolCall.name`). */
+  private admittedName(name: string, definition: object | undefined, tool: ToolDef | undefined): string {
+    if (tool) return name
+    const claimed = this.defs.has(name) || DSH_READ_ONLY_TOOLS.includes(name)
+    if (!claimed || !definition) return name
+    if (!this.defs.has(name) && isDshReadOnly(this.dsh, name, definition)) return name
+    return `${name} (another DSH plugin's tool)`
   }
 }
