@@ -10,8 +10,8 @@ import { contentOf, currentTurn, dshTaskPlayer } from './dsh/dsh-player'
 /*
  * Tool admission inside the real DSH host is bound to what a call runs, not to its name. Another DSH
  * plugin (tests/fixtures/dsh-neighbour-plugin, added next to the bundle) calls a global tool that writes
- * without an agent, and registers tools named `read` and `task_status` in the main agent's own scope
- * that write files. After the task completed none of them may change the accepted work.
+ * without an agent, and tries to register tools named `read` and `task_status` that write files in the
+ * main agent's own scope. After the task completed none of them may change the accepted work.
  */
 describe('DSH tool admission binds to the tool, not its name (another plugin next to Taskward)', function () {
   this.timeout(600_000)
@@ -70,10 +70,12 @@ describe('DSH tool admission binds to the tool, not its name (another plugin nex
     expect(await readFile(join(workspace, 'a.txt'), 'utf8')).to.equal('a done\n')
   })
 
-  it('treats another plugin\'s `read` and `task_status` in the agent\'s scope as implementation tools after completion', async function () {
+  it('treats another plugin\'s `read` in the agent\'s scope as an implementation tool after completion; Taskward\'s task_status cannot be shadowed there', async function () {
     if (!completed) return this.skip()
     const shadow = await neighbour('shadow', { sessionId: completed, names: ['read', 'task_status'] })
-    expect(shadow.shadowed).to.deep.equal({ read: true, task_status: true })
+    expect(shadow.shadowed.read).to.equal(true)
+    // Taskward's own tools sit in the supervised agent's own scope, so DSH refuses a second one there.
+    expect(shadow.shadowed.task_status).to.match(/^refused: .*already registered in this scope/)
     const served = model.requests.length
     const calls = [
       { name: 'read', args: { file_path: join(workspace, 'read-shadow.txt') } },
@@ -93,13 +95,11 @@ describe('DSH tool admission binds to the tool, not its name (another plugin nex
     await waitFor(() => !!answered(), 'the turn with the three calls')
     const results = currentTurn(answered()!.body.messages).turn.filter((m) => m.role === 'tool').map(contentOf)
     expect(results).to.have.length(3)
-    for (const refused of results.slice(0, 2)) {
-      expect(refused).to.include('REPAIR_CONFIRMATION_REQUIRED').and.include('another DSH plugin\'s tool')
-    }
+    expect(results[0]).to.include('REPAIR_CONFIRMATION_REQUIRED').and.include('another DSH plugin\'s tool')
+    // task_status is Taskward's own: it answers the status.
+    expect(JSON.parse(results[1]).task.phase).to.equal('complete')
     expect(results[2]).to.not.match(/REPAIR_CONFIRMATION_REQUIRED|FORBIDDEN/)
     expect(results[2]).to.include('a.txt')
-    for (const file of ['read-shadow.txt', 'status-shadow.txt']) {
-      await access(join(workspace, file)).then(() => expect.fail(`${file} was written`), () => {})
-    }
+    await access(join(workspace, 'read-shadow.txt')).then(() => expect.fail('the shadow read wrote its file'), () => {})
   })
 })

@@ -17,7 +17,8 @@ import { DshModelsContract } from './models'
 import { DshProjectionsContract } from './projections'
 import { DshSessionsContract } from './sessions'
 import { DshToolsContract, refusalText, type DshToolExecution } from './tools'
-import { guardSupervisedSessions } from './supervision-preset'
+import { guardSupervisedSessions, sessionPreset, SUPERVISION_PRESET } from './supervision-preset'
+import { readCarried } from './carrier'
 
 export { CARRIER_KIND, readCarried, writeCarried } from './carrier'
 export { viewEvent, DSH_TYPE_PREFIX } from './session-view'
@@ -105,7 +106,15 @@ export function apply(ctx: Context, input: Partial<Config>) {
     view.session.append('agent/refused', { code: refusal.code, message: refusal.message }).catch(() => {})
     return { kind: 'reject' }
   })
-  c.on('agent/created', ({ agent }: { agent: DshAgent }) => emitPrivate(child, 'agent/created', agents.view(agent)))
+  // The main agent's tools go only to sessions Taskward supervises (tools.ts offerTaskTools).
+  sessions.onRecord = (session) => {
+    const agent = dsh.agents.get(session.id) as DshAgent | undefined
+    if (agent && sessions.view(session).role === 'main') tools.offerTaskTools(agent)
+  }
+  c.on('agent/created', ({ agent }: { agent: DshAgent }) => {
+    if (sessions.view(agent.session).role === 'main' && isSupervised(agent.session)) tools.offerTaskTools(agent)
+    emitPrivate(child, 'agent/created', agents.view(agent))
+  })
   c.on('agent/error', ({ agent, error }: { agent: DshAgent, error: unknown }) => {
     agents.view(agent).turn.error = { code: 'MODEL_FAILED', message: String((error as Error)?.message ?? error) }
   })
@@ -142,6 +151,16 @@ export function apply(ctx: Context, input: Partial<Config>) {
   ;(child as any).plugin(RepairService, {})
   ;(child as any).plugin(Recovery, config.recovery)
   ;(child as any).plugin(ConsoleRoutes, {})
+}
+
+/**
+ * Whether Taskward supervises a session DSH opens: it selected the supervision preset in it, or (a DSH
+ * without a preset roster) its log carries Taskward records written for it. Read once per agent DSH
+ * creates (`session.events` copies the log).
+ */
+function isSupervised(session: DshSession) {
+  if (sessionPreset(session) === SUPERVISION_PRESET) return true
+  return session.events.some((event) => readCarried(event, session.id) !== undefined)
 }
 
 function listeningPort(web: Dsh['webServer']): number | undefined {

@@ -12,6 +12,13 @@ import { DSH_READ_ONLY_TOOLS, isDshReadOnly, resolvedDefinition } from './tool-i
 /** The supervisor's reviewer tools that are Taskward's own (DSH has read, glob and grep itself). */
 const REVIEWER_ONLY = new Set(REVIEWER_TOOLS.filter((name) => name.startsWith('review_')))
 
+/**
+ * Tools of a session role no DSH session has: a consultation's `supervisor_propose_repair` (DSH sessions
+ * are main, reviewer or sub-agent; every other role is refused it). Known to admission, offered to no
+ * agent: every offered tool's schema rides along on every model request (benchmarks/dsh.bench.ts).
+ */
+const NO_DSH_ROLE = new Set(['supervisor_propose_repair'])
+
 export interface ToolDef {
   name: string
   description: string
@@ -66,7 +73,7 @@ export class DshToolsContract {
   private readonly vetted = new WeakMap<object, object | undefined>()
   /** The agent of each admitted call, by its execution token (a sub-dispatch names its parent's). */
   private readonly agentsByToken = new WeakMap<symbol, DshAgent>()
-  /** Disposers of the reviewer-only tools registered into reviewer agents, by tool name. */
+  /** Disposers of our tools registered into agents' scopes, by tool name. */
   private readonly scoped = new Map<string, (() => void)[]>()
   protected ctx: Context
 
@@ -78,13 +85,12 @@ export class DshToolsContract {
     if (this.defs.has(def.name)) throw new TaskwardError('CONFIG_INVALID', `Tool ${def.name} is already registered.`)
     const defs = this.defs
     defs.set(def.name, def)
-    // Reviewer-only tools go to each reviewer agent's own scope (offerReviewerTools): every tool DSH
-    // offers costs every request of every agent (measured: benchmarks/dsh.bench.ts).
-    const unregister = REVIEWER_ONLY.has(def.name) ? () => {} : this.dsh.register(this.dshTool(def))
+    // No tool is registered globally: every tool DSH offers rides along on every model request of every
+    // agent (measured: benchmarks/dsh.bench.ts). Reviewer-only tools go to each reviewer agent's own
+    // scope (offerReviewerTools), the others to the main agents of supervised sessions (offerTaskTools).
     const scoped = this.scoped
     return onDispose(this.ctx, () => {
       defs.delete(def.name)
-      unregister()
       for (const dispose of scoped.get(def.name) ?? []) dispose()
       scoped.delete(def.name)
     })
@@ -92,12 +98,39 @@ export class DshToolsContract {
 
   /** Offer the reviewer-only tools to one reviewer agent (through its own context: DSH scopes them to it). */
   offerReviewerTools(agent: DshAgent) {
+    this.offer(agent, (name) => REVIEWER_ONLY.has(name))
+  }
+
+  /**
+   * Offer the main agent's tools (task_*, repair, recovery) to the agent of a session Taskward
+   * supervises, once: when the session gets its first Taskward record (`/task new`), or when DSH creates
+   * the agent of a session that already has them (a restart). A session Taskward never supervised is
+   * offered none: they would only answer that there is no task.
+   */
+  offerTaskTools(agent: DshAgent) {
+    if (this.offered.has(agent)) return
+    this.offered.add(agent)
+    this.offer(agent, (name) => !REVIEWER_ONLY.has(name) && !NO_DSH_ROLE.has(name))
+  }
+
+  private readonly offered = new WeakSet<DshAgent>()
+
+  private offer(agent: DshAgent, which: (name: string) => boolean) {
     const tools = (agent as any).ctx?.tools as DshTools | undefined
     if (!tools) return
     for (const def of this.defs.values()) {
-      if (!REVIEWER_ONLY.has(def.name)) continue
+      if (!which(def.name)) continue
+      let dispose: () => void
+      try {
+        dispose = tools.register(this.dshTool(def))
+      } catch (error) {
+        // Another plugin took the name in this agent's scope first: admission knows that tool is not
+        // ours (tool-identity.ts) and holds it to the rules of an implementation tool.
+        this.ctx.logger('taskward').warn(`${def.name} could not be offered to agent ${agent.id}:`, error)
+        continue
+      }
       const list = this.scoped.get(def.name) ?? []
-      list.push(tools.register(this.dshTool(def)))
+      list.push(dispose)
       this.scoped.set(def.name, list)
     }
   }
