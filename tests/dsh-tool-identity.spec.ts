@@ -10,7 +10,7 @@ import { contentOf, currentTurn, dshTaskPlayer } from './dsh/dsh-player'
 /*
  * Tool admission inside the real DSH host is bound to what a call runs, not to its name. Another DSH
  * plugin (tests/fixtures/dsh-neighbour-plugin, added next to the bundle) calls a global tool that writes
- * without an agent, and tries to register tools named `read` and `task_status` that write files in the
+ * without an agent, lets its agent calls through its own tools/pre-execute policy, and tries to register tools named `read` and `task_status` that write files in the
  * main agent's own scope. After the task completed none of them may change the accepted work.
  */
 describe('DSH tool admission binds to the tool, not its name (another plugin next to Taskward)', function () {
@@ -68,6 +68,27 @@ describe('DSH tool admission binds to the tool, not its name (another plugin nex
     expect(answer.isError).to.equal(true)
     expect(answer.text).to.include('FORBIDDEN').and.include('without an agent')
     expect(await readFile(join(workspace, 'a.txt'), 'utf8')).to.equal('a done\n')
+  })
+
+  it('holds a call that another plugin\'s tools/pre-execute policy let through to admission before it runs', async function () {
+    if (!completed) return this.skip()
+    const served = model.requests.length
+    const player = model.fallback as (request: MockRequest) => MockReply
+    model.fallback = (request) => {
+      const { input, turn } = currentTurn(request.body.messages ?? [])
+      if (input !== 'Write with the neighbour.') return player(request)
+      return turn.some((m) => m.role === 'tool') ? mockText('Done.') : { toolCalls: [{ name: 'neighbour_write', args: { file_path: join(workspace, 'a.txt') } }] }
+    }
+    try {
+      await web.api('session.prompt', { sessionId: completed, mode: 'queue', content: [{ type: 'text', text: 'Write with the neighbour.' }] })
+      const answered = () => model.requests.slice(served).find((r) => currentTurn(r.body.messages ?? []).turn.some((m) => m.role === 'tool'))
+      await waitFor(() => !!answered(), 'the turn with the neighbour\'s call')
+      const [result] = currentTurn(answered()!.body.messages).turn.filter((m) => m.role === 'tool').map(contentOf)
+      expect(result).to.include('REPAIR_CONFIRMATION_REQUIRED')
+      expect(await readFile(join(workspace, 'a.txt'), 'utf8')).to.equal('a done\n')
+    } finally {
+      model.fallback = player
+    }
   })
 
   it('treats another plugin\'s `read` in the agent\'s scope as an implementation tool after completion; Taskward\'s task_status cannot be shadowed there', async function () {

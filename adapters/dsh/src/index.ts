@@ -90,8 +90,14 @@ export function apply(ctx: Context, input: Partial<Config>) {
     if (denial) return { kind: 'deny', reason: refusalText(denial) }
     return next()
   })
-  // Synchronously before DSH resolves the body it dispatches: only the tool admission checked runs.
-  c.on('tools/execute', (exec: DshToolExecution, next: () => Promise<unknown>) => {
+  // Every dispatch passes here. A call that a `tools/pre-execute` listener ahead of ours answered
+  // without asking on (a hook's `allow` or an approved `ask`) is admitted now; then, synchronously before
+  // DSH resolves the body it runs, only the definition admission checked may run.
+  c.on('tools/execute', async (exec: DshToolExecution, next: () => Promise<unknown>) => {
+    if (!tools.admitted(exec)) {
+      const denial = await tools.denial(exec)
+      if (denial) throw new Error(refusalText(denial))
+    }
     const refusal = tools.dispatchRefusal(exec)
     if (refusal) throw new Error(refusalText(refusal))
     return next()

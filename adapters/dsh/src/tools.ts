@@ -204,10 +204,14 @@ export class DshToolsContract {
     if (exec.token) this.agentsByToken.set(exec.token, agent)
   }
 
+  /** Whether admission already answered this call (in `tools/pre-execute`). */
+  admitted(exec: DshToolExecution) {
+    return this.vetted.has(exec)
+  }
+
   /**
-   * Asked from `tools/execute`, right before DSH resolves the body it runs: a refusal when that is not
-   * the definition admission checked (a tool of that name registered or shadowed meanwhile) or when the
-   * call never passed admission (a `tools/pre-execute` listener before ours answered without asking on).
+   * Asked from `tools/execute`, synchronously right before DSH resolves the body it runs: a refusal when
+   * that is not the definition admission checked (a tool of that name registered or shadowed meanwhile).
    */
   dispatchRefusal(exec: DshToolExecution): { code: string, message: string } | undefined {
     if (!this.vetted.has(exec)) {
