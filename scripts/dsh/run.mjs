@@ -5,11 +5,11 @@
 // Taskward's login link. Ctrl-C stops DSH (a temporary home is removed).
 import { execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import yaml from 'js-yaml'
 import { dshPaths, installDsh } from './install.mjs'
+import { writeOperatorToken } from './operator-token.mjs'
 import { packDsh } from './pack.mjs'
 
 const port = Number(process.env.PORT || 7860)
@@ -22,13 +22,9 @@ const token = randomBytes(32).toString('base64url')
 const env = { ...process.env, PATH: `${paths.nodeBin}:${paths.pnpmBin}:${process.env.PATH}`, DSH_HOME: home }
 if (process.env.npm_config_registry && !process.env.pnpm_config_registry) env.pnpm_config_registry = process.env.npm_config_registry
 execFileSync(paths.node, [paths.dsh, 'plugin', '--profile', 'web', 'add', tarball], { env, cwd: home, stdio: 'inherit' })
-// The operator token goes into the profile's own patch layer, so the printed link works for this start.
-const profile = join(home, 'profiles', 'web')
-mkdirSync(profile, { recursive: true })
-const patchFile = join(profile, 'cordis.patch.yml')
-const layer = (existsSync(patchFile) ? yaml.load(readFileSync(patchFile, 'utf8')) : []) ?? []
-const entries = (Array.isArray(layer) ? layer : []).filter((entry) => entry?.id !== 'taskward')
-writeFileSync(patchFile, yaml.dump([...entries, { id: 'taskward', config: { operatorToken: token } }]))
+// The operator token goes into the profile's own patch layer (0600 in a 0700 directory), so the printed
+// link works for this start.
+writeOperatorToken(home, token)
 const dsh = spawn(paths.node, [paths.dsh, 'web', '--no-open', '--port', String(port)], { env, cwd: home, stdio: 'inherit' })
 const origin = `http://127.0.0.1:${port}`
 for (let i = 0; i < 240; i++) {

@@ -3,14 +3,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Readable } from 'node:stream'
 import { match, type MatchFunction } from 'path-to-regexp'
 import { onDispose } from '@taskward/cordis-compat'
-import { sameOriginTarget, TokenStore, type TokenGrant } from '@taskward/host'
-import { TaskwardError, asTaskwardError, errorBody, httpStatusOf } from '@taskward/protocol'
+import { sameOriginTarget, TokenStore } from '@taskward/host'
+import { TaskwardError, admitRouteRequest, asTaskwardError, errorBody, httpStatusOf, MUTATING_METHODS, type TokenGrant } from '@taskward/protocol'
 import type { DshWebServer } from './dsh-types'
 import { LoginTickets } from './login-links'
 
 export const TOKEN_COOKIE = 'taskward_token'
 const MAX_BODY = 1 << 20
-const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+const MUTATING = new Set(MUTATING_METHODS)
 const SECURITY_HEADERS: Record<string, string> = { 'x-content-type-options': 'nosniff', 'referrer-policy': 'same-origin' }
 
 export interface RouteContext {
@@ -118,23 +118,20 @@ export class DshConnectionContract {
     const params = matched ? { ...matched.params } : {}
     const access = route.access ?? 'session'
     let grant: TokenGrant = { kind: 'operator' }
-    let sessionId: string | undefined
+    const sessionId = params.sessionId ?? url.searchParams.get('sessionId') ?? undefined
     if (access !== 'public') {
       const { token, viaCookie } = presentedToken(req)
-      const verified = this.tokens.verify(token)
-      if (!verified) throw new TaskwardError('UNAUTHORIZED', 'Send the operator token (Authorization: Bearer …) or log in through the login link.')
-      grant = verified
-      const origin = req.headers.origin
-      if (MUTATING.has(method)) {
-        if (origin !== undefined && origin !== this.origin && origin !== `http://localhost:${this.port()}`) {
-          throw new TaskwardError('FORBIDDEN', `Requests from ${origin} may not change anything here.`)
-        }
-        if (viaCookie && origin === undefined) throw new TaskwardError('FORBIDDEN', 'A cookie-authenticated change must carry an Origin header.')
-      }
-      sessionId = params.sessionId ?? url.searchParams.get('sessionId') ?? undefined
-      if (grant.kind === 'session' && (access === 'operator' || grant.sessionId !== sessionId)) {
-        throw new TaskwardError('FORBIDDEN', 'This token opens another session.')
-      }
+      // The same decision as our host's connection (packages/protocol request-access.ts).
+      grant = admitRouteRequest({
+        method,
+        access,
+        grant: this.tokens.verify(token),
+        viaCookie,
+        origin: req.headers.origin,
+        allowedOrigins: [this.origin, `http://localhost:${this.port()}`],
+        sessionId,
+        loginHint: 'log in through the login link (/task console answers one)',
+      })
     }
     const body = MUTATING.has(method) ? await readBody(req) : undefined
     if (body && body.length && !/json/.test(String(req.headers['content-type'] ?? 'application/json'))) {

@@ -16,8 +16,9 @@ import { emitPrivate, privateEvents } from './events'
 import { DshModelsContract } from './models'
 import { DshProjectionsContract } from './projections'
 import { DshSessionsContract } from './sessions'
-import { DshToolsContract, refusalText } from './tools'
-import { guardSupervisedSessions } from './supervision-preset'
+import { DshToolsContract, refusalText, type DshToolExecution } from './tools'
+import { guardSupervisedSessions, sessionPreset, SUPERVISION_PRESET } from './supervision-preset'
+import { readCarried } from './carrier'
 
 export { CARRIER_KIND, readCarried, writeCarried } from './carrier'
 export { viewEvent, DSH_TYPE_PREFIX } from './session-view'
@@ -81,13 +82,24 @@ export function apply(ctx: Context, input: Partial<Config>) {
 
   // DSH's events, heard on the entry context (outside the subtree), feed the contract.
   c.on('session/event', (session: DshSession, event: DshEvent) => sessions.dispatch(session, event))
-  c.on('tools/pre-execute', async (exec: { name: string, arguments: unknown, agent?: DshAgent }, next: () => Promise<unknown>) => {
-    if (!exec.agent) return next()
+  c.on('tools/pre-execute', async (exec: DshToolExecution, next: () => Promise<unknown>) => {
     // The turn's tool calls, for its `agent/turn-end` summary (the controller continues only after a
     // turn that called tools).
-    agents.view(exec.agent).turn.toolCalls.push(exec.name)
-    const denial = await tools.denial(exec.agent, exec.name, exec.arguments)
+    if (exec.agent) agents.view(exec.agent).turn.toolCalls.push(exec.name)
+    const denial = await tools.denial(exec)
     if (denial) return { kind: 'deny', reason: refusalText(denial) }
+    return next()
+  })
+  // Every dispatch passes here. A call that a `tools/pre-execute` listener ahead of ours answered
+  // without asking on (a hook's `allow` or an approved `ask`) is admitted now; then, synchronously before
+  // DSH resolves the body it runs, only the definition admission checked may run.
+  c.on('tools/execute', async (exec: DshToolExecution, next: () => Promise<unknown>) => {
+    if (!tools.admitted(exec)) {
+      const denial = await tools.denial(exec)
+      if (denial) throw new Error(refusalText(denial))
+    }
+    const refusal = tools.dispatchRefusal(exec)
+    if (refusal) throw new Error(refusalText(refusal))
     return next()
   })
   c.on('agent/pre-step', async (payload: { agent: DshAgent, step: number }, next: () => Promise<unknown>) => {
@@ -100,7 +112,15 @@ export function apply(ctx: Context, input: Partial<Config>) {
     view.session.append('agent/refused', { code: refusal.code, message: refusal.message }).catch(() => {})
     return { kind: 'reject' }
   })
-  c.on('agent/created', ({ agent }: { agent: DshAgent }) => emitPrivate(child, 'agent/created', agents.view(agent)))
+  // The main agent's tools go only to sessions Taskward supervises (tools.ts offerTaskTools).
+  sessions.onRecord = (session) => {
+    const agent = dsh.agents.get(session.id) as DshAgent | undefined
+    if (agent && sessions.view(session).role === 'main') tools.offerTaskTools(agent)
+  }
+  c.on('agent/created', ({ agent }: { agent: DshAgent }) => {
+    if (sessions.view(agent.session).role === 'main' && isSupervised(agent.session)) tools.offerTaskTools(agent)
+    emitPrivate(child, 'agent/created', agents.view(agent))
+  })
   c.on('agent/error', ({ agent, error }: { agent: DshAgent, error: unknown }) => {
     agents.view(agent).turn.error = { code: 'MODEL_FAILED', message: String((error as Error)?.message ?? error) }
   })
@@ -137,6 +157,16 @@ export function apply(ctx: Context, input: Partial<Config>) {
   ;(child as any).plugin(RepairService, {})
   ;(child as any).plugin(Recovery, config.recovery)
   ;(child as any).plugin(ConsoleRoutes, {})
+}
+
+/**
+ * Whether Taskward supervises a session DSH opens: it selected the supervision preset in it, or (a DSH
+ * without a preset roster) its log carries Taskward records written for it. Read once per agent DSH
+ * creates (`session.events` copies the log).
+ */
+function isSupervised(session: DshSession) {
+  if (sessionPreset(session) === SUPERVISION_PRESET) return true
+  return session.events.some((event) => readCarried(event, session.id) !== undefined)
 }
 
 function listeningPort(web: Dsh['webServer']): number | undefined {

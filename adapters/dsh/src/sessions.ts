@@ -20,6 +20,8 @@ export class DshSessionsContract {
   readonly reviewers = new Set<string>()
   /** Set by the adapter once the supervision preset exists (supervision-preset.ts). */
   beforeRecord?: (session: DshSession) => void
+  /** Called before every Taskward record a session gets (the adapter offers its agent the task tools). */
+  onRecord?: (session: DshSession) => void
   protected ctx: Context
 
   constructor(ctx: Context, private readonly dsh: { sessions: DshSessions, agents: DshAgents }, readonly model: string, readonly resume: () => DshResumeServices) {
@@ -56,7 +58,7 @@ export class DshSessionsContract {
         parentOf: (s) => this.rootParent(s),
         model: this.model,
         flush: async (s) => { await this.dsh.sessions.flush?.(s) },
-        beforeRecord: (s) => this.beforeRecord?.(s),
+        beforeRecord: (s) => { this.beforeRecord?.(s); this.onRecord?.(s) },
       }, session)
       this.views.set(session, view)
     }

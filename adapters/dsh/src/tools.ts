@@ -8,9 +8,17 @@ import type { SessionView } from './session-view'
 import { REVIEWER_TOOLS } from '@taskward/plugin-supervisor'
 import { dshParameters } from './tool-schema'
 import { TASKWARD_RESULT_META } from './shared-events'
+import { DSH_READ_ONLY_TOOLS, isDshReadOnly, resolvedDefinition } from './tool-identity'
 
 /** The supervisor's reviewer tools that are Taskward's own (DSH has read, glob and grep itself). */
 const REVIEWER_ONLY = new Set(REVIEWER_TOOLS.filter((name) => name.startsWith('review_')))
+
+/**
+ * Tools of a session role no DSH session has: a consultation's `supervisor_propose_repair` (DSH sessions
+ * are main, reviewer or sub-agent; every other role is refused it). Known to admission, offered to no
+ * agent: every offered tool's schema rides along on every model request (benchmarks/dsh.bench.ts).
+ */
+const NO_DSH_ROLE = new Set(['supervisor_propose_repair'])
 
 export interface ToolDef {
   name: string
@@ -23,6 +31,11 @@ export interface ToolDef {
 export interface ToolCall {
   session: SessionView
   agentId?: string
+  /**
+   * The name admission decides on. A tool of an allowlisted name (`read`, `task_status`, …) that is not
+   * the tool that name stands for — another DSH plugin's, in the agent's scope or global — is presented
+   * as `<name> (another DSH plugin's tool)`, a name no allowlist holds (tool-identity.ts).
+   */
   name: string
   args: unknown
   tool?: ToolDef
@@ -30,6 +43,16 @@ export interface ToolCall {
 
 type Decision = void | undefined | { allow: true } | { deny: { code: string, message: string, details?: Record<string, unknown> } }
 export type ToolGuard = (call: ToolCall) => Decision | Promise<Decision>
+
+/** A DSH tool call as `tools/pre-execute` and `tools/execute` see it (packages/core/tools `ToolExecution`). */
+export interface DshToolExecution {
+  name: string
+  arguments: unknown
+  agent?: DshAgent
+  /** The enclosing execution's token (a Code Mode sub-dispatch). */
+  parent?: symbol
+  token?: symbol
+}
 
 /** What a refusal looks like to a DSH agent: rc.8 carries only a reason string, so the code leads it. */
 export function refusalText(error: { code: string, message: string }) {
@@ -45,7 +68,13 @@ export function refusalText(error: { code: string, message: string }) {
 export class DshToolsContract {
   readonly guards = new Set<ToolGuard>()
   readonly defs = new Map<string, ToolDef>()
-  /** Disposers of the reviewer-only tools registered into reviewer agents, by tool name. */
+  /** Our tools by the DSH definition objects registered for them: a tool's identity, not its name. */
+  private readonly own = new WeakMap<object, ToolDef>()
+  /** The definition each admitted call was checked against (tools/execute runs only that one). */
+  private readonly vetted = new WeakMap<object, object | undefined>()
+  /** The agent of each admitted call, by its execution token (a sub-dispatch names its parent's). */
+  private readonly agentsByToken = new WeakMap<symbol, DshAgent>()
+  /** Disposers of our tools registered into agents' scopes, by tool name. */
   private readonly scoped = new Map<string, (() => void)[]>()
   protected ctx: Context
 
@@ -57,13 +86,12 @@ export class DshToolsContract {
     if (this.defs.has(def.name)) throw new TaskwardError('CONFIG_INVALID', `Tool ${def.name} is already registered.`)
     const defs = this.defs
     defs.set(def.name, def)
-    // Reviewer-only tools go to each reviewer agent's own scope (offerReviewerTools): every tool DSH
-    // offers costs every request of every agent (measured: benchmarks/dsh.bench.ts).
-    const unregister = REVIEWER_ONLY.has(def.name) ? () => {} : this.dsh.register(this.dshTool(def))
+    // No tool is registered globally: every tool DSH offers rides along on every model request of every
+    // agent (measured: benchmarks/dsh.bench.ts). Reviewer-only tools go to each reviewer agent's own
+    // scope (offerReviewerTools), the others to the main agents of supervised sessions (offerTaskTools).
     const scoped = this.scoped
     return onDispose(this.ctx, () => {
       defs.delete(def.name)
-      unregister()
       for (const dispose of scoped.get(def.name) ?? []) dispose()
       scoped.delete(def.name)
     })
@@ -71,20 +99,47 @@ export class DshToolsContract {
 
   /** Offer the reviewer-only tools to one reviewer agent (through its own context: DSH scopes them to it). */
   offerReviewerTools(agent: DshAgent) {
+    this.offer(agent, (name) => REVIEWER_ONLY.has(name))
+  }
+
+  /**
+   * Offer the main agent's tools (task_*, repair, recovery) to the agent of a session Taskward
+   * supervises, once: when the session gets its first Taskward record (`/task new`), or when DSH creates
+   * the agent of a session that already has them (a restart). A session Taskward never supervised is
+   * offered none: they would only answer that there is no task.
+   */
+  offerTaskTools(agent: DshAgent) {
+    if (this.offered.has(agent)) return
+    this.offered.add(agent)
+    this.offer(agent, (name) => !REVIEWER_ONLY.has(name) && !NO_DSH_ROLE.has(name))
+  }
+
+  private readonly offered = new WeakSet<DshAgent>()
+
+  private offer(agent: DshAgent, which: (name: string) => boolean) {
     const tools = (agent as any).ctx?.tools as DshTools | undefined
     if (!tools) return
     for (const def of this.defs.values()) {
-      if (!REVIEWER_ONLY.has(def.name)) continue
+      if (!which(def.name)) continue
+      let dispose: () => void
+      try {
+        dispose = tools.register(this.dshTool(def))
+      } catch (error) {
+        // Another plugin took the name in this agent's scope first: admission knows that tool is not
+        // ours (tool-identity.ts) and holds it to the rules of an implementation tool.
+        this.ctx.logger('taskward').warn(`${def.name} could not be offered to agent ${agent.id}:`, error)
+        continue
+      }
       const list = this.scoped.get(def.name) ?? []
-      list.push(tools.register(this.dshTool(def)))
+      list.push(dispose)
       this.scoped.set(def.name, list)
     }
   }
 
-  /** Our tool as a DSH tool definition. */
+  /** Our tool as a DSH tool definition (remembered as that tool's identity). */
   private dshTool(def: ToolDef): Parameters<DshTools['register']>[0] {
     const sessions = this.sessions
-    return {
+    const definition: Parameters<DshTools['register']>[0] = {
       name: def.name,
       description: def.description,
       parameters: dshParameters(def.parameters),
@@ -113,6 +168,8 @@ export class DshToolsContract {
         }
       },
     }
+    this.own.set(definition, def)
+    return definition
   }
 
   guard(guard: ToolGuard) {
@@ -121,9 +178,24 @@ export class DshToolsContract {
     return onDispose(this.ctx, () => { guards.delete(guard) })
   }
 
-  /** The first denial of the guards for a DSH tool call, or undefined. */
-  async denial(agent: DshAgent, name: string, args: unknown): Promise<{ code: string, message: string } | undefined> {
-    const call: ToolCall = { session: this.sessions.view(agent.session), agentId: agent.id, name, args, tool: this.defs.get(name) }
+  /**
+   * The first denial of the guards for a DSH tool call, or undefined. Asked from `tools/pre-execute` for
+   * every call. A call without an agent is attributed to its parent execution's agent (a Code Mode
+   * sub-dispatch); with none it names no session whose task admission could decide on, so it is refused.
+   */
+  async denial(exec: DshToolExecution): Promise<{ code: string, message: string } | undefined> {
+    const agent = exec.agent ?? (exec.parent ? this.agentsByToken.get(exec.parent) : undefined)
+    if (!agent) {
+      return {
+        code: 'FORBIDDEN',
+        message: `${exec.name} was called without an agent, so Taskward cannot tell which session's task it would touch; `
+          + 'while Taskward is loaded such calls are refused. Call the tool from an agent\'s turn.',
+      }
+    }
+    // What DSH will run: it resolves the name in the call's own scope (none for an agent-less sub-dispatch).
+    const definition = resolvedDefinition(this.dsh, exec.name, exec.agent)
+    const tool = definition ? this.own.get(definition) : undefined
+    const call: ToolCall = { session: this.sessions.view(agent.session), agentId: agent.id, name: this.admittedName(exec.name, definition, tool), args: exec.arguments, tool }
     for (const guard of [...this.guards]) {
       try {
         const decision = await guard(call)
@@ -132,5 +204,34 @@ export class DshToolsContract {
         return asTaskwardError(error)
       }
     }
+    this.vetted.set(exec, definition)
+    if (exec.token) this.agentsByToken.set(exec.token, agent)
+  }
+
+  /** Whether admission already answered this call (in `tools/pre-execute`). */
+  admitted(exec: DshToolExecution) {
+    return this.vetted.has(exec)
+  }
+
+  /**
+   * Asked from `tools/execute`, synchronously right before DSH resolves the body it runs: a refusal when
+   * that is not the definition admission checked (a tool of that name registered or shadowed meanwhile).
+   */
+  dispatchRefusal(exec: DshToolExecution): { code: string, message: string } | undefined {
+    if (!this.vetted.has(exec)) {
+      return { code: 'FORBIDDEN', message: `${exec.name} did not pass Taskward's tool admission, so it does not run.` }
+    }
+    if (resolvedDefinition(this.dsh, exec.name, exec.agent) !== this.vetted.get(exec)) {
+      return { code: 'FORBIDDEN', message: `The tool named ${exec.name} changed after Taskward admitted the call; call it again.` }
+    }
+  }
+
+  /** The name admission sees: the call's own, unless that name stands for another tool (see `ToolCall.name`). */
+  private admittedName(name: string, definition: object | undefined, tool: ToolDef | undefined): string {
+    if (tool) return name
+    const claimed = this.defs.has(name) || DSH_READ_ONLY_TOOLS.includes(name)
+    if (!claimed || !definition) return name
+    if (!this.defs.has(name) && isDshReadOnly(this.dsh, name, definition)) return name
+    return `${name} (another DSH plugin's tool)`
   }
 }

@@ -1,7 +1,7 @@
 import { Context, Schema, Service } from 'cordis'
 import type { Context as KoaContext } from 'koa'
 import type {} from '@cordisjs/plugin-server'
-import { TaskwardError, asTaskwardError } from '@taskward/protocol'
+import { TaskwardError, admitRouteRequest, asTaskwardError, MUTATING_METHODS } from '@taskward/protocol'
 import { TokenGrant, TokenStore } from './tokens'
 import { errorResponse, readBody, sendResponse, toRequest } from './http'
 import { sameOriginTarget } from './redirect'
@@ -46,7 +46,7 @@ export namespace Connection {
   }
 }
 
-const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+const MUTATING = new Set(MUTATING_METHODS)
 
 /** How long `announce` waits for plugins still starting before it names them. */
 const ANNOUNCE_PATIENCE_MS = 15_000
@@ -183,20 +183,23 @@ export class Connection extends Service {
       const url = new URL(koa.request.href)
       const params: Record<string, string> = { ...(koa as any).params }
       let grant: TokenGrant = { kind: 'operator' }
-      let sessionId = params.sessionId ?? url.searchParams.get('sessionId') ?? undefined
+      const sessionId = params.sessionId ?? url.searchParams.get('sessionId') ?? undefined
       for (const id of [params.sessionId, url.searchParams.get('sessionId')]) if (id !== undefined && id !== null) checkId(id)
       if (route.access !== 'public') {
         const header = koa.get('authorization')
         const bearer = header.startsWith('Bearer ') ? header.slice(7).trim() : undefined
         const cookie = koa.cookies.get(TOKEN_COOKIE)
-        const found = this.tokens.verify(bearer ?? cookie)
-        if (!found) throw new TaskwardError('UNAUTHORIZED', 'Missing or invalid token: open the login link printed at start, or send "Authorization: Bearer <token>".')
-        grant = found
-        if (MUTATING.has(koa.method)) this.checkOrigin(koa, !bearer)
-        if (grant.kind === 'session') {
-          if (route.access === 'operator') throw new TaskwardError('FORBIDDEN', 'This endpoint needs the operator token; a session token opens only its own session.')
-          if (!sessionId || sessionId !== grant.sessionId) throw new TaskwardError('FORBIDDEN', 'This token belongs to another session.')
-        }
+        grant = admitRouteRequest({
+          method: koa.method,
+          access: route.access ?? 'session',
+          grant: this.tokens.verify(bearer ?? cookie),
+          viaCookie: !bearer,
+          origin: koa.get('origin') || undefined,
+          allowedOrigins: [`${koa.protocol}://${koa.host}`, ...this.config.allowedOrigins],
+          sessionId,
+          loginHint: 'open the login link printed at start',
+          originHint: 'add it to connection.allowedOrigins if it should',
+        })
       }
       let body: Buffer | undefined
       if (MUTATING.has(koa.method)) {
@@ -218,18 +221,6 @@ export class Connection extends Service {
       const coded = asTaskwardError(error)
       if (coded.code === 'INTERNAL') this.home.logger('connection').warn(error)
       return errorResponse(coded.code === 'INTERNAL' ? new TaskwardError('INTERNAL', 'Internal error; see the host log.') : coded)
-    }
-  }
-
-  private checkOrigin(koa: KoaContext, viaCookie: boolean) {
-    const origin = koa.get('origin')
-    if (!origin) {
-      if (viaCookie) throw new TaskwardError('FORBIDDEN', 'A browser request that changes something must carry an Origin header.')
-      return
-    }
-    const own = `${koa.protocol}://${koa.host}`
-    if (origin !== own && !this.config.allowedOrigins.includes(origin)) {
-      throw new TaskwardError('FORBIDDEN', `Origin ${origin} may not change anything here; add it to connection.allowedOrigins if it should.`)
     }
   }
 

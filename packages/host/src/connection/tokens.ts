@@ -1,7 +1,7 @@
-import { TaskwardError } from '@taskward/protocol'
+import { TaskwardError, type TokenGrant } from '@taskward/protocol'
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 
-export type TokenGrant = { kind: 'operator' } | { kind: 'session', sessionId: string }
+export type { TokenGrant }
 
 function digest(token: string) {
   return createHash('sha256').update(token).digest()
