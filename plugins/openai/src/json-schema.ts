@@ -110,9 +110,12 @@ function core(schema: Schema, seen: Set<Schema>): JsonSchema {
   }
 }
 
-/** A key the model must send: `.required()` without a default. */
+/**
+ * A key the model must send: `.required()`, default or not — schemastery refuses a required key that
+ * is missing even when it has a default (an array's is `[]`), so the model is told to send it.
+ */
 function isRequired(schema: Schema): boolean {
-  return !!schema.meta?.required && schema.meta.default === undefined
+  return !!schema.meta?.required
 }
 
 function requiredPrefix(list: Schema[]) {

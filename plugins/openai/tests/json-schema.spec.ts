@@ -14,12 +14,13 @@ function assertPlainJson(schema: JsonSchema, where: string) {
 }
 
 describe('schemastery → JSON Schema', () => {
-  it('objects: required keys are those marked required without a default; descriptions and defaults carried', () => {
+  it('objects: required keys are those marked required, with a default too (schemastery refuses them missing); descriptions and defaults carried', () => {
     const schema = Schema.object({
       name: Schema.string().required().description('Who.'),
       count: Schema.natural().default(3).description('How many.'),
       note: Schema.string(),
       strict: Schema.boolean().required().default(false),
+      ids: Schema.array(Schema.string()).required(),
     })
     expect(toJsonSchema(schema)).to.deep.equal({
       type: 'object',
@@ -28,9 +29,13 @@ describe('schemastery → JSON Schema', () => {
         count: { type: 'integer', minimum: 0, description: 'How many.', default: 3 },
         note: { type: 'string' },
         strict: { type: 'boolean', default: false },
+        ids: { type: 'array', items: { type: 'string' } },
       },
-      required: ['name'],
+      required: ['name', 'strict', 'ids'],
     })
+    // What the model is told it may leave out, schemastery accepts left out; what it must send, it refuses missing.
+    expect(schema({ name: 'x', strict: true, ids: [] })).to.include({ count: 3 })
+    for (const key of ['strict', 'ids']) expect(() => schema({ name: 'x', strict: true, ids: [], [key]: undefined } as any), key).to.throw(/missing required/)
   })
 
   it('strings, numbers and naturals keep their bounds, patterns and steps', () => {
