@@ -1,10 +1,10 @@
 import { expect } from 'chai'
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { OpenAIMock } from '@taskward/testkit'
+import { mockText, type MockReply, type MockRequest, type OpenAIMock } from '@taskward/testkit'
 import { useDsh, type DshHome, type DshWeb } from './dsh-host'
 import { carriedEvents, execute, replyJson, waitFor } from './dsh-api'
-import { contentOf, dshTaskPlayer } from './dsh-player'
+import { contentOf, currentTurn, dshTaskPlayer } from './dsh-player'
 
 /*
  * The recovery controller inside the real DSH host: a check configured in the bundle row's config runs
@@ -13,8 +13,10 @@ import { contentOf, dshTaskPlayer } from './dsh-player'
  */
 const ANSWER_CHECK = {
   id: 'answer',
-  argv: ['sh', '-c', 'test "$(cat answer.txt)" = right || { echo "wrong answer: $(cat answer.txt)"; exit 1; }'],
+  argv: ['sh', '-c', 'test "$(cat answer.txt)" = "$(cat expected.txt)" || { echo "wrong answer: $(cat answer.txt)"; exit 1; }'],
   timeoutMs: 20_000,
+  // What verifies the agent's work: it may read it (DSH's own read is read-only), never write it.
+  pin: ['expected.txt'],
 }
 const ONE_NODE_PLAN = { acceptanceCriteria: ['a.txt is written and the answer is right'], nodes: [{ id: 'a', title: 'write a' }] }
 
@@ -28,7 +30,7 @@ describe('recovery checks inside the real DSH host', function () {
   useDsh({
     player: dshTaskPlayer({ plan: ONE_NODE_PLAN as any }),
     workspace: 'recovery',
-    prepare: (dir) => writeFile(join(dir, 'answer.txt'), 'alpha'),
+    prepare: async (dir) => { await writeFile(join(dir, 'answer.txt'), 'alpha'); await writeFile(join(dir, 'expected.txt'), 'right') },
     config: { recovery: { checks: [ANSWER_CHECK], sandbox: 'bwrap' } },
   }, (dsh) => ({ model, home, web, workspace } = dsh))
 
@@ -64,6 +66,31 @@ describe('recovery checks inside the real DSH host', function () {
     // It read the session's directory.
     expect(failed[0].checks[0].outputExcerpt).to.match(/wrong answer: alpha/)
     expect(await readFile(join(workspace, 'a.txt'), 'utf8')).to.equal('a done\n')
+
+    // The agent reads the pinned expectation with DSH's own read (allowed: a read is not a write), then
+    // tries to write it with DSH's write and an absolute path, as DSH's tools take them: CHECK_PINNED.
+    const player = model.fallback as (request: MockRequest) => MockReply
+    let results: string[] | undefined
+    model.fallback = (request) => {
+      const { input, turn } = currentTurn(request.body.messages ?? [])
+      if (input !== 'Check the expected answer.') return player(request)
+      const tools = turn.filter((m) => m.role === 'tool').map(contentOf)
+      if (tools.length === 0) return { toolCalls: [{ name: 'read', args: { file_path: join(workspace, 'expected.txt') } }] }
+      if (tools.length === 1) return { toolCalls: [{ name: 'write', args: { file_path: join(workspace, 'expected.txt'), content: 'alpha' } }] }
+      results = tools
+      return mockText('Checked.')
+    }
+    try {
+      await web.api('session.prompt', { sessionId, mode: 'queue', content: [{ type: 'text', text: 'Check the expected answer.' }] })
+      await waitFor(() => !!results, 'the read and the write', 60_000)
+      const [read, write] = results!
+      expect(read).to.not.include('CHECK_PINNED')
+      expect(read).to.include('right')
+      expect(write).to.include('CHECK_PINNED')
+      expect(await readFile(join(workspace, 'expected.txt'), 'utf8')).to.equal('right')
+    } finally {
+      model.fallback = player
+    }
 
     // The answer fixed in the session's directory: the next request completes (after the reviewer's pass).
     await writeFile(join(workspace, 'answer.txt'), 'right')

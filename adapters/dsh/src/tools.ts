@@ -38,7 +38,17 @@ export interface ToolCall {
    */
   name: string
   args: unknown
-  tool?: ToolDef
+  /**
+   * The tool that runs: one of Taskward's, or DSH's own read-only `read`/`glob`/`grep` (as the session's
+   * agent preset registered them, tool-identity.ts) — guards read `readOnly`; undefined for any other.
+   */
+  tool?: ToolDef | DshReadOnlyTool
+}
+
+/** DSH's own read-only tool, as admission presents it to the guards (it has no Taskward definition). */
+export interface DshReadOnlyTool {
+  name: string
+  readOnly: true
 }
 
 type Decision = void | undefined | { allow: true } | { deny: { code: string, message: string, details?: Record<string, unknown> } }
@@ -194,8 +204,9 @@ export class DshToolsContract {
     }
     // What DSH will run: it resolves the name in the call's own scope (none for an agent-less sub-dispatch).
     const definition = resolvedDefinition(this.dsh, exec.name, exec.agent)
-    const tool = definition ? this.own.get(definition) : undefined
-    const call: ToolCall = { session: this.sessions.view(agent.session), agentId: agent.id, name: this.admittedName(exec.name, definition, tool), args: exec.arguments, tool }
+    const own = definition ? this.own.get(definition) : undefined
+    const tool = own ?? (this.isDshReadOnly(exec.name, definition) ? { name: exec.name, readOnly: true as const } : undefined)
+    const call: ToolCall = { session: this.sessions.view(agent.session), agentId: agent.id, name: this.admittedName(exec.name, definition, own), args: exec.arguments, tool }
     for (const guard of [...this.guards]) {
       try {
         const decision = await guard(call)
@@ -226,12 +237,17 @@ export class DshToolsContract {
     }
   }
 
+  /** DSH's own read-only tool of that name, as the session's agent preset registered it (not shadowed, not ours). */
+  private isDshReadOnly(name: string, definition: object | undefined): boolean {
+    return !!definition && !this.defs.has(name) && DSH_READ_ONLY_TOOLS.includes(name) && isDshReadOnly(this.dsh, name, definition)
+  }
+
   /** The name admission sees: the call's own, unless that name stands for another tool (see `ToolCall.name`). */
   private admittedName(name: string, definition: object | undefined, tool: ToolDef | undefined): string {
     if (tool) return name
     const claimed = this.defs.has(name) || DSH_READ_ONLY_TOOLS.includes(name)
     if (!claimed || !definition) return name
-    if (!this.defs.has(name) && isDshReadOnly(this.dsh, name, definition)) return name
+    if (this.isDshReadOnly(name, definition)) return name
     return `${name} (another DSH plugin's tool)`
   }
 }

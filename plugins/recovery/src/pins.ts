@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { createReadStream } from 'node:fs'
 import { lstat, readdir, readlink, realpath, stat } from 'node:fs/promises'
-import { join, posix, relative, sep } from 'node:path'
+import { isAbsolute, join, posix, relative, resolve, sep } from 'node:path'
 import type { Context } from 'cordis'
 import type { Session, ToolCall } from '@taskward/host'
 import {
@@ -110,10 +110,19 @@ async function existingRealPath(full: string): Promise<string> {
 
 /**
  * Where a tool would write, as workspace-relative paths: the path as written (normalized) and, when it
- * resolves through a symlink inside the workspace, the path it really names. Absolute and escaping
- * paths give nothing here (the file tools refuse them on their own).
+ * resolves through a symlink inside the workspace, the path it really names. An absolute path inside
+ * the workspace is judged as that workspace path; escaping paths give nothing here (the file tools
+ * refuse them on their own).
  */
 async function writtenPaths(cwd: string, path: string): Promise<string[]> {
+  if (isAbsolute(path)) {
+    // DSH's file tools take absolute paths: one inside the workspace (as given, or through the
+    // workspace's real path) is that workspace path; any other names nothing here.
+    const root = await realpath(cwd).catch(() => resolve(cwd))
+    const inside = [resolve(cwd), root].map((base) => relative(base, resolve(path))).find((rel) => rel !== '' && !rel.startsWith('..') && !isAbsolute(rel))
+    if (inside === undefined) return []
+    path = inside.split(sep).join('/')
+  }
   const lexical = workspaceRelative(path)
   if (lexical === undefined) return []
   const paths = [lexical]

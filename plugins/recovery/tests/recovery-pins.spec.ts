@@ -1,7 +1,7 @@
 import { expect } from 'chai'
 import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { readFile, rm, symlink, writeFile } from 'node:fs/promises'
+import { readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import Schema from 'schemastery'
 import { original, type Session } from '@taskward/host'
@@ -189,7 +189,10 @@ describe('recovery: pinned checks', function () {
   it('write tools refuse every spelling of a pinned path, new files under a pinned glob and writes through a symlink', async () => {
     const { session } = await readyTask(host, cwd)
     await ok(host, session, 'shell', { command: 'ln -s package.json alias.json' })
-    for (const path of ['package.json', './package.json', 'test/../package.json', 'test//helper.js', 'test/new.test.js', 'alias.json']) {
+    // Absolute spellings too, as DSH's file tools take them (inside the workspace, or through its real path).
+    const real = await realpath(cwd)
+    for (const path of ['package.json', './package.json', 'test/../package.json', 'test//helper.js', 'test/new.test.js', 'alias.json',
+      join(cwd, 'package.json'), join(real, 'test', 'answer.test.js'), join(cwd, 'test', '..', 'alias.json')]) {
       const outcome = await call(host, session, 'write', { path, content: 'x' })
       expect(outcome.error?.code, path).to.equal('CHECK_PINNED')
     }
