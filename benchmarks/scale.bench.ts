@@ -16,7 +16,11 @@
  *      RSS (peak while the tasks run) growth per live session (goal ≤ 1 MB).
  *
  * `npm run bench -- scale --profile`: a CPU profile of the host during the full set's throughput run,
- * top functions by self time. The machine may be shared: the load average is printed with the figures.
+ * top functions by self time, by the nearest project frame, by the chain of project frames, by package
+ * (inclusive), and what runs inside cordis by its caller. Throughput and flat runs also print the host's
+ * event-loop delay (p99, max): a synchronous stall delays every session at once. A task that pauses
+ * (e.g. a review fault) fails the run instead of leaving it waiting. The machine may be shared: the
+ * load average is printed with the figures.
  */
 import { spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
@@ -24,7 +28,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { performance } from 'node:perf_hooks'
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import { Session as Inspector } from 'node:inspector/promises'
 import OpenAI from 'openai'
 import { Logger } from 'cordis'
@@ -145,10 +149,14 @@ async function bootHost(set: PluginSet, baseURL: string, durability: 'fsync' | '
     appends++
     if (event.type === RECORD_EVENT_TYPE) waiters.get(session.id)?.()
   })
-  const phase = async (session: Session) => (await host.ctx.supervisor.state(session)).current?.phase
   const reached = (session: Session, wanted: string) => new Promise<void>((resolve, reject) => {
-    const check = () => phase(session).then((now) => {
-      if (now !== wanted) return
+    const check = () => host.ctx.supervisor.state(session).then(({ current }) => {
+      // A paused task waits for a person: fail the run loudly instead of waiting for ever.
+      if (current?.phase === 'paused' && wanted !== 'paused') {
+        waiters.delete(session.id)
+        return reject(new Error(`a task paused (${current.pauseReason}) instead of reaching ${wanted}: the figures of this run are void`))
+      }
+      if (current?.phase !== wanted) return
       waiters.delete(session.id)
       resolve()
     }, reject)
@@ -178,16 +186,22 @@ async function bootHost(set: PluginSet, baseURL: string, durability: 'fsync' | '
   }
 }
 
-/** `count` tasks at once; resolves with the wall time and the peak RSS while they ran. */
+/**
+ * `count` tasks at once; resolves with the wall time, the peak RSS while they ran, and the host's
+ * event-loop delay (p99 and max, ms): a stall there delays every session's next request at once.
+ */
 async function runTasks(host: Awaited<ReturnType<typeof bootHost>>, count: number) {
   let peak = process.memoryUsage().rss
   const sampler = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss) }, 100)
+  const delay = monitorEventLoopDelay({ resolution: 10 })
+  delay.enable()
   const started = performance.now()
   const cwds = await Promise.all(Array.from({ length: count }, () => host.runTask()))
   const wall = performance.now() - started
+  delay.disable()
   clearInterval(sampler)
   await Promise.all(cwds.map((cwd) => removeTree(cwd)))
-  return { wall, peak }
+  return { wall, peak, loopDelay: { p99: delay.percentile(99) / 1e6, max: delay.max / 1e6 } }
 }
 
 // ---- the bare loop: the same SDK, the same requests, no host ----
@@ -206,7 +220,7 @@ async function bareLoop(baseURL: string, bodies: any[], loops: number) {
 
 // ---- the CPU profile ----
 
-async function profiled<T>(run: () => Promise<T>): Promise<{ result: T, top: string[], callers: string[] }> {
+async function profiled<T>(run: () => Promise<T>): Promise<{ result: T, top: string[], callers: string[], chains: string[], packages: string[], cordis: string[] }> {
   const inspector = new Inspector()
   inspector.connect()
   await inspector.post('Profiler.enable')
@@ -231,7 +245,37 @@ async function profiled<T>(run: () => Promise<T>): Promise<{ result: T, top: str
     }
     return '(no project frame)'
   }
+  const packageOf = (url: string) => /\/((?:packages|plugins)\/[^/]+)\//.exec(url.includes('node_modules') ? '' : url)?.[1]
+  /**
+   * The project frames above a sample, nearest first (`fn package` each, at most 5): which path of our
+   * code a library cost belongs to. And every package on the stack (inclusive cost).
+   */
+  const chainOf = (id: number) => {
+    const chain: string[] = []
+    const packages = new Set<string>()
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const frame = byId.get(at)!.callFrame
+      const pkg = packageOf(frame.url)
+      if (!pkg) continue
+      packages.add(pkg)
+      const step = `${frame.functionName || '(anonymous)'} ${pkg}`
+      if (chain.length < 5 && chain.at(-1) !== step) chain.push(step)
+    }
+    return { chain: chain.join(' < ') || '(no project frame)', packages }
+  }
+  /** Whether a sample is inside cordis (its context getters and tracing proxies cost a stack capture each). */
+  const insideCordis = (id: number) => {
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const { url } = byId.get(at)!.callFrame
+      if (url.includes('/@cordisjs/') || url.includes('/cordis/')) return true
+      if (packageOf(url)) return false
+    }
+    return false
+  }
+  const byCordisCaller = new Map<string, number>()
   const byCaller = new Map<string, number>()
+  const byChain = new Map<string, number>()
+  const byPackage = new Map<string, number>()
   const counts = new Map<number, number>()
   for (const sample of profile.samples ?? []) counts.set(sample, (counts.get(sample) ?? 0) + 1)
   let total = 0
@@ -240,11 +284,15 @@ async function profiled<T>(run: () => Promise<T>): Promise<{ result: T, top: str
     self.set(name, (self.get(name) ?? 0) + hits)
     const caller = ours(id)
     byCaller.set(caller, (byCaller.get(caller) ?? 0) + hits)
+    const { chain, packages } = chainOf(id)
+    byChain.set(chain, (byChain.get(chain) ?? 0) + hits)
+    if (insideCordis(id)) byCordisCaller.set(caller, (byCordisCaller.get(caller) ?? 0) + hits)
+    for (const pkg of packages) byPackage.set(pkg, (byPackage.get(pkg) ?? 0) + hits)
     total += hits
   }
   const format = (entries: Map<string, number>, count: number) => [...entries].sort((a, b) => b[1] - a[1]).slice(0, count)
     .map(([name, hits]) => `${(100 * hits / total).toFixed(1).padStart(5)} %  ${name}`)
-  return { result, top: format(self, 25), callers: format(byCaller, 25) }
+  return { result, top: format(self, 25), callers: format(byCaller, 25), chains: format(byChain, 30), packages: format(byPackage, 20), cordis: format(byCordisCaller, 15) }
 }
 
 // ---- the run ----
@@ -294,6 +342,9 @@ try {
   // 2. Throughput: the bare loop, the kernel + supervisor set, the full set.
   let profileTop: string[] | undefined
   let profileCallers: string[] | undefined
+  let profileChains: string[] | undefined
+  let profilePackages: string[] | undefined
+  let profileCordis: string[] | undefined
   {
     // The requests of one task of the full set, as the bare loop's script.
     const capture = await bootHost('full', endpoint.baseURL)
@@ -319,25 +370,30 @@ try {
       await endpoint.stats()
       const cpuBefore = process.cpuUsage()
       const run = () => runTasks(host, SESSIONS)
-      let wall: number
+      let ran: Awaited<ReturnType<typeof run>>
       if (profile) {
-        const { result, top, callers } = await profiled(run)
-        wall = result.wall
+        const { result, top, callers, chains, packages, cordis } = await profiled(run)
+        profileCordis = cordis
+        ran = result
         profileTop = top
         profileCallers = callers
+        profileChains = chains
+        profilePackages = packages
       } else {
-        wall = (await run()).wall
+        ran = await run()
       }
+      const { wall, loopDelay } = ran
       const cpu = process.cpuUsage(cpuBefore)
       const steps = (await endpoint.stats()).served
       await host.dispose()
-      return { rate: steps / (wall / 1000), cpuPerStep: (cpu.user + cpu.system) / 1000 / steps, steps }
+      return { rate: steps / (wall / 1000), cpuPerStep: (cpu.user + cpu.system) / 1000 / steps, steps, loopDelay }
     }
     const kernel = await rate('kernel+supervisor', false)
     const full = await rate('full', PROFILE)
     row(`steps/s, ${SESSIONS} concurrent one-node tasks, full set (cordis.yml)`, `${full.rate.toFixed(0)} steps/s (${full.steps} steps)`, `${bareRate.toFixed(0)} steps/s bare loop (same SDK and requests, no host)`, `${(full.rate / bareRate).toFixed(2)}x (goal ≥ 0.5x)`)
     row(`steps/s, ${SESSIONS} concurrent, full set vs kernel+supervisor`, `${full.rate.toFixed(0)} steps/s`, `${kernel.rate.toFixed(0)} steps/s kernel+supervisor`, `${(full.rate / kernel.rate).toFixed(2)}x (goal ≥ 0.9x)`)
     row(`host CPU per model step, ${SESSIONS} concurrent`, `${ms(full.cpuPerStep)} full set`, `${ms(kernel.cpuPerStep)} kernel+supervisor`, '')
+    row(`host event-loop delay p99 / max, ${SESSIONS} concurrent`, `${ms(full.loopDelay.p99)} / ${ms(full.loopDelay.max)} full set`, `${ms(kernel.loopDelay.p99)} / ${ms(kernel.loopDelay.max)} kernel+supervisor`, '')
     goals.check('full plugin set vs a bare loop', full.rate / bareRate >= 0.5, `${(full.rate / bareRate).toFixed(2)}x, goal >= 0.5x (${full.rate.toFixed(0)} vs ${bareRate.toFixed(0)} steps/s)`)
     goals.check('full plugin set vs kernel+supervisor', full.rate / kernel.rate >= 0.9, `${(full.rate / kernel.rate).toFixed(2)}x, goal >= 0.9x (${full.rate.toFixed(0)} vs ${kernel.rate.toFixed(0)} steps/s)`)
   }
@@ -345,20 +401,22 @@ try {
   // 3. Flat per-session cost: a slow endpoint, more and more sessions.
   {
     await endpoint.send(`delay ${DELAY_MS}`)
-    const flat: { sessions: number, p50: number, p99: number, peak: number, rate: number }[] = []
+    const flat: { sessions: number, p50: number, p99: number, peak: number, rate: number, loopDelay: { p99: number, max: number } }[] = []
     for (const sessions of FLAT) {
       const host = await bootHost('full', endpoint.baseURL)
       await removeTree(await host.runTask())
       await endpoint.stats()
-      const { wall, peak } = await runTasks(host, sessions)
+      const { wall, peak, loopDelay } = await runTasks(host, sessions)
       const stats = await endpoint.stats()
       await host.dispose()
-      flat.push({ sessions, p50: quantile(stats.inTurn, 0.5), p99: quantile(stats.inTurn, 0.99), peak, rate: stats.served / (wall / 1000) })
+      flat.push({ sessions, p50: quantile(stats.inTurn, 0.5), p99: quantile(stats.inTurn, 0.99), peak, rate: stats.served / (wall / 1000), loopDelay })
     }
     await endpoint.send('delay 0')
     const one = flat.find((entry) => entry.sessions === 1) ?? flat[0]
     for (const entry of flat) {
-      row(`endpoint ${DELAY_MS} ms/step, ${entry.sessions} sessions: in-turn gap p50 / p99, host RSS peak`, `${ms(entry.p50)} / ${ms(entry.p99)}, ${mb(entry.peak)}`, `${ms(one.p99)} p99 at ${one.sessions}`, `${(entry.p99 / one.p99).toFixed(2)}x, ${entry.rate.toFixed(0)} steps/s`)
+      row(`endpoint ${DELAY_MS} ms/step, ${entry.sessions} sessions: in-turn gap p50 / p99, host RSS peak, event-loop delay p99 / max`,
+        `${ms(entry.p50)} / ${ms(entry.p99)}, ${mb(entry.peak)}, loop ${ms(entry.loopDelay.p99)} / ${ms(entry.loopDelay.max)}`,
+        `${ms(one.p99)} p99 at ${one.sessions}`, `${(entry.p99 / one.p99).toFixed(2)}x, ${entry.rate.toFixed(0)} steps/s`)
       if (entry.sessions >= 50) goals.check(`in-turn gap p99 at ${entry.sessions} sessions vs ${one.sessions}`, entry.p99 / one.p99 <= 3, `${(entry.p99 / one.p99).toFixed(2)}x, goal <= 3x (${ms(entry.p99)} vs ${ms(one.p99)})`)
     }
     const most = flat.reduce((a, b) => b.sessions > a.sessions ? b : a)
@@ -377,6 +435,12 @@ try {
     for (const line of profileTop) console.log('  ' + line)
     console.log('the same samples by the nearest frame of the project\'s own code (what pays for the library time):')
     for (const line of profileCallers ?? []) console.log('  ' + line)
+    console.log('the same samples by the chain of project frames above them (nearest first):')
+    for (const line of profileChains ?? []) console.log('  ' + line)
+    console.log('inclusive, by package on the stack (a sample counts for every package it passed through):')
+    for (const line of profilePackages ?? []) console.log('  ' + line)
+    console.log('samples inside cordis (context getters, tracing proxies, events), by the project frame that called in:')
+    for (const line of profileCordis ?? []) console.log('  ' + line)
   }
   goals.report()
 } finally {
