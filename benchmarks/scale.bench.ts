@@ -61,6 +61,8 @@ if (FLAT.some((n) => !Number.isSafeInteger(n) || n <= 0) || !FLAT.length) {
   process.exit(1)
 }
 const PROFILE = process.argv.includes('--profile')
+/** SCALE_PROFILE_FLAT=<sessions>: also profile the flat run with that many sessions (its longest stretches). */
+const PROFILE_FLAT = process.env.SCALE_PROFILE_FLAT ? number('SCALE_PROFILE_FLAT', 50) : undefined
 
 const quantile = (values: number[], q: number) => {
   if (!values.length) return NaN
@@ -220,7 +222,7 @@ async function bareLoop(baseURL: string, bodies: any[], loops: number) {
 
 // ---- the CPU profile ----
 
-async function profiled<T>(run: () => Promise<T>): Promise<{ result: T, top: string[], callers: string[], chains: string[], packages: string[], cordis: string[] }> {
+async function profiled<T>(run: () => Promise<T>): Promise<{ result: T, top: string[], callers: string[], chains: string[], packages: string[], cordis: string[], longest: string[] }> {
   const inspector = new Inspector()
   inspector.connect()
   await inspector.post('Profiler.enable')
@@ -292,7 +294,40 @@ async function profiled<T>(run: () => Promise<T>): Promise<{ result: T, top: str
   }
   const format = (entries: Map<string, number>, count: number) => [...entries].sort((a, b) => b[1] - a[1]).slice(0, count)
     .map(([name, hits]) => `${(100 * hits / total).toFixed(1).padStart(5)} %  ${name}`)
-  return { result, top: format(self, 25), callers: format(byCaller, 25), chains: format(byChain, 30), packages: format(byPackage, 20), cordis: format(byCordisCaller, 15) }
+  return {
+    result, top: format(self, 25), callers: format(byCaller, 25), chains: format(byChain, 30), packages: format(byPackage, 20), cordis: format(byCordisCaller, 15),
+    longest: longestTasks(profile, byId, (id) => ours(id)),
+  }
+}
+
+/**
+ * The longest stretches of the main thread without a break (no idle sample), as the samples show
+ * them: each stretch's length and the project frames it spent most samples under. A synchronous task
+ * that long delays every session's next step at once.
+ */
+function longestTasks(profile: any, byId: Map<number, any>, ours: (id: number) => string): string[] {
+  const samples: number[] = profile.samples ?? []
+  const deltas: number[] = profile.timeDeltas ?? []
+  const idle = (id: number) => ['(idle)', '(program)'].includes(byId.get(id)!.callFrame.functionName)
+  const stretches: { ms: number, frames: Map<string, number> }[] = []
+  let current: { ms: number, frames: Map<string, number> } | undefined
+  for (let i = 0; i < samples.length; i++) {
+    const ms = (deltas[i + 1] ?? 0) / 1000
+    if (idle(samples[i])) {
+      if (current) stretches.push(current)
+      current = undefined
+      continue
+    }
+    current ??= { ms: 0, frames: new Map() }
+    current.ms += ms
+    const frame = ours(samples[i])
+    current.frames.set(frame, (current.frames.get(frame) ?? 0) + 1)
+  }
+  if (current) stretches.push(current)
+  return stretches.sort((a, b) => b.ms - a.ms).slice(0, 8).map(({ ms, frames }) => {
+    const top = [...frames].sort((a, b) => b[1] - a[1]).slice(0, 3).map(([frame, hits]) => `${frame} (${hits})`).join(', ')
+    return `${ms.toFixed(1).padStart(7)} ms  ${top}`
+  })
 }
 
 // ---- the run ----
@@ -345,6 +380,8 @@ try {
   let profileChains: string[] | undefined
   let profilePackages: string[] | undefined
   let profileCordis: string[] | undefined
+  let profileLongest: string[] | undefined
+  let flatLongest: string[] | undefined
   {
     // The requests of one task of the full set, as the bare loop's script.
     const capture = await bootHost('full', endpoint.baseURL)
@@ -372,8 +409,9 @@ try {
       const run = () => runTasks(host, SESSIONS)
       let ran: Awaited<ReturnType<typeof run>>
       if (profile) {
-        const { result, top, callers, chains, packages, cordis } = await profiled(run)
+        const { result, top, callers, chains, packages, cordis, longest } = await profiled(run)
         profileCordis = cordis
+        profileLongest = longest
         ran = result
         profileTop = top
         profileCallers = callers
@@ -388,8 +426,10 @@ try {
       await host.dispose()
       return { rate: steps / (wall / 1000), cpuPerStep: (cpu.user + cpu.system) / 1000 / steps, steps, loopDelay }
     }
-    const kernel = await rate('kernel+supervisor', false)
-    const full = await rate('full', PROFILE)
+    // SCALE_PROFILE_SET=kernel+supervisor profiles the baseline set instead (to set the two side by side).
+    const profiledSet: PluginSet = process.env.SCALE_PROFILE_SET === 'kernel+supervisor' ? 'kernel+supervisor' : 'full'
+    const kernel = await rate('kernel+supervisor', PROFILE && profiledSet === 'kernel+supervisor')
+    const full = await rate('full', PROFILE && profiledSet === 'full')
     row(`steps/s, ${SESSIONS} concurrent one-node tasks, full set (cordis.yml)`, `${full.rate.toFixed(0)} steps/s (${full.steps} steps)`, `${bareRate.toFixed(0)} steps/s bare loop (same SDK and requests, no host)`, `${(full.rate / bareRate).toFixed(2)}x (goal ≥ 0.5x)`)
     row(`steps/s, ${SESSIONS} concurrent, full set vs kernel+supervisor`, `${full.rate.toFixed(0)} steps/s`, `${kernel.rate.toFixed(0)} steps/s kernel+supervisor`, `${(full.rate / kernel.rate).toFixed(2)}x (goal ≥ 0.9x)`)
     row(`host CPU per model step, ${SESSIONS} concurrent`, `${ms(full.cpuPerStep)} full set`, `${ms(kernel.cpuPerStep)} kernel+supervisor`, '')
@@ -406,7 +446,16 @@ try {
       const host = await bootHost('full', endpoint.baseURL)
       await removeTree(await host.runTask())
       await endpoint.stats()
-      const { wall, peak, loopDelay } = await runTasks(host, sessions)
+      const run = () => runTasks(host, sessions)
+      let ran: Awaited<ReturnType<typeof run>>
+      if (PROFILE_FLAT === sessions) {
+        const profile = await profiled(run)
+        ran = profile.result
+        flatLongest = profile.longest
+      } else {
+        ran = await run()
+      }
+      const { wall, peak, loopDelay } = ran
       const stats = await endpoint.stats()
       await host.dispose()
       flat.push({ sessions, p50: quantile(stats.inTurn, 0.5), p99: quantile(stats.inTurn, 0.99), peak, rate: stats.served / (wall / 1000), loopDelay })
@@ -431,7 +480,7 @@ try {
   for (const cells of rows) console.log(cells.map((cell, c) => (cell ?? '').padEnd(widths[c])).join('  '))
   console.log(`load average at end: ${load()}`)
   if (profileTop) {
-    console.log(`top self time, host process, full set, ${SESSIONS} concurrent tasks:`)
+    console.log(`top self time, host process, ${process.env.SCALE_PROFILE_SET === 'kernel+supervisor' ? 'kernel+supervisor' : 'full'} set, ${SESSIONS} concurrent tasks:`)
     for (const line of profileTop) console.log('  ' + line)
     console.log('the same samples by the nearest frame of the project\'s own code (what pays for the library time):')
     for (const line of profileCallers ?? []) console.log('  ' + line)
@@ -441,6 +490,12 @@ try {
     for (const line of profilePackages ?? []) console.log('  ' + line)
     console.log('samples inside cordis (context getters, tracing proxies, events), by the project frame that called in:')
     for (const line of profileCordis ?? []) console.log('  ' + line)
+    console.log('the longest stretches without an idle sample (the project frames most under them):')
+    for (const line of profileLongest ?? []) console.log('  ' + line)
+  }
+  if (flatLongest) {
+    console.log(`the longest stretches without an idle sample, endpoint ${DELAY_MS} ms/step, ${PROFILE_FLAT} sessions:`)
+    for (const line of flatLongest) console.log('  ' + line)
   }
   goals.report()
 } finally {
