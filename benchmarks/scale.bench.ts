@@ -16,7 +16,11 @@
  *      RSS (peak while the tasks run) growth per live session (goal ≤ 1 MB).
  *
  * `npm run bench -- scale --profile`: a CPU profile of the host during the full set's throughput run,
- * top functions by self time. The machine may be shared: the load average is printed with the figures.
+ * top functions by self time, by the nearest project frame, by the chain of project frames, by package
+ * (inclusive), and what runs inside cordis by its caller. Throughput and flat runs also print the host's
+ * event-loop delay (p99, max): a synchronous stall delays every session at once. A task that pauses
+ * (e.g. a review fault) fails the run instead of leaving it waiting. The machine may be shared: the
+ * load average is printed with the figures.
  */
 import { spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
@@ -24,7 +28,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { performance } from 'node:perf_hooks'
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import { Session as Inspector } from 'node:inspector/promises'
 import OpenAI from 'openai'
 import { Logger } from 'cordis'
@@ -57,6 +61,8 @@ if (FLAT.some((n) => !Number.isSafeInteger(n) || n <= 0) || !FLAT.length) {
   process.exit(1)
 }
 const PROFILE = process.argv.includes('--profile')
+/** SCALE_PROFILE_FLAT=<sessions>: also profile the flat run with that many sessions (its longest stretches). */
+const PROFILE_FLAT = process.env.SCALE_PROFILE_FLAT ? number('SCALE_PROFILE_FLAT', 50) : undefined
 
 const quantile = (values: number[], q: number) => {
   if (!values.length) return NaN
@@ -145,10 +151,14 @@ async function bootHost(set: PluginSet, baseURL: string, durability: 'fsync' | '
     appends++
     if (event.type === RECORD_EVENT_TYPE) waiters.get(session.id)?.()
   })
-  const phase = async (session: Session) => (await host.ctx.supervisor.state(session)).current?.phase
   const reached = (session: Session, wanted: string) => new Promise<void>((resolve, reject) => {
-    const check = () => phase(session).then((now) => {
-      if (now !== wanted) return
+    const check = () => host.ctx.supervisor.state(session).then(({ current }) => {
+      // A paused task waits for a person: fail the run loudly instead of waiting for ever.
+      if (current?.phase === 'paused' && wanted !== 'paused') {
+        waiters.delete(session.id)
+        return reject(new Error(`a task paused (${current.pauseReason}) instead of reaching ${wanted}: the figures of this run are void`))
+      }
+      if (current?.phase !== wanted) return
       waiters.delete(session.id)
       resolve()
     }, reject)
@@ -178,16 +188,22 @@ async function bootHost(set: PluginSet, baseURL: string, durability: 'fsync' | '
   }
 }
 
-/** `count` tasks at once; resolves with the wall time and the peak RSS while they ran. */
+/**
+ * `count` tasks at once; resolves with the wall time, the peak RSS while they ran, and the host's
+ * event-loop delay (p99 and max, ms): a stall there delays every session's next request at once.
+ */
 async function runTasks(host: Awaited<ReturnType<typeof bootHost>>, count: number) {
   let peak = process.memoryUsage().rss
   const sampler = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss) }, 100)
+  const delay = monitorEventLoopDelay({ resolution: 10 })
+  delay.enable()
   const started = performance.now()
   const cwds = await Promise.all(Array.from({ length: count }, () => host.runTask()))
   const wall = performance.now() - started
+  delay.disable()
   clearInterval(sampler)
   await Promise.all(cwds.map((cwd) => removeTree(cwd)))
-  return { wall, peak }
+  return { wall, peak, loopDelay: { p99: delay.percentile(99) / 1e6, max: delay.max / 1e6 } }
 }
 
 // ---- the bare loop: the same SDK, the same requests, no host ----
@@ -206,7 +222,7 @@ async function bareLoop(baseURL: string, bodies: any[], loops: number) {
 
 // ---- the CPU profile ----
 
-async function profiled<T>(run: () => Promise<T>): Promise<{ result: T, top: string[], callers: string[] }> {
+async function profiled<T>(run: () => Promise<T>): Promise<{ result: T, top: string[], callers: string[], chains: string[], packages: string[], cordis: string[], longest: string[] }> {
   const inspector = new Inspector()
   inspector.connect()
   await inspector.post('Profiler.enable')
@@ -231,7 +247,37 @@ async function profiled<T>(run: () => Promise<T>): Promise<{ result: T, top: str
     }
     return '(no project frame)'
   }
+  const packageOf = (url: string) => /\/((?:packages|plugins)\/[^/]+)\//.exec(url.includes('node_modules') ? '' : url)?.[1]
+  /**
+   * The project frames above a sample, nearest first (`fn package` each, at most 5): which path of our
+   * code a library cost belongs to. And every package on the stack (inclusive cost).
+   */
+  const chainOf = (id: number) => {
+    const chain: string[] = []
+    const packages = new Set<string>()
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const frame = byId.get(at)!.callFrame
+      const pkg = packageOf(frame.url)
+      if (!pkg) continue
+      packages.add(pkg)
+      const step = `${frame.functionName || '(anonymous)'} ${pkg}`
+      if (chain.length < 5 && chain.at(-1) !== step) chain.push(step)
+    }
+    return { chain: chain.join(' < ') || '(no project frame)', packages }
+  }
+  /** Whether a sample is inside cordis (its context getters and tracing proxies cost a stack capture each). */
+  const insideCordis = (id: number) => {
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const { url } = byId.get(at)!.callFrame
+      if (url.includes('/@cordisjs/') || url.includes('/cordis/')) return true
+      if (packageOf(url)) return false
+    }
+    return false
+  }
+  const byCordisCaller = new Map<string, number>()
   const byCaller = new Map<string, number>()
+  const byChain = new Map<string, number>()
+  const byPackage = new Map<string, number>()
   const counts = new Map<number, number>()
   for (const sample of profile.samples ?? []) counts.set(sample, (counts.get(sample) ?? 0) + 1)
   let total = 0
@@ -240,11 +286,48 @@ async function profiled<T>(run: () => Promise<T>): Promise<{ result: T, top: str
     self.set(name, (self.get(name) ?? 0) + hits)
     const caller = ours(id)
     byCaller.set(caller, (byCaller.get(caller) ?? 0) + hits)
+    const { chain, packages } = chainOf(id)
+    byChain.set(chain, (byChain.get(chain) ?? 0) + hits)
+    if (insideCordis(id)) byCordisCaller.set(caller, (byCordisCaller.get(caller) ?? 0) + hits)
+    for (const pkg of packages) byPackage.set(pkg, (byPackage.get(pkg) ?? 0) + hits)
     total += hits
   }
   const format = (entries: Map<string, number>, count: number) => [...entries].sort((a, b) => b[1] - a[1]).slice(0, count)
     .map(([name, hits]) => `${(100 * hits / total).toFixed(1).padStart(5)} %  ${name}`)
-  return { result, top: format(self, 25), callers: format(byCaller, 25) }
+  return {
+    result, top: format(self, 25), callers: format(byCaller, 25), chains: format(byChain, 30), packages: format(byPackage, 20), cordis: format(byCordisCaller, 15),
+    longest: longestTasks(profile, byId, (id) => ours(id)),
+  }
+}
+
+/**
+ * The longest stretches of the main thread without a break (no idle sample), as the samples show
+ * them: each stretch's length and the project frames it spent most samples under. A synchronous task
+ * that long delays every session's next step at once.
+ */
+function longestTasks(profile: any, byId: Map<number, any>, ours: (id: number) => string): string[] {
+  const samples: number[] = profile.samples ?? []
+  const deltas: number[] = profile.timeDeltas ?? []
+  const idle = (id: number) => ['(idle)', '(program)'].includes(byId.get(id)!.callFrame.functionName)
+  const stretches: { ms: number, frames: Map<string, number> }[] = []
+  let current: { ms: number, frames: Map<string, number> } | undefined
+  for (let i = 0; i < samples.length; i++) {
+    const ms = (deltas[i + 1] ?? 0) / 1000
+    if (idle(samples[i])) {
+      if (current) stretches.push(current)
+      current = undefined
+      continue
+    }
+    current ??= { ms: 0, frames: new Map() }
+    current.ms += ms
+    const frame = ours(samples[i])
+    current.frames.set(frame, (current.frames.get(frame) ?? 0) + 1)
+  }
+  if (current) stretches.push(current)
+  return stretches.sort((a, b) => b.ms - a.ms).slice(0, 8).map(({ ms, frames }) => {
+    const top = [...frames].sort((a, b) => b[1] - a[1]).slice(0, 3).map(([frame, hits]) => `${frame} (${hits})`).join(', ')
+    return `${ms.toFixed(1).padStart(7)} ms  ${top}`
+  })
 }
 
 // ---- the run ----
@@ -294,6 +377,11 @@ try {
   // 2. Throughput: the bare loop, the kernel + supervisor set, the full set.
   let profileTop: string[] | undefined
   let profileCallers: string[] | undefined
+  let profileChains: string[] | undefined
+  let profilePackages: string[] | undefined
+  let profileCordis: string[] | undefined
+  let profileLongest: string[] | undefined
+  let flatLongest: string[] | undefined
   {
     // The requests of one task of the full set, as the bare loop's script.
     const capture = await bootHost('full', endpoint.baseURL)
@@ -319,25 +407,33 @@ try {
       await endpoint.stats()
       const cpuBefore = process.cpuUsage()
       const run = () => runTasks(host, SESSIONS)
-      let wall: number
+      let ran: Awaited<ReturnType<typeof run>>
       if (profile) {
-        const { result, top, callers } = await profiled(run)
-        wall = result.wall
+        const { result, top, callers, chains, packages, cordis, longest } = await profiled(run)
+        profileCordis = cordis
+        profileLongest = longest
+        ran = result
         profileTop = top
         profileCallers = callers
+        profileChains = chains
+        profilePackages = packages
       } else {
-        wall = (await run()).wall
+        ran = await run()
       }
+      const { wall, loopDelay } = ran
       const cpu = process.cpuUsage(cpuBefore)
       const steps = (await endpoint.stats()).served
       await host.dispose()
-      return { rate: steps / (wall / 1000), cpuPerStep: (cpu.user + cpu.system) / 1000 / steps, steps }
+      return { rate: steps / (wall / 1000), cpuPerStep: (cpu.user + cpu.system) / 1000 / steps, steps, loopDelay }
     }
-    const kernel = await rate('kernel+supervisor', false)
-    const full = await rate('full', PROFILE)
+    // SCALE_PROFILE_SET=kernel+supervisor profiles the baseline set instead (to set the two side by side).
+    const profiledSet: PluginSet = process.env.SCALE_PROFILE_SET === 'kernel+supervisor' ? 'kernel+supervisor' : 'full'
+    const kernel = await rate('kernel+supervisor', PROFILE && profiledSet === 'kernel+supervisor')
+    const full = await rate('full', PROFILE && profiledSet === 'full')
     row(`steps/s, ${SESSIONS} concurrent one-node tasks, full set (cordis.yml)`, `${full.rate.toFixed(0)} steps/s (${full.steps} steps)`, `${bareRate.toFixed(0)} steps/s bare loop (same SDK and requests, no host)`, `${(full.rate / bareRate).toFixed(2)}x (goal ≥ 0.5x)`)
     row(`steps/s, ${SESSIONS} concurrent, full set vs kernel+supervisor`, `${full.rate.toFixed(0)} steps/s`, `${kernel.rate.toFixed(0)} steps/s kernel+supervisor`, `${(full.rate / kernel.rate).toFixed(2)}x (goal ≥ 0.9x)`)
     row(`host CPU per model step, ${SESSIONS} concurrent`, `${ms(full.cpuPerStep)} full set`, `${ms(kernel.cpuPerStep)} kernel+supervisor`, '')
+    row(`host event-loop delay p99 / max, ${SESSIONS} concurrent`, `${ms(full.loopDelay.p99)} / ${ms(full.loopDelay.max)} full set`, `${ms(kernel.loopDelay.p99)} / ${ms(kernel.loopDelay.max)} kernel+supervisor`, '')
     goals.check('full plugin set vs a bare loop', full.rate / bareRate >= 0.5, `${(full.rate / bareRate).toFixed(2)}x, goal >= 0.5x (${full.rate.toFixed(0)} vs ${bareRate.toFixed(0)} steps/s)`)
     goals.check('full plugin set vs kernel+supervisor', full.rate / kernel.rate >= 0.9, `${(full.rate / kernel.rate).toFixed(2)}x, goal >= 0.9x (${full.rate.toFixed(0)} vs ${kernel.rate.toFixed(0)} steps/s)`)
   }
@@ -345,20 +441,31 @@ try {
   // 3. Flat per-session cost: a slow endpoint, more and more sessions.
   {
     await endpoint.send(`delay ${DELAY_MS}`)
-    const flat: { sessions: number, p50: number, p99: number, peak: number, rate: number }[] = []
+    const flat: { sessions: number, p50: number, p99: number, peak: number, rate: number, loopDelay: { p99: number, max: number } }[] = []
     for (const sessions of FLAT) {
       const host = await bootHost('full', endpoint.baseURL)
       await removeTree(await host.runTask())
       await endpoint.stats()
-      const { wall, peak } = await runTasks(host, sessions)
+      const run = () => runTasks(host, sessions)
+      let ran: Awaited<ReturnType<typeof run>>
+      if (PROFILE_FLAT === sessions) {
+        const profile = await profiled(run)
+        ran = profile.result
+        flatLongest = profile.longest
+      } else {
+        ran = await run()
+      }
+      const { wall, peak, loopDelay } = ran
       const stats = await endpoint.stats()
       await host.dispose()
-      flat.push({ sessions, p50: quantile(stats.inTurn, 0.5), p99: quantile(stats.inTurn, 0.99), peak, rate: stats.served / (wall / 1000) })
+      flat.push({ sessions, p50: quantile(stats.inTurn, 0.5), p99: quantile(stats.inTurn, 0.99), peak, rate: stats.served / (wall / 1000), loopDelay })
     }
     await endpoint.send('delay 0')
     const one = flat.find((entry) => entry.sessions === 1) ?? flat[0]
     for (const entry of flat) {
-      row(`endpoint ${DELAY_MS} ms/step, ${entry.sessions} sessions: in-turn gap p50 / p99, host RSS peak`, `${ms(entry.p50)} / ${ms(entry.p99)}, ${mb(entry.peak)}`, `${ms(one.p99)} p99 at ${one.sessions}`, `${(entry.p99 / one.p99).toFixed(2)}x, ${entry.rate.toFixed(0)} steps/s`)
+      row(`endpoint ${DELAY_MS} ms/step, ${entry.sessions} sessions: in-turn gap p50 / p99, host RSS peak, event-loop delay p99 / max`,
+        `${ms(entry.p50)} / ${ms(entry.p99)}, ${mb(entry.peak)}, loop ${ms(entry.loopDelay.p99)} / ${ms(entry.loopDelay.max)}`,
+        `${ms(one.p99)} p99 at ${one.sessions}`, `${(entry.p99 / one.p99).toFixed(2)}x, ${entry.rate.toFixed(0)} steps/s`)
       if (entry.sessions >= 50) goals.check(`in-turn gap p99 at ${entry.sessions} sessions vs ${one.sessions}`, entry.p99 / one.p99 <= 3, `${(entry.p99 / one.p99).toFixed(2)}x, goal <= 3x (${ms(entry.p99)} vs ${ms(one.p99)})`)
     }
     const most = flat.reduce((a, b) => b.sessions > a.sessions ? b : a)
@@ -373,10 +480,22 @@ try {
   for (const cells of rows) console.log(cells.map((cell, c) => (cell ?? '').padEnd(widths[c])).join('  '))
   console.log(`load average at end: ${load()}`)
   if (profileTop) {
-    console.log(`top self time, host process, full set, ${SESSIONS} concurrent tasks:`)
+    console.log(`top self time, host process, ${process.env.SCALE_PROFILE_SET === 'kernel+supervisor' ? 'kernel+supervisor' : 'full'} set, ${SESSIONS} concurrent tasks:`)
     for (const line of profileTop) console.log('  ' + line)
     console.log('the same samples by the nearest frame of the project\'s own code (what pays for the library time):')
     for (const line of profileCallers ?? []) console.log('  ' + line)
+    console.log('the same samples by the chain of project frames above them (nearest first):')
+    for (const line of profileChains ?? []) console.log('  ' + line)
+    console.log('inclusive, by package on the stack (a sample counts for every package it passed through):')
+    for (const line of profilePackages ?? []) console.log('  ' + line)
+    console.log('samples inside cordis (context getters, tracing proxies, events), by the project frame that called in:')
+    for (const line of profileCordis ?? []) console.log('  ' + line)
+    console.log('the longest stretches without an idle sample (the project frames most under them):')
+    for (const line of profileLongest ?? []) console.log('  ' + line)
+  }
+  if (flatLongest) {
+    console.log(`the longest stretches without an idle sample, endpoint ${DELAY_MS} ms/step, ${PROFILE_FLAT} sessions:`)
+    for (const line of flatLongest) console.log('  ' + line)
   }
   goals.report()
 } finally {

@@ -4,6 +4,7 @@ import type { Session } from './sessions/session'
 import { original } from './original'
 import { onExit } from './exit'
 import { eventStoreOf } from './sessions/event-store'
+import { ProjectionMemory } from './projection-memory'
 
 /**
  * A projection folds a session's log into state. `apply` must be pure and must not mutate its input
@@ -54,7 +55,7 @@ declare module 'cordis' {
 export class Projections extends Service {
   static inject = ['database', 'sessions']
   private defs = new Map<string, ProjectionDef>()
-  private memory = new Map<string, Cached>()
+  private memory = new ProjectionMemory<Cached>()
   private pending = new Map<string, Promise<any>>()
   /** Caches advanced by appends but not yet saved. */
   private unsaved = new Map<string, { session: Session, key: string }>()
@@ -86,8 +87,9 @@ export class Projections extends Service {
    */
   private follow(session: Session, event: SessionEvent) {
     const prefix = session.id + '\u0000'
-    for (const [id, cached] of this.memory) {
-      if (!id.startsWith(prefix) || this.pending.has(id) || cached.asOfSeq !== event.seq - 1) continue
+    for (const id of this.memory.idsOf(session.id)) {
+      const cached = this.memory.get(id)
+      if (!cached || this.pending.has(id) || cached.asOfSeq !== event.seq - 1) continue
       const key = id.slice(prefix.length)
       const def = this.defs.get(key)
       if (!def || def.version !== cached.version) continue
@@ -116,9 +118,8 @@ export class Projections extends Service {
    * forgotten (never saved), or it would pass for current once the log grows back past it.
    */
   private rollBack(session: Session, fromSeq: number) {
-    const prefix = session.id + '\u0000'
-    for (const [id, cached] of this.memory) {
-      if (!id.startsWith(prefix) || cached.asOfSeq < fromSeq) continue
+    for (const id of this.memory.idsOf(session.id)) {
+      if ((this.memory.get(id)?.asOfSeq ?? -1) < fromSeq) continue
       this.memory.delete(id)
       this.unsaved.delete(id)
     }
@@ -170,7 +171,7 @@ export class Projections extends Service {
     return this.ctx.effect(() => () => {
       if (this.defs.get(def.key) !== def) return
       this.defs.delete(def.key)
-      for (const key of this.memory.keys()) if (key.endsWith('\u0000' + def.key)) this.memory.delete(key)
+      for (const key of this.memory.ids()) if (key.endsWith('\u0000' + def.key)) this.memory.delete(key)
     })
   }
 
@@ -276,7 +277,7 @@ export class Projections extends Service {
   async invalidate(session?: Session, key?: string) {
     // A write in flight would otherwise land after the removal and bring the cache back.
     await this.saved(session?.id)
-    for (const id of [...this.memory.keys()]) {
+    for (const id of this.memory.ids()) {
       const [sid, k] = id.split('\u0000')
       if ((!session || sid === session.id) && (!key || k === key)) this.memory.delete(id)
     }

@@ -55,6 +55,26 @@ describe('host: projections', () => {
     expect(folded).to.have.length(5)
   })
 
+  it('follows each append into the caches of its own session only, also between ids that share a prefix', async () => {
+    const folded: number[] = []
+    registerFrom(host, countsByType(1, folded))
+    const one = await host.ctx.sessions.create({ id: 'one', cwd: tmpdir() })
+    const other = await host.ctx.sessions.create({ id: 'one.two', cwd: tmpdir() })
+    await one.append('a', {})
+    await other.append('b', {})
+    expect(await host.ctx.projections.get<Counts>(one, 'test-counts')).to.deep.equal({ a: 1 })
+    expect(await host.ctx.projections.get<Counts>(other, 'test-counts')).to.deep.equal({ b: 1 })
+    expect(folded).to.deep.equal([0, 0])
+    for (let i = 0; i < 3; i++) await one.append('c', {})
+    // Folded as they were appended (one apply each), into `one`'s cache alone; `other` stays as it was.
+    expect(folded).to.deep.equal([0, 0, 1, 2, 3])
+    expect(host.ctx.projections.current<Counts>(one, 'test-counts')).to.deep.equal({ a: 1, c: 3 })
+    expect(host.ctx.projections.current<Counts>(other, 'test-counts')).to.deep.equal({ b: 1 })
+    await other.append('d', {})
+    expect(host.ctx.projections.current<Counts>(other, 'test-counts')).to.deep.equal({ b: 1, d: 1 })
+    expect(folded).to.deep.equal([0, 0, 1, 2, 3, 1])
+  })
+
   it('starts from the database cache after a restart and folds only the new events', async () => {
     const before: number[] = []
     registerFrom(host, countsByType(1, before))

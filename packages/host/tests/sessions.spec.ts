@@ -1,4 +1,5 @@
 import { expect } from 'chai'
+import { original } from '@taskward/host'
 import { TestHost } from '@taskward/testkit'
 import { tmpdir } from 'node:os'
 
@@ -46,6 +47,27 @@ describe('host: sessions', () => {
     await host.ctx.sessions.get('nope').then(() => expect.fail('should refuse'), (error) => expect(error.code).to.equal('SESSION_NOT_FOUND'))
     await host.ctx.sessions.create({ id: 'one', cwd: tmpdir() })
     await host.ctx.sessions.create({ id: 'one', cwd: tmpdir() }).then(() => expect.fail('should refuse'), (error) => expect(error.code).to.equal('BAD_REQUEST'))
+  })
+
+  it('creates a session with a generated id by one write, without first reading whether the id is taken', async () => {
+    const database = original(host.ctx.database) as any
+    const reads: unknown[] = []
+    const get = database.get
+    database.get = function (table: string, ...rest: unknown[]) {
+      if (table === 'taskward_session') reads.push(rest[0])
+      return get.call(this, table, ...rest)
+    }
+    try {
+      const session = await host.ctx.sessions.create({ cwd: tmpdir(), role: 'reviewer' })
+      expect(reads).to.deep.equal([])
+      expect((await host.ctx.database.get('taskward_session', { id: session.id }))[0]).to.include({ role: 'reviewer' })
+      // A caller's own id is still checked first (refused with a coded error, see above).
+      reads.length = 0
+      await host.ctx.sessions.create({ id: 'mine', cwd: tmpdir() })
+      expect(reads).to.deep.equal([{ id: 'mine' }])
+    } finally {
+      database.get = get
+    }
   })
 
   it('resolves an append once it is durable even when a session/event listener throws', async () => {

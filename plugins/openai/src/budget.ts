@@ -99,13 +99,16 @@ export function registerTokenBudget(ctx: Context, budget: number, cachedWeight =
 
   ctx.inject(['supervisor', 'agents'], (ctx) => {
     const supervisor = (ctx as any).supervisor
+    // For the guard's calls on every step, the service itself (this fork restarts when it changes);
+    // registering still goes through the traced view.
+    const states = original(supervisor) as { state(session: Session): Promise<SupervisorState> }
     // A step guard, called directly by every turn (an `agent/before-step` listener costs an event dispatch per step).
     ctx.agents.stepGuard(async (agent: Agent) => {
       const session = agent.session
       const main = session.role === 'main' ? session
-        : session.parentId ? await ctx.sessions.get(session.parentId).catch(() => undefined) : undefined
+        : session.parentId ? await sessions.get(session.parentId).catch(() => undefined) : undefined
       if (!main || main.role !== 'main') return
-      const state: SupervisorState = await supervisor.state(main)
+      const state: SupervisorState = await states.state(main)
       const task = state.current
       // A task paused on its budget stays refused: chat to it would spend the tokens the budget stopped.
       const paused = task?.phase === 'paused'

@@ -1,5 +1,5 @@
 import type { Context } from 'cordis'
-import type { ModelAdapter, ModelRequest } from '@taskward/host'
+import { original, type ModelAdapter, type ModelRequest } from '@taskward/host'
 import { pause, TaskwardError } from '@taskward/protocol'
 import { OpenAIRoute, type ContextExceededHandler, type TaskStateSource } from './adapter'
 import { registerTokenBudget } from './budget'
@@ -63,12 +63,15 @@ export function apply(ctx: Context, input: Config) {
   }
   if (!usable.length) return
 
+  // Read on every step. `sessions` is a required inject (held); `supervisor` is optional, so it is looked
+  // up each time — through `ctx.get`, which skips the property getter's stack capture for the warning.
+  const sessions = original(ctx.sessions)
   const taskState: TaskStateSource = async (session) => {
-    const supervisor = (ctx as any).supervisor
+    const supervisor = original(ctx.get('supervisor') as any)
     if (!supervisor) return undefined
     // Reviewers get their task in the review prompt; main and linked sessions see the main task's status.
     if (session.role === 'reviewer') return undefined
-    const main = session.role === 'main' ? session : session.parentId ? await ctx.sessions.get(session.parentId) : undefined
+    const main = session.role === 'main' ? session : session.parentId ? await sessions.get(session.parentId) : undefined
     if (!main || main.role !== 'main') return undefined
     const status = await supervisor.status(main)
     if (!status?.task) return undefined

@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process'
 import { constants } from 'node:os'
 import { performance } from 'node:perf_hooks'
 import type { CheckRun, CheckSpec, SandboxKind } from '@taskward/protocol'
 import { BoundedOutput } from './output'
+import { launch } from './launcher'
 import { bwrapArgv, programExists, scrubbedEnv, type CheckArea } from './sandbox'
 
 export interface RunOptions {
@@ -31,20 +31,13 @@ export function bwrapExit(code: number | null, signal: NodeJS.Signals | null): {
   return name ? { code: null, signal: name } : { code, signal }
 }
 
-/** Kill the check's whole process group (it was started detached, as its own group leader). */
-function killGroup(pid: number | undefined) {
-  if (pid === undefined) return
-  try {
-    process.kill(-pid, 'SIGKILL')
-  } catch {}
-}
-
 /**
  * Run one check in `area`: argv spawned directly (never through a shell), cwd = the copy, the scrubbed
  * environment, its own process group (killed as a whole on timeout and after exit), bounded output.
  * It ends at the latest `OUTPUT_GRACE_MS` after the process exited or the timeout killed it, whoever
- * still holds its output. Resolves to the raw run for `checkResultOf`; a program that cannot be
- * started is `not-runnable`.
+ * still holds its output. The process is started by the launcher thread (`launch`), never on the
+ * event loop. Resolves to the raw run for `checkResultOf`; a program that cannot be started is
+ * `not-runnable`.
  */
 export async function runCheck(spec: CheckSpec, area: CheckArea, options: RunOptions): Promise<CheckRun> {
   const started = performance.now()
@@ -55,68 +48,18 @@ export async function runCheck(spec: CheckSpec, area: CheckArea, options: RunOpt
     return { runnerError: 'not-runnable', durationMs: performance.now() - started, output: `ENOENT: cannot start ${spec.argv[0]}` }
   }
   const output = new BoundedOutput(options.outputLimitBytes)
-  return new Promise<CheckRun>((resolve) => {
-    let timedOut = false
-    let settled = false
-    let exit: { code: number | null, signal: NodeJS.Signals | null } | undefined
-    let grace: NodeJS.Timeout | undefined
-    let spawnError: NodeJS.ErrnoException | undefined
-    const finish = (run: CheckRun) => {
-      if (settled) return
-      settled = true
-      clearTimeout(timer)
-      clearTimeout(grace)
-      resolve(run)
-    }
-    const notStarted = (error: NodeJS.ErrnoException) => {
-      const notRunnable = ['ENOENT', 'EACCES', 'ENOTDIR', 'ENOEXEC'].includes(error.code ?? '')
-      finish({ runnerError: notRunnable ? 'not-runnable' : 'runner-fault', durationMs: performance.now() - started, output: `${error.code ?? 'error'}: cannot start ${spec.argv[0]}` })
-    }
-    const ended = () => {
-      const status = options.sandbox === 'bwrap' ? bwrapExit(exit?.code ?? null, exit?.signal ?? null) : exit
-      finish({
-        exitCode: status?.code ?? null, signal: status?.signal ?? null, ...timedOut ? { timedOut } : {},
-        durationMs: performance.now() - started, output: output.text(),
-      })
-    }
-    // Give the output a moment, then stop reading it: whatever still holds the pipes is not waited for.
-    const startGrace = () => {
-      grace ??= setTimeout(() => {
-        child.stdout?.destroy()
-        child.stderr?.destroy()
-        ended()
-      }, OUTPUT_GRACE_MS)
-    }
-    const child = spawn(argv[0], argv.slice(1), {
-      cwd: area.work,
-      env: scrubbedEnv(area.home),
-      shell: false,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    child.stdout.on('data', (chunk: Buffer) => output.push(chunk))
-    child.stderr.on('data', (chunk: Buffer) => output.push(chunk))
-    const timer = setTimeout(() => {
-      timedOut = true
-      killGroup(child.pid)
-      startGrace()
-    }, spec.timeoutMs)
-    child.on('error', (error: NodeJS.ErrnoException) => {
-      spawnError = error
-      // A process that never started emits no useful close; one that did is settled by close.
-      if (child.pid === undefined) notStarted(error)
-    })
-    child.on('exit', (code, signal) => {
-      exit = { code, signal }
-      // Whatever the leader left behind in its group goes too.
-      killGroup(child.pid)
-      startGrace()
-    })
-    child.on('close', (code, signal) => {
-      if (spawnError) return notStarted(spawnError)
-      exit ??= { code, signal }
-      killGroup(child.pid)
-      ended()
-    })
-  })
+  const outcome = await launch({
+    file: argv[0], args: argv.slice(1), cwd: area.work, env: scrubbedEnv(area.home), timeoutMs: spec.timeoutMs, graceMs: OUTPUT_GRACE_MS,
+  }, (chunk) => output.push(chunk))
+  const durationMs = performance.now() - started
+  if (outcome.spawnError !== undefined) {
+    const notRunnable = ['ENOENT', 'EACCES', 'ENOTDIR', 'ENOEXEC'].includes(outcome.spawnError)
+    return { runnerError: notRunnable ? 'not-runnable' : 'runner-fault', durationMs, output: `${outcome.spawnError}: cannot start ${spec.argv[0]}` }
+  }
+  const exit = outcome.exit
+  const status = options.sandbox === 'bwrap' ? bwrapExit(exit?.code ?? null, exit?.signal ?? null) : exit
+  return {
+    exitCode: status?.code ?? null, signal: status?.signal ?? null, ...outcome.timedOut ? { timedOut: true } : {},
+    durationMs, output: output.text(),
+  }
 }

@@ -1,9 +1,9 @@
 import { cp, mkdtemp, realpath, rm, mkdir, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { delimiter, isAbsolute, join, relative } from 'node:path'
-import { access, constants } from 'node:fs/promises'
+import { isAbsolute, join, relative } from 'node:path'
 import { dataDirectory } from '@taskward/plugin-database'
 import { TaskwardError, type SandboxKind } from '@taskward/protocol'
+import { isExecutable, whichAll } from './launcher'
 
 /** A fresh place for one verification: the candidate's copy and an empty home. */
 export interface CheckArea {
@@ -53,15 +53,13 @@ export function scrubbedEnv(home: string, hostPath = process.env.PATH ?? '/usr/b
   return { PATH: hostPath, LANG: 'C.UTF-8', TZ: 'UTC', HOME: home }
 }
 
-/** The absolute path of `program` on PATH, or undefined. */
+/**
+ * The absolute path of `program` on PATH, or undefined: looked up afresh on every call (a PATH change
+ * or a replaced binary is seen at once), on the launcher thread, so a check's lookups cost the event
+ * loop one message instead of a file-system round trip per PATH entry.
+ */
 export async function findOnPath(program: string, path = process.env.PATH ?? ''): Promise<string | undefined> {
-  for (const dir of path.split(delimiter).filter(Boolean)) {
-    const candidate = join(dir, program)
-    try {
-      await access(candidate, constants.X_OK)
-      return candidate
-    } catch {}
-  }
+  return (await whichAll([program], path))[0]
 }
 
 /** The configured sandbox as it will run, and the warning to log once when that is weaker than asked. */
@@ -110,9 +108,7 @@ export async function hiddenDirectories(): Promise<string[]> {
  * bwrap reports a missing program as an ordinary exit status, so this decides `not-runnable` there.
  */
 export async function programExists(program: string, cwd: string, path = process.env.PATH ?? ''): Promise<boolean> {
-  if (program.includes('/')) {
-    return access(isAbsolute(program) ? program : join(cwd, program), constants.X_OK).then(() => true, () => false)
-  }
+  if (program.includes('/')) return isExecutable(isAbsolute(program) ? program : join(cwd, program))
   return (await findOnPath(program, path)) !== undefined
 }
 
@@ -124,14 +120,13 @@ export async function programExists(program: string, cwd: string, path = process
  * would silently weaken the configured policy.
  */
 export async function bwrapArgv(area: CheckArea, argv: string[], hidden: string[] = []): Promise<string[]> {
-  const bwrap = await findOnPath('bwrap')
+  const [bwrap, env] = await whichAll(['bwrap', 'env'], process.env.PATH ?? '')
   if (!bwrap) {
     throw new TaskwardError('SERVICE_UNAVAILABLE',
       'The recovery checks run in bubblewrap (sandbox: auto or bwrap) but bubblewrap (bwrap) is not installed on this host, so they were refused. '
       + `Install bubblewrap (e.g. apt-get install bubblewrap); or, only if you accept that ${COPY_RISK}, set sandbox: copy explicitly.`,
       { reason: 'bwrap-missing' })
   }
-  const env = await findOnPath('env')
   return [
     bwrap, '--unshare-all', '--die-with-parent', '--new-session',
     '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp',

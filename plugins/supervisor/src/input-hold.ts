@@ -1,6 +1,6 @@
 import type { Context } from 'cordis'
 import { onDispose } from '@taskward/cordis-compat'
-import type {} from '@taskward/host'
+import { original } from '@taskward/host'
 import type { SupervisorState } from '@taskward/protocol'
 import type { Supervisor } from './service'
 
@@ -15,11 +15,13 @@ export function holdInputDuringReviews(ctx: Context, supervisor: Supervisor) {
   const holds = new Map<string, { agent: object, release: () => void }>()
   const newest = new Map<string, number>()
   let disposed = false
+  // Read on every announced state: the registry itself, not cordis' tracing view (a required inject of the supervisor).
+  const agents = original(ctx.agents)
 
   const decide = (sessionId: string, state: SupervisorState) => {
     if (disposed || (newest.get(sessionId) ?? -1) > state.asOfSeq) return
     newest.set(sessionId, state.asOfSeq)
-    const agent = ctx.agents.get(sessionId)
+    const agent = agents.get(sessionId)
     const reviewing = state.current?.phase === 'reviewing' && !!agent && agent.session.role === 'main'
     const held = holds.get(sessionId)
     if (held && (!reviewing || held.agent !== agent)) {

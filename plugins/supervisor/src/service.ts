@@ -1,6 +1,6 @@
 import type { Context } from 'cordis'
 import { listenersOf, provideService } from '@taskward/cordis-compat'
-import type { Agent, Session } from '@taskward/host'
+import { original, type Agent, type Agents, type Projections, type Session, type Sessions } from '@taskward/host'
 import {
   applySupervisorEvent, isRecordEnvelope, RECORD_EVENT_TYPE, repairReader, reviewJobReader, SUPERVISOR_PROJECTION_KEY,
   SUPERVISOR_PROJECTION_VERSION, SUPERVISOR_EVENT_TYPES, supervisorStateThrough, initSupervisorState, loadedConfig, taskReader, taskStateEnvelope, TaskwardError,
@@ -100,12 +100,19 @@ export class Supervisor {
   private readonly subcommands = new Map<string, TaskSubcommand>()
   private readonly progressSources = new Set<ProgressSource>()
   private readonly home: Context
+  /**
+   * The kernel services the per-call paths read (state, resolve, mainAgent: several times a step),
+   * each read once: cordis' context getter costs a stack capture and a tracing proxy per read. All are
+   * required injects, so this plugin restarts when one changes; registering still goes through `ctx`.
+   */
+  private readonly kernel: { readonly sessions: Sessions, readonly projections: Projections, readonly agents: Agents }
   /** The calling plugin's context (the tracing view callers get sets it; see `provideService`). */
   protected ctx: Context
 
   constructor(ctx: Context, public config: Config) {
     this.ctx = ctx
     this.home = ctx
+    this.kernel = { sessions: original(ctx.sessions), projections: original(ctx.projections), agents: original(ctx.agents) }
     this.config = Config(loadedConfig('supervisor', config))
     ctx.projections.register<SupervisorState>({
       key: SUPERVISOR_PROJECTION_KEY,
@@ -147,7 +154,7 @@ export class Supervisor {
     const mirror = this.mirrors.get(resolved.id)
     if (mirror && mirror.asOfSeq >= resolved.seq - 1) return mirror
     // The cache is written behind: every read (and the step guard's first answer) waits only for the fold.
-    const state = await this.home.projections.get<SupervisorState>(resolved, SUPERVISOR_PROJECTION_KEY, { background: true })
+    const state = await this.kernel.projections.get<SupervisorState>(resolved, SUPERVISOR_PROJECTION_KEY, { background: true })
     const latest = this.mirrors.get(resolved.id)
     if (!latest || latest.asOfSeq < state.asOfSeq) this.mirrors.set(resolved.id, state)
     return this.mirrors.get(resolved.id)!
@@ -305,7 +312,7 @@ export class Supervisor {
 
   /** The live agent of a main session, or undefined. */
   mainAgent(sessionId: string): Agent | undefined {
-    const agent = this.home.agents.get(sessionId)
+    const agent = this.kernel.agents.get(sessionId)
     return agent && agent.session.role === 'main' ? agent : undefined
   }
 
@@ -321,7 +328,7 @@ export class Supervisor {
   }
 
   resolve(session: Session | string): Promise<Session> {
-    return typeof session === 'string' ? this.home.sessions.get(session) : Promise.resolve(session)
+    return typeof session === 'string' ? this.kernel.sessions.get(session) : Promise.resolve(session)
   }
 
   /**

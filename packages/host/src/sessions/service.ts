@@ -5,6 +5,7 @@ import { SessionEvent, TaskwardError } from '@taskward/protocol'
 import { Session, nextSeqOf } from './session'
 import { defineTables } from '../tables'
 import { checkId } from './ids'
+import { original } from '../original'
 
 export type EventObserver = (session: Session, event: SessionEvent) => void
 /** Told that a session's events from `fromSeq` on were seen but never written (see `observeRollback`). */
@@ -39,10 +40,13 @@ export class Sessions extends Service {
   private readonly rollbacks = new Set<RollbackObserver>()
   /** The service's own context: sessions outlive the plugin that happened to open them. */
   private readonly home: Context
+  /** The database itself for `create`, read once (a required inject: this service restarts when it changes). */
+  private readonly database: Context['database']
 
   constructor(ctx: Context) {
     super(ctx, 'sessions', true)
     this.home = ctx
+    this.database = original(ctx.database)
     defineTables(ctx)
   }
 
@@ -87,8 +91,12 @@ export class Sessions extends Service {
     if (!/^[\w.-]{1,128}$/.test(id)) {
       throw new TaskwardError('BAD_REQUEST', `Session id "${id}" may only hold letters, digits, ".", "_" and "-".`)
     }
-    const [existing] = await this.home.database.get('taskward_session', { id })
-    if (existing) throw new TaskwardError('BAD_REQUEST', `Session ${id} already exists; open it with sessions.get().`)
+    // A caller's id may be taken; a fresh UUID is not (and the primary key still refuses a duplicate).
+    const database = this.database
+    if (options.id !== undefined) {
+      const [existing] = await database.get('taskward_session', { id })
+      if (existing) throw new TaskwardError('BAD_REQUEST', `Session ${id} already exists; open it with sessions.get().`)
+    }
     const row = {
       id,
       cwd: resolve(options.cwd),
@@ -98,7 +106,7 @@ export class Sessions extends Service {
       model: options.model ?? '',
       createdAt: Date.now(),
     }
-    await this.home.database.create('taskward_session', row)
+    await database.create('taskward_session', row)
     const session = new Session(this.home, row, 0, this.observers, this.rollbacks)
     this.live.set(id, Promise.resolve(session))
     return session
