@@ -1,7 +1,7 @@
 import { expect } from 'chai'
 import { randomUUID } from 'node:crypto'
 import { tmpdir } from 'node:os'
-import { TestHost, mysqlTestConfig } from '@taskward/testkit'
+import { TestHost, mysqlTestConfig, skipWithoutMysql } from '@taskward/testkit'
 import { storeDriver } from '@taskward/host'
 
 /*
@@ -18,11 +18,7 @@ describe('exit hooks with a store that stopped answering', function () {
   let host: TestHost | undefined
   let locker: any
 
-  before(function () {
-    if (url) return
-    if (process.env.CI) throw new Error('CI must set TASKWARD_TEST_MYSQL (.ci/run starts MariaDB)')
-    this.skip()
-  })
+  before(function () { skipWithoutMysql(this) })
   after(async () => {
     if (locker) await new Promise((resolve) => locker.query('UNLOCK TABLES', () => { locker.release(); resolve(undefined) }))
     await host?.dispose()

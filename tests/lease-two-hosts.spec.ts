@@ -2,7 +2,7 @@ import { expect } from 'chai'
 import { fileURLToPath } from 'node:url'
 import { randomUUID } from 'node:crypto'
 import { tmpdir } from 'node:os'
-import { TestHost, mysqlTestConfig, storeQuery } from '@taskward/testkit'
+import { TestHost, mysqlTestConfig, storeQuery, skipWithoutMysql } from '@taskward/testkit'
 import { HostProcess, type Answer } from './host-process'
 
 /*
@@ -26,11 +26,7 @@ describe('leases: two host processes on one MariaDB store', function () {
   const processes: HostProcess[] = []
   let reader: TestHost | undefined
 
-  before(function () {
-    if (url) return
-    if (process.env.CI) throw new Error('CI must set TASKWARD_TEST_MYSQL (.ci/run starts MariaDB)')
-    this.skip()
-  })
+  before(function () { skipWithoutMysql(this) })
   afterEach(async () => {
     await Promise.all(processes.splice(0).map((host) => host.kill()))
     await reader?.dispose()

@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { fileURLToPath } from 'node:url'
-import { TestHost, removeTree, mysqlTestConfig, storeQuery } from '@taskward/testkit'
+import { TestHost, removeTree, mysqlTestConfig, storeQuery, skipWithoutMysql } from '@taskward/testkit'
 import { REPAIR_NAMESPACE, TASK_NAMESPACE } from '@taskward/protocol'
 import { workspace } from '../plugins/repair/tests/fixtures'
 import { HostProcess } from './host-process'
@@ -38,11 +38,7 @@ describe('repair: two host processes on one MariaDB store', function () {
   let reader: TestHost | undefined
   let cwd: string | undefined
 
-  before(function () {
-    if (url) return
-    if (process.env.CI) throw new Error('CI must set TASKWARD_TEST_MYSQL (.ci/run starts MariaDB)')
-    this.skip()
-  })
+  before(function () { skipWithoutMysql(this) })
   afterEach(async () => {
     await Promise.all(hosts.splice(0).map((host) => host.process.kill()))
     await reader?.dispose()

@@ -1,7 +1,7 @@
 import { expect } from 'chai'
 import { tmpdir } from 'node:os'
 import { TaskwardError } from '@taskward/protocol'
-import { TestHost, mysqlTestConfig } from '@taskward/testkit'
+import { TestHost, mysqlTestConfig, skipWithoutMysql } from '@taskward/testkit'
 
 /*
  * Two hosts on one MySQL/MariaDB store: a slash command at the host that does not drive a main
@@ -14,11 +14,7 @@ describe('host: a host that does not drive the session (MySQL leases)', function
   this.timeout(60_000)
   const hosts: TestHost[] = []
 
-  before(function () {
-    if (url) return
-    if (process.env.CI) throw new Error('CI must set TASKWARD_TEST_MYSQL (.ci/run starts MariaDB)')
-    this.skip()
-  })
+  before(function () { skipWithoutMysql(this) })
   afterEach(async () => {
     await Promise.all(hosts.splice(0).map((host) => host.dispose()))
   })

@@ -1,7 +1,7 @@
 import { expect } from 'chai'
 import { tmpdir } from 'node:os'
 import type { Context } from 'cordis'
-import { TestHost, mysqlTestConfig, storeQuery, takeLeaseElsewhere } from '@taskward/testkit'
+import { TestHost, mysqlTestConfig, storeQuery, takeLeaseElsewhere, skipWithoutMysql } from '@taskward/testkit'
 
 /*
  * A step's events are one fenced INSERT on MySQL/MariaDB: the batch carries the lease token the
@@ -14,11 +14,7 @@ describe('host: a step commit on MySQL carries the lease token', function () {
   this.timeout(60_000)
   let host: TestHost
 
-  before(function () {
-    if (url) return
-    if (process.env.CI) throw new Error('CI must set TASKWARD_TEST_MYSQL (.ci/run starts MariaDB)')
-    this.skip()
-  })
+  before(function () { skipWithoutMysql(this) })
   afterEach(async () => {
     await host?.dispose()
   })

@@ -36,3 +36,13 @@ export async function takeLeaseElsewhere(ctx: Context, sessionId: string, holder
     giveBack: () => query('UPDATE `taskward_lease` SET `token` = ?, `holder` = ? WHERE `sessionId` = ?', [lease.token, lease.holder, sessionId]),
   }
 }
+
+/**
+ * For a MySQL/MariaDB suite's `before` hook: the suite runs when TASKWARD_TEST_MYSQL is set, is skipped
+ * elsewhere, and fails in CI without it (.ci/run starts MariaDB, so a missing URL is a broken CI).
+ */
+export function skipWithoutMysql(suite: { skip(): void }) {
+  if (process.env.TASKWARD_TEST_MYSQL) return
+  if (process.env.CI) throw new Error('CI must set TASKWARD_TEST_MYSQL (.ci/run starts MariaDB)')
+  suite.skip()
+}

@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { tmpdir } from 'node:os'
-import { TestHost, mysqlTestConfig } from '@taskward/testkit'
+import { TestHost, mysqlTestConfig, skipWithoutMysql } from '@taskward/testkit'
 import { storeDriver } from '@taskward/host'
 
 /*
@@ -15,11 +15,7 @@ describe('database plugin: MySQL/MariaDB', function () {
   this.timeout(60_000)
   const hosts: TestHost[] = []
 
-  before(function () {
-    if (url) return
-    if (process.env.CI) throw new Error('CI must set TASKWARD_TEST_MYSQL (.ci/run starts MariaDB)')
-    this.skip()
-  })
+  before(function () { skipWithoutMysql(this) })
   afterEach(async () => {
     await Promise.all(hosts.splice(0).map((host) => host.dispose()))
   })

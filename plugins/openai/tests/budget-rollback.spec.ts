@@ -1,7 +1,7 @@
 import { expect } from 'chai'
 import { tmpdir } from 'node:os'
 import { SupervisorPlugin } from '@taskward/plugin-supervisor'
-import { TestHost, mysqlTestConfig, takeLeaseElsewhere } from '@taskward/testkit'
+import { TestHost, mysqlTestConfig, takeLeaseElsewhere, skipWithoutMysql } from '@taskward/testkit'
 import { registerTokenBudget } from '../src/budget'
 
 /*
@@ -16,11 +16,7 @@ describe('token budget: a refused step', function () {
   this.timeout(60_000)
   let host: TestHost
 
-  before(function () {
-    if (url) return
-    if (process.env.CI) throw new Error('CI must set TASKWARD_TEST_MYSQL (.ci/run starts MariaDB)')
-    this.skip()
-  })
+  before(function () { skipWithoutMysql(this) })
   afterEach(async () => {
     await host?.dispose()
   })

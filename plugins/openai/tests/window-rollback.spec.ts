@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { tmpdir } from 'node:os'
-import { TestHost, mysqlTestConfig, takeLeaseElsewhere } from '@taskward/testkit'
+import { TestHost, mysqlTestConfig, takeLeaseElsewhere, skipWithoutMysql } from '@taskward/testkit'
 import { EventWindows } from '../src/window'
 
 /*
@@ -14,11 +14,7 @@ describe('event window: a refused step', function () {
   this.timeout(60_000)
   let host: TestHost
 
-  before(function () {
-    if (url) return
-    if (process.env.CI) throw new Error('CI must set TASKWARD_TEST_MYSQL (.ci/run starts MariaDB)')
-    this.skip()
-  })
+  before(function () { skipWithoutMysql(this) })
   afterEach(async () => {
     await host?.dispose()
   })

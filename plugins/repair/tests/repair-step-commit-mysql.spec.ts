@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { REPAIR_NAMESPACE } from '@taskward/protocol'
-import { TestHost, mysqlTestConfig, removeTree, takeLeaseElsewhere } from '@taskward/testkit'
+import { TestHost, mysqlTestConfig, removeTree, takeLeaseElsewhere, skipWithoutMysql } from '@taskward/testkit'
 import { bindingOf, completeDiamond, mainSession, proposeRepair, records, repairPlugins, workspace } from './fixtures'
 
 /*
@@ -16,11 +16,7 @@ describe('repair: a click while a step of the main agent is open (MySQL leases)'
   let host: TestHost | undefined
   let cwd: string | undefined
 
-  before(function () {
-    if (url) return
-    if (process.env.CI) throw new Error('CI must set TASKWARD_TEST_MYSQL (.ci/run starts MariaDB)')
-    this.skip()
-  })
+  before(function () { skipWithoutMysql(this) })
   afterEach(async () => {
     await host?.dispose()
     if (cwd) await removeTree(cwd)
