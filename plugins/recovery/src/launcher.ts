@@ -28,7 +28,15 @@ export interface LaunchRequest {
 // process group (killed as a whole on timeout and after the leader exits), output streamed back in
 // chunks; it ends at the latest `graceMs` after the process exited or was killed, whoever still holds
 // its pipes. Program lookups read the file system as spawn will (X_OK on each PATH entry, in order).
+// Output is flow-controlled: at most OUTPUT_WINDOW bytes are posted and not yet acknowledged by the
+// host thread (which acks each chunk once bounded); past that the pipes are paused, so a check that
+// floods its output while the event loop is busy blocks on its own writes instead of queueing
+// gigabytes of messages in the host. Each run's pid is posted as it starts, so the host can kill its
+// group if this thread dies.
+const OUTPUT_WINDOW = 256 * 1024
 const LAUNCHER_SOURCE = `
+const OUTPUT_WINDOW = ${OUTPUT_WINDOW}
+const runs = new Map()
 const { parentPort } = require('node:worker_threads')
 const { spawn } = require('node:child_process')
 const { accessSync, constants } = require('node:fs')
@@ -60,6 +68,7 @@ function run(id, { file, args, cwd, env, timeoutMs, graceMs }) {
     settled = true
     clearTimeout(timer)
     clearTimeout(grace)
+    runs.delete(id)
     parentPort.postMessage({ id, kind: 'done', outcome })
   }
   const ended = () => finish({ exit, ...timedOut ? { timedOut } : {} })
@@ -71,7 +80,19 @@ function run(id, { file, args, cwd, env, timeoutMs, graceMs }) {
     }, graceMs)
   }
   const child = spawn(file, args, { cwd, env, shell: false, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
-  const output = (chunk) => parentPort.postMessage({ id, kind: 'output', chunk })
+  if (child.pid !== undefined) parentPort.postMessage({ id, kind: 'started', pid: child.pid })
+  let unacknowledged = 0
+  const output = (chunk) => {
+    unacknowledged += chunk.length
+    parentPort.postMessage({ id, kind: 'output', chunk })
+    if (unacknowledged > OUTPUT_WINDOW) { child.stdout.pause(); child.stderr.pause() }
+  }
+  runs.set(id, {
+    ack(bytes) {
+      unacknowledged -= bytes
+      if (unacknowledged <= OUTPUT_WINDOW && !settled) { child.stdout.resume(); child.stderr.resume() }
+    },
+  })
   child.stdout.on('data', output)
   child.stderr.on('data', output)
   const timer = setTimeout(() => {
@@ -98,9 +119,11 @@ function run(id, { file, args, cwd, env, timeoutMs, graceMs }) {
   })
 }
 
-parentPort.on('message', ({ id, kind, request }) => {
+parentPort.on('message', ({ id, kind, request, bytes }) => {
   try {
-    if (kind === 'which') {
+    if (kind === 'ack') {
+      runs.get(id)?.ack(bytes)
+    } else if (kind === 'which') {
       parentPort.postMessage({ id, kind: 'done', outcome: request.programs.map((program) => which(program, request.path)) })
     } else if (kind === 'executable') {
       parentPort.postMessage({ id, kind: 'done', outcome: executable(request.path) })
@@ -117,6 +140,8 @@ interface Pending {
   resolve: (outcome: any) => void
   reject: (error: unknown) => void
   onOutput?: (chunk: Buffer) => void
+  /** The check process's pid (its group's id), once the launcher started it. */
+  pid?: number
 }
 
 /**
@@ -134,10 +159,18 @@ class Launcher {
   constructor() {
     this.worker = new Worker(LAUNCHER_SOURCE, { eval: true, execArgv: [], stdout: false, stderr: false })
     this.worker.unref()
-    this.worker.on('message', (message: { id: number, kind: string, outcome?: unknown, chunk?: Uint8Array, message?: string }) => {
+    this.worker.on('message', (message: { id: number, kind: string, outcome?: unknown, chunk?: Uint8Array, message?: string, pid?: number }) => {
       const pending = this.pending.get(message.id)
       if (!pending) return
-      if (message.kind === 'output') return pending.onOutput?.(Buffer.from(message.chunk!.buffer, message.chunk!.byteOffset, message.chunk!.byteLength))
+      if (message.kind === 'started') {
+        pending.pid = message.pid
+        return
+      }
+      if (message.kind === 'output') {
+        pending.onOutput?.(Buffer.from(message.chunk!.buffer, message.chunk!.byteOffset, message.chunk!.byteLength))
+        this.worker.postMessage({ id: message.id, kind: 'ack', bytes: message.chunk!.byteLength })
+        return
+      }
       this.settle(message.id)
       if (message.kind === 'fault') pending.reject(this.fault(message.message!))
       else pending.resolve(message.outcome)
@@ -145,6 +178,8 @@ class Launcher {
     const died = (why: string) => {
       this.dead = true
       for (const [id, pending] of this.pending) {
+        // Its timeout died with the thread: a check left running would run for ever, unbounded.
+        if (pending.pid !== undefined) killGroup(pending.pid)
         this.settle(id)
         pending.reject(this.fault(why))
       }
@@ -171,6 +206,17 @@ class Launcher {
       this.worker.postMessage({ id, kind, request })
     })
   }
+
+  /** End the thread; every check it was running is killed with its group and refused as a runner fault. */
+  stop() {
+    return this.worker.terminate()
+  }
+}
+
+function killGroup(pid: number) {
+  try {
+    process.kill(-pid, 'SIGKILL')
+  } catch {}
 }
 
 let shared: Launcher | undefined
@@ -193,4 +239,14 @@ export function isExecutable(path: string): Promise<boolean> {
 /** Start one check process off the event loop and resolve when it ended (see LAUNCHER_SOURCE). */
 export function launch(request: LaunchRequest, onOutput: (chunk: Buffer) => void): Promise<LaunchOutcome> {
   return launcher().request<LaunchOutcome>('run', request, onOutput)
+}
+
+/**
+ * End the launcher thread and every check it is running (each killed with its process group, refused
+ * as a runner fault); the next request starts a new thread.
+ */
+export async function stopLauncher() {
+  const current = shared
+  shared = undefined
+  await current?.stop()
 }
