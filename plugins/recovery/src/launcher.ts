@@ -19,6 +19,8 @@ export interface LaunchRequest {
   timeoutMs: number
   /** After the process exited (or was killed), how long its output may still arrive. */
   graceMs: number
+  /** What the host keeps of the output (BoundedOutput's limit): the launcher holds back no more than that. */
+  outputLimitBytes: number
 }
 
 // The launcher thread's whole program, evaluated as a script (no module resolution, so it survives any
@@ -28,11 +30,13 @@ export interface LaunchRequest {
 // process group (killed as a whole on timeout and after the leader exits), output streamed back in
 // chunks; it ends at the latest `graceMs` after the process exited or was killed, whoever still holds
 // its pipes. Program lookups read the file system as spawn will (X_OK on each PATH entry, in order).
-// Output is flow-controlled: at most OUTPUT_WINDOW bytes are posted and not yet acknowledged by the
-// host thread (which acks each chunk once bounded); past that the pipes are paused, so a check that
-// floods its output while the event loop is busy blocks on its own writes instead of queueing
-// gigabytes of messages in the host. Each run's pid is posted as it starts, so the host can kill its
-// group if this thread dies.
+// Output is flow-controlled without slowing the check: at most OUTPUT_WINDOW + the output limit bytes
+// are posted and not yet acknowledged by the host thread (which acks each chunk once bounded); past
+// that, chunks wait here, and of those only the newest `outputLimitBytes` are kept — the older ones
+// are posted as a count of skipped bytes (the head was posted long before, and the tail the host keeps
+// is shorter than what waits). So a check that floods its output while the event loop is busy never
+// queues more than that in the host, and its tail still arrives before the run is done. Each run's
+// pid is posted as it starts, so the host can kill its group if this thread dies.
 const OUTPUT_WINDOW = 256 * 1024
 const LAUNCHER_SOURCE = `
 const OUTPUT_WINDOW = ${OUTPUT_WINDOW}
@@ -57,7 +61,7 @@ const which = (program, path) => {
   return null
 }
 
-function run(id, { file, args, cwd, env, timeoutMs, graceMs }) {
+function run(id, { file, args, cwd, env, timeoutMs, graceMs, outputLimitBytes }) {
   let settled = false
   let timedOut = false
   let exit
@@ -69,6 +73,8 @@ function run(id, { file, args, cwd, env, timeoutMs, graceMs }) {
     clearTimeout(timer)
     clearTimeout(grace)
     runs.delete(id)
+    // What still waits goes first (bounded): the tail is where test runners summarize.
+    while (waiting.length) post(waiting.shift())
     parentPort.postMessage({ id, kind: 'done', outcome })
   }
   const ended = () => finish({ exit, ...timedOut ? { timedOut } : {} })
@@ -81,16 +87,35 @@ function run(id, { file, args, cwd, env, timeoutMs, graceMs }) {
   }
   const child = spawn(file, args, { cwd, env, shell: false, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
   if (child.pid !== undefined) parentPort.postMessage({ id, kind: 'started', pid: child.pid })
+  const window = OUTPUT_WINDOW + outputLimitBytes
   let unacknowledged = 0
-  const output = (chunk) => {
+  const waiting = []
+  let waitingBytes = 0
+  const post = (chunk) => {
     unacknowledged += chunk.length
     parentPort.postMessage({ id, kind: 'output', chunk })
-    if (unacknowledged > OUTPUT_WINDOW) { child.stdout.pause(); child.stderr.pause() }
+  }
+  const output = (chunk) => {
+    if (settled) return
+    if (!waiting.length && unacknowledged + chunk.length <= window) return post(chunk)
+    waiting.push(chunk)
+    waitingBytes += chunk.length
+    let skipped = 0
+    while (waitingBytes - waiting[0].length >= outputLimitBytes) {
+      const first = waiting.shift()
+      waitingBytes -= first.length
+      skipped += first.length
+    }
+    if (skipped) parentPort.postMessage({ id, kind: 'skipped', bytes: skipped })
   }
   runs.set(id, {
     ack(bytes) {
       unacknowledged -= bytes
-      if (unacknowledged <= OUTPUT_WINDOW && !settled) { child.stdout.resume(); child.stderr.resume() }
+      while (waiting.length && unacknowledged + waiting[0].length <= window) {
+        const next = waiting.shift()
+        waitingBytes -= next.length
+        post(next)
+      }
     },
   })
   child.stdout.on('data', output)
@@ -136,10 +161,16 @@ parentPort.on('message', ({ id, kind, request, bytes }) => {
 })
 `
 
+/** Where a check's output goes: its chunks in order, and a count of bytes skipped between two of them. */
+export interface OutputSink {
+  push(chunk: Buffer): void
+  skip(bytes: number): void
+}
+
 interface Pending {
   resolve: (outcome: any) => void
   reject: (error: unknown) => void
-  onOutput?: (chunk: Buffer) => void
+  onOutput?: OutputSink
   /** The check process's pid (its group's id), once the launcher started it. */
   pid?: number
 }
@@ -159,15 +190,19 @@ class Launcher {
   constructor() {
     this.worker = new Worker(LAUNCHER_SOURCE, { eval: true, execArgv: [], stdout: false, stderr: false })
     this.worker.unref()
-    this.worker.on('message', (message: { id: number, kind: string, outcome?: unknown, chunk?: Uint8Array, message?: string, pid?: number }) => {
+    this.worker.on('message', (message: { id: number, kind: string, outcome?: unknown, chunk?: Uint8Array, message?: string, pid?: number, bytes?: number }) => {
       const pending = this.pending.get(message.id)
       if (!pending) return
       if (message.kind === 'started') {
         pending.pid = message.pid
         return
       }
+      if (message.kind === 'skipped') {
+        pending.onOutput?.skip(message.bytes!)
+        return
+      }
       if (message.kind === 'output') {
-        pending.onOutput?.(Buffer.from(message.chunk!.buffer, message.chunk!.byteOffset, message.chunk!.byteLength))
+        pending.onOutput?.push(Buffer.from(message.chunk!.buffer, message.chunk!.byteOffset, message.chunk!.byteLength))
         this.worker.postMessage({ id: message.id, kind: 'ack', bytes: message.chunk!.byteLength })
         return
       }
@@ -197,7 +232,7 @@ class Launcher {
     if (!this.pending.size) this.worker.unref()
   }
 
-  request<T>(kind: 'which' | 'executable' | 'run', request: unknown, onOutput?: (chunk: Buffer) => void): Promise<T> {
+  request<T>(kind: 'which' | 'executable' | 'run', request: unknown, onOutput?: OutputSink): Promise<T> {
     if (this.dead) return Promise.reject(this.fault('the launcher thread is gone'))
     const id = this.nextId++
     return new Promise<T>((resolve, reject) => {
@@ -237,7 +272,7 @@ export function isExecutable(path: string): Promise<boolean> {
 }
 
 /** Start one check process off the event loop and resolve when it ended (see LAUNCHER_SOURCE). */
-export function launch(request: LaunchRequest, onOutput: (chunk: Buffer) => void): Promise<LaunchOutcome> {
+export function launch(request: LaunchRequest, onOutput: OutputSink): Promise<LaunchOutcome> {
   return launcher().request<LaunchOutcome>('run', request, onOutput)
 }
 

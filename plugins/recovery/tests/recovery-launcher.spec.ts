@@ -127,6 +127,28 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
     }
   })
 
+  it('keeps a loud check\'s tail when the event loop was busy as it ended (nothing is cut off behind a slow host)', async () => {
+    const cwd = await tempWorkspace({ 'README.md': '# x\n' })
+    cleanup.push(cwd)
+    const area = await prepareArea(cwd, false)
+    try {
+      const running = runCheck({ id: 'loud', argv: ['sh', '-c', 'head -c 400000 /dev/zero | tr "\\0" x; echo; echo TAIL-SUMMARY: 1 failing'], timeoutMs: 20_000 },
+        area, { sandbox: 'copy', outputLimitBytes: 4096 })
+      // Busy for longer than the output grace while the check writes more than the launcher posts unacknowledged (the rest fits in its pipe) and exits.
+      const end = Date.now() + 1000
+      while (Date.now() < end) {}
+      const run = await running
+      expect(run).to.include({ exitCode: 0 })
+      expect(run.output).to.include('TAIL-SUMMARY: 1 failing').and.include('bytes of output omitted')
+      const omitted = Number(/\[… (\d+) bytes of output omitted …\]/.exec(run.output)![1])
+      // Every byte accounted for: 400,000 x, two newlines and the summary line, less what is shown.
+      const shown = Buffer.byteLength(run.output.replace(/\n\[… \d+ bytes of output omitted …\]\n/, ''))
+      expect(omitted + shown).to.equal(400_000 + 1 + 'TAIL-SUMMARY: 1 failing\n'.length)
+    } finally {
+      await removeArea(area)
+    }
+  })
+
   it('kills a running check\'s process group when the launcher thread ends, and refuses the check as a runner fault', async () => {
     const cwd = await tempWorkspace({ 'README.md': '# x\n' })
     cleanup.push(cwd)
