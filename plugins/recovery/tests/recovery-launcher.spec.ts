@@ -106,7 +106,7 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
     }
   })
 
-  it('holds a flooding check\'s output bounded while the event loop is busy (the launcher waits for the host to take each chunk)', async () => {
+  it('holds a flooding check\'s output bounded while the event loop is busy (the launcher holds back what the host has not taken)', async () => {
     const cwd = await tempWorkspace({ 'README.md': '# x\n' })
     cleanup.push(cwd)
     const area = await prepareArea(cwd, false)
