@@ -242,6 +242,11 @@ class Launcher {
     })
   }
 
+  /** Kill every running check's process group, synchronously (the host process is exiting). */
+  killAll() {
+    for (const pending of this.pending.values()) if (pending.pid !== undefined) killGroup(pending.pid)
+  }
+
   /** End the thread; every check it was running is killed with its group and refused as a runner fault. */
   stop() {
     return this.worker.terminate()
@@ -255,7 +260,14 @@ function killGroup(pid: number) {
 }
 
 let shared: Launcher | undefined
+let exitHooked = false
 const launcher = () => {
+  // A check runs in its own process group, detached: a host that exits would leave it running with
+  // nothing left to time it out. Process-wide (like the thread itself), not tied to one plugin.
+  if (!exitHooked) {
+    exitHooked = true
+    process.once('exit', () => shared?.killAll())
+  }
   if (!shared || shared.dead) shared = new Launcher()
   return shared
 }

@@ -1,4 +1,5 @@
 import { expect } from 'chai'
+import { execFile } from 'node:child_process'
 import { createRequire, syncBuiltinESMExports } from 'node:module'
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -167,6 +168,22 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
       // The next check starts a new thread.
       const next = await runCheck({ id: 'again', argv: ['sh', '-c', 'exit 0'], timeoutMs: 10_000 }, area, { sandbox: 'copy', outputLimitBytes: 4096 })
       expect(next).to.include({ exitCode: 0 })
+    } finally {
+      await removeArea(area)
+    }
+  })
+
+  it('kills a running check\'s process group when the host process exits (nothing is left to time it out)', async () => {
+    const cwd = await tempWorkspace({ 'README.md': '# x\n' })
+    cleanup.push(cwd)
+    const child = join(import.meta.dirname, 'recovery-launcher-exit.child.ts')
+    const stdout = await new Promise<string>((resolve, reject) => {
+      execFile(process.execPath, ['--import', 'tsx', '--conditions', 'source', child, cwd], { timeout: 60_000 }, (error, out) => error ? reject(error) : resolve(out))
+    })
+    const { pid, area } = JSON.parse(stdout)
+    try {
+      expect(pid).to.be.greaterThan(0)
+      await until(async () => !(await alive(pid)), 5000)
     } finally {
       await removeArea(area)
     }
