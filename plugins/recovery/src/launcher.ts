@@ -19,6 +19,8 @@ export interface LaunchRequest {
   timeoutMs: number
   /** After the process exited (or was killed), how long its output may still arrive. */
   graceMs: number
+  /** What the host keeps of the output (BoundedOutput's limit): the launcher holds back no more than that. */
+  outputLimitBytes: number
 }
 
 // The launcher thread's whole program, evaluated as a script (no module resolution, so it survives any
@@ -28,7 +30,17 @@ export interface LaunchRequest {
 // process group (killed as a whole on timeout and after the leader exits), output streamed back in
 // chunks; it ends at the latest `graceMs` after the process exited or was killed, whoever still holds
 // its pipes. Program lookups read the file system as spawn will (X_OK on each PATH entry, in order).
+// Output is flow-controlled without slowing the check: at most OUTPUT_WINDOW + the output limit bytes
+// are posted and not yet acknowledged by the host thread (which acks each chunk once bounded); past
+// that, chunks wait here, and of those only the newest `outputLimitBytes` are kept — the older ones
+// are posted as a count of skipped bytes (the head was posted long before, and the tail the host keeps
+// is shorter than what waits). So a check that floods its output while the event loop is busy never
+// queues more than that in the host, and its tail still arrives before the run is done. Each run's
+// pid is posted as it starts, so the host can kill its group if this thread dies.
+const OUTPUT_WINDOW = 256 * 1024
 const LAUNCHER_SOURCE = `
+const OUTPUT_WINDOW = ${OUTPUT_WINDOW}
+const runs = new Map()
 const { parentPort } = require('node:worker_threads')
 const { spawn } = require('node:child_process')
 const { accessSync, constants } = require('node:fs')
@@ -49,7 +61,7 @@ const which = (program, path) => {
   return null
 }
 
-function run(id, { file, args, cwd, env, timeoutMs, graceMs }) {
+function run(id, { file, args, cwd, env, timeoutMs, graceMs, outputLimitBytes }) {
   let settled = false
   let timedOut = false
   let exit
@@ -60,6 +72,9 @@ function run(id, { file, args, cwd, env, timeoutMs, graceMs }) {
     settled = true
     clearTimeout(timer)
     clearTimeout(grace)
+    runs.delete(id)
+    // What still waits goes first (bounded): the tail is where test runners summarize.
+    while (waiting.length) post(waiting.shift())
     parentPort.postMessage({ id, kind: 'done', outcome })
   }
   const ended = () => finish({ exit, ...timedOut ? { timedOut } : {} })
@@ -71,7 +86,38 @@ function run(id, { file, args, cwd, env, timeoutMs, graceMs }) {
     }, graceMs)
   }
   const child = spawn(file, args, { cwd, env, shell: false, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
-  const output = (chunk) => parentPort.postMessage({ id, kind: 'output', chunk })
+  if (child.pid !== undefined) parentPort.postMessage({ id, kind: 'started', pid: child.pid })
+  const window = OUTPUT_WINDOW + outputLimitBytes
+  let unacknowledged = 0
+  const waiting = []
+  let waitingBytes = 0
+  const post = (chunk) => {
+    unacknowledged += chunk.length
+    parentPort.postMessage({ id, kind: 'output', chunk })
+  }
+  const output = (chunk) => {
+    if (settled) return
+    if (!waiting.length && unacknowledged + chunk.length <= window) return post(chunk)
+    waiting.push(chunk)
+    waitingBytes += chunk.length
+    let skipped = 0
+    while (waitingBytes - waiting[0].length >= outputLimitBytes) {
+      const first = waiting.shift()
+      waitingBytes -= first.length
+      skipped += first.length
+    }
+    if (skipped) parentPort.postMessage({ id, kind: 'skipped', bytes: skipped })
+  }
+  runs.set(id, {
+    ack(bytes) {
+      unacknowledged -= bytes
+      while (waiting.length && unacknowledged + waiting[0].length <= window) {
+        const next = waiting.shift()
+        waitingBytes -= next.length
+        post(next)
+      }
+    },
+  })
   child.stdout.on('data', output)
   child.stderr.on('data', output)
   const timer = setTimeout(() => {
@@ -98,9 +144,11 @@ function run(id, { file, args, cwd, env, timeoutMs, graceMs }) {
   })
 }
 
-parentPort.on('message', ({ id, kind, request }) => {
+parentPort.on('message', ({ id, kind, request, bytes }) => {
   try {
-    if (kind === 'which') {
+    if (kind === 'ack') {
+      runs.get(id)?.ack(bytes)
+    } else if (kind === 'which') {
       parentPort.postMessage({ id, kind: 'done', outcome: request.programs.map((program) => which(program, request.path)) })
     } else if (kind === 'executable') {
       parentPort.postMessage({ id, kind: 'done', outcome: executable(request.path) })
@@ -113,10 +161,18 @@ parentPort.on('message', ({ id, kind, request }) => {
 })
 `
 
+/** Where a check's output goes: its chunks in order, and a count of bytes skipped between two of them. */
+export interface OutputSink {
+  push(chunk: Buffer): void
+  skip(bytes: number): void
+}
+
 interface Pending {
   resolve: (outcome: any) => void
   reject: (error: unknown) => void
-  onOutput?: (chunk: Buffer) => void
+  onOutput?: OutputSink
+  /** The check process's pid (its group's id), once the launcher started it. */
+  pid?: number
 }
 
 /**
@@ -134,10 +190,22 @@ class Launcher {
   constructor() {
     this.worker = new Worker(LAUNCHER_SOURCE, { eval: true, execArgv: [], stdout: false, stderr: false })
     this.worker.unref()
-    this.worker.on('message', (message: { id: number, kind: string, outcome?: unknown, chunk?: Uint8Array, message?: string }) => {
+    this.worker.on('message', (message: { id: number, kind: string, outcome?: unknown, chunk?: Uint8Array, message?: string, pid?: number, bytes?: number }) => {
       const pending = this.pending.get(message.id)
       if (!pending) return
-      if (message.kind === 'output') return pending.onOutput?.(Buffer.from(message.chunk!.buffer, message.chunk!.byteOffset, message.chunk!.byteLength))
+      if (message.kind === 'started') {
+        pending.pid = message.pid
+        return
+      }
+      if (message.kind === 'skipped') {
+        pending.onOutput?.skip(message.bytes!)
+        return
+      }
+      if (message.kind === 'output') {
+        pending.onOutput?.push(Buffer.from(message.chunk!.buffer, message.chunk!.byteOffset, message.chunk!.byteLength))
+        this.worker.postMessage({ id: message.id, kind: 'ack', bytes: message.chunk!.byteLength })
+        return
+      }
       this.settle(message.id)
       if (message.kind === 'fault') pending.reject(this.fault(message.message!))
       else pending.resolve(message.outcome)
@@ -145,6 +213,8 @@ class Launcher {
     const died = (why: string) => {
       this.dead = true
       for (const [id, pending] of this.pending) {
+        // Its timeout died with the thread: a check left running would run for ever, unbounded.
+        if (pending.pid !== undefined) killGroup(pending.pid)
         this.settle(id)
         pending.reject(this.fault(why))
       }
@@ -162,7 +232,7 @@ class Launcher {
     if (!this.pending.size) this.worker.unref()
   }
 
-  request<T>(kind: 'which' | 'executable' | 'run', request: unknown, onOutput?: (chunk: Buffer) => void): Promise<T> {
+  request<T>(kind: 'which' | 'executable' | 'run', request: unknown, onOutput?: OutputSink): Promise<T> {
     if (this.dead) return Promise.reject(this.fault('the launcher thread is gone'))
     const id = this.nextId++
     return new Promise<T>((resolve, reject) => {
@@ -171,10 +241,33 @@ class Launcher {
       this.worker.postMessage({ id, kind, request })
     })
   }
+
+  /** Kill every running check's process group, synchronously (the host process is exiting). */
+  killAll() {
+    for (const pending of this.pending.values()) if (pending.pid !== undefined) killGroup(pending.pid)
+  }
+
+  /** End the thread; every check it was running is killed with its group and refused as a runner fault. */
+  stop() {
+    return this.worker.terminate()
+  }
+}
+
+function killGroup(pid: number) {
+  try {
+    process.kill(-pid, 'SIGKILL')
+  } catch {}
 }
 
 let shared: Launcher | undefined
+let exitHooked = false
 const launcher = () => {
+  // A check runs in its own process group, detached: a host that exits would leave it running with
+  // nothing left to time it out. Process-wide (like the thread itself), not tied to one plugin.
+  if (!exitHooked) {
+    exitHooked = true
+    process.once('exit', () => shared?.killAll())
+  }
   if (!shared || shared.dead) shared = new Launcher()
   return shared
 }
@@ -191,6 +284,16 @@ export function isExecutable(path: string): Promise<boolean> {
 }
 
 /** Start one check process off the event loop and resolve when it ended (see LAUNCHER_SOURCE). */
-export function launch(request: LaunchRequest, onOutput: (chunk: Buffer) => void): Promise<LaunchOutcome> {
+export function launch(request: LaunchRequest, onOutput: OutputSink): Promise<LaunchOutcome> {
   return launcher().request<LaunchOutcome>('run', request, onOutput)
+}
+
+/**
+ * End the launcher thread and every check it is running (each killed with its process group, refused
+ * as a runner fault); the next request starts a new thread.
+ */
+export async function stopLauncher() {
+  const current = shared
+  shared = undefined
+  await current?.stop()
 }

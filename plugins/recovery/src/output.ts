@@ -39,6 +39,14 @@ export class BoundedOutput {
     }
   }
 
+  /**
+   * Bytes the producer left out between two chunks (the launcher's backlog, launcher.ts). Exact as a
+   * count because at least `limit` bytes follow them: they would have been dropped here anyway.
+   */
+  skip(bytes: number) {
+    this.dropped += bytes
+  }
+
   text(): string {
     const head = Buffer.concat(this.head).toString('utf8')
     const tail = Buffer.concat(this.tail).toString('utf8')

@@ -110,19 +110,12 @@ async function existingRealPath(full: string): Promise<string> {
 
 /**
  * Where a tool would write, as workspace-relative paths: the path as written (normalized) and, when it
- * resolves through a symlink inside the workspace, the path it really names. An absolute path inside
- * the workspace is judged as that workspace path; escaping paths give nothing here (the file tools
- * refuse them on their own).
+ * resolves through a symlink inside the workspace, the path it really names. An absolute path is
+ * judged by `absoluteWrittenPaths`; escaping relative paths give nothing here (the file tools refuse
+ * them on their own).
  */
 async function writtenPaths(cwd: string, path: string): Promise<string[]> {
-  if (isAbsolute(path)) {
-    // DSH's file tools take absolute paths: one inside the workspace (as given, or through the
-    // workspace's real path) is that workspace path; any other names nothing here.
-    const root = await realpath(cwd).catch(() => resolve(cwd))
-    const inside = [resolve(cwd), root].map((base) => relative(base, resolve(path))).find((rel) => rel !== '' && !rel.startsWith('..') && !isAbsolute(rel))
-    if (inside === undefined) return []
-    path = inside.split(sep).join('/')
-  }
+  if (isAbsolute(path)) return absoluteWrittenPaths(cwd, path)
   const lexical = workspaceRelative(path)
   if (lexical === undefined) return []
   const paths = [lexical]
@@ -139,6 +132,25 @@ async function writtenPaths(cwd: string, path: string): Promise<string[]> {
     // An unresolvable path is refused by the tool itself; the lexical path was checked.
   }
   return paths
+}
+
+/**
+ * `writtenPaths` for an absolute path (DSH's file tools take them, and write anywhere): the workspace
+ * path it names lexically (as given, or through the workspace's real path) and the one the kernel
+ * reaches — through a symlink before a `..`, or through a link outside the workspace that leads back
+ * into it. Either inside the workspace is judged; a path inside neither names nothing here.
+ */
+async function absoluteWrittenPaths(cwd: string, path: string): Promise<string[]> {
+  const root = await realpath(cwd).catch(() => resolve(cwd))
+  const within = (full: string) => [resolve(cwd), root].map((base) => relative(base, full))
+    // A name that merely starts with two dots (`..env`) is inside; only `..` itself leads out.
+    .find((rel) => rel !== '' && rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel))
+  const found = new Set<string>()
+  for (const inside of [within(resolve(path)), within(await existingRealPath(path))]) {
+    const normal = inside === undefined ? undefined : workspaceRelative(inside.split(sep).join('/'))
+    if (normal) found.add(normal)
+  }
+  return [...found]
 }
 
 /**

@@ -50,7 +50,8 @@ export async function runCheck(spec: CheckSpec, area: CheckArea, options: RunOpt
   const output = new BoundedOutput(options.outputLimitBytes)
   const outcome = await launch({
     file: argv[0], args: argv.slice(1), cwd: area.work, env: scrubbedEnv(area.home), timeoutMs: spec.timeoutMs, graceMs: OUTPUT_GRACE_MS,
-  }, (chunk) => output.push(chunk))
+    outputLimitBytes: options.outputLimitBytes,
+  }, output)
   const durationMs = performance.now() - started
   if (outcome.spawnError !== undefined) {
     const notRunnable = ['ENOENT', 'EACCES', 'ENOTDIR', 'ENOEXEC'].includes(outcome.spawnError)

@@ -1,10 +1,30 @@
 import { expect } from 'chai'
+import { execFile } from 'node:child_process'
 import { createRequire, syncBuiltinESMExports } from 'node:module'
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { removeTree, tempWorkspace } from '@taskward/testkit'
 import { findOnPath, prepareArea, programExists, removeArea, runCheck } from '../src'
+import { stopLauncher } from '../src/launcher'
+
+/** Whether `pid` is a live process (a zombie nobody reaped counts as gone). */
+async function alive(pid: number) {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z'
+  } catch {
+    return false
+  }
+}
+
+async function until(condition: () => Promise<boolean>, ms = 10_000) {
+  const end = Date.now() + ms
+  while (!(await condition())) {
+    if (Date.now() > end) throw new Error('timed out waiting')
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
 
 const childProcess = createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process')
 
@@ -82,6 +102,88 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
       expect(loud).to.include({ exitCode: 0 })
       expect(loud.output.length).to.be.lessThan(1200)
       expect(loud.output).to.include('bytes of output omitted')
+    } finally {
+      await removeArea(area)
+    }
+  })
+
+  it('holds a flooding check\'s output bounded while the event loop is busy (the launcher holds back what the host has not taken)', async () => {
+    const cwd = await tempWorkspace({ 'README.md': '# x\n' })
+    cleanup.push(cwd)
+    const area = await prepareArea(cwd, false)
+    try {
+      const running = runCheck({ id: 'flood', argv: ['cat', '/dev/zero'], timeoutMs: 2500 }, area, { sandbox: 'copy', outputLimitBytes: 4096 })
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      const before = process.memoryUsage().rss
+      // A busy event loop (a long fold, a GC pause): the thread must not keep posting what nobody takes.
+      const end = Date.now() + 1000
+      while (Date.now() < end) {}
+      const grown = process.memoryUsage().rss - before
+      const run = await running
+      expect(run).to.include({ timedOut: true })
+      expect(run.output).to.include('bytes of output omitted')
+      expect(grown, `host memory grew ${Math.round(grown / 1e6)} MB in one second`).to.be.lessThan(64 * 1024 * 1024)
+    } finally {
+      await removeArea(area)
+    }
+  })
+
+  it('keeps a loud check\'s tail when the event loop was busy as it ended (nothing is cut off behind a slow host)', async () => {
+    const cwd = await tempWorkspace({ 'README.md': '# x\n' })
+    cleanup.push(cwd)
+    const area = await prepareArea(cwd, false)
+    try {
+      const running = runCheck({ id: 'loud', argv: ['sh', '-c', 'head -c 400000 /dev/zero | tr "\\0" x; echo; echo TAIL-SUMMARY: 1 failing'], timeoutMs: 20_000 },
+        area, { sandbox: 'copy', outputLimitBytes: 4096 })
+      // Busy for longer than the output grace while the check writes more than the launcher posts unacknowledged (the rest fits in its pipe) and exits.
+      const end = Date.now() + 1000
+      while (Date.now() < end) {}
+      const run = await running
+      expect(run).to.include({ exitCode: 0 })
+      expect(run.output).to.include('TAIL-SUMMARY: 1 failing').and.include('bytes of output omitted')
+      const omitted = Number(/\[… (\d+) bytes of output omitted …\]/.exec(run.output)![1])
+      // Every byte accounted for: 400,000 x, two newlines and the summary line, less what is shown.
+      const shown = Buffer.byteLength(run.output.replace(/\n\[… \d+ bytes of output omitted …\]\n/, ''))
+      expect(omitted + shown).to.equal(400_000 + 1 + 'TAIL-SUMMARY: 1 failing\n'.length)
+    } finally {
+      await removeArea(area)
+    }
+  })
+
+  it('kills a running check\'s process group when the launcher thread ends, and refuses the check as a runner fault', async () => {
+    const cwd = await tempWorkspace({ 'README.md': '# x\n' })
+    cleanup.push(cwd)
+    const area = await prepareArea(cwd, false)
+    try {
+      const running = runCheck({ id: 'long', argv: ['sh', '-c', 'sleep 60 & echo $! > child.pid; wait'], timeoutMs: 120_000 }, area, { sandbox: 'copy', outputLimitBytes: 4096 })
+      const settled = running.then(() => 'resolved', (error) => error.code)
+      const pidFile = join(area.work, 'child.pid')
+      await until(async () => (await readFile(pidFile, 'utf8').catch(() => '')).trim().length > 0)
+      const child = Number((await readFile(pidFile, 'utf8')).trim())
+      expect(await alive(child)).to.equal(true)
+      await stopLauncher()
+      expect(await settled).to.equal('INTERNAL')
+      // Its timeout died with the thread: left alone, the group would have run for a minute more.
+      await until(async () => !(await alive(child)), 5000)
+      // The next check starts a new thread.
+      const next = await runCheck({ id: 'again', argv: ['sh', '-c', 'exit 0'], timeoutMs: 10_000 }, area, { sandbox: 'copy', outputLimitBytes: 4096 })
+      expect(next).to.include({ exitCode: 0 })
+    } finally {
+      await removeArea(area)
+    }
+  })
+
+  it('kills a running check\'s process group when the host process exits (nothing is left to time it out)', async () => {
+    const cwd = await tempWorkspace({ 'README.md': '# x\n' })
+    cleanup.push(cwd)
+    const child = join(import.meta.dirname, 'recovery-launcher-exit.child.ts')
+    const stdout = await new Promise<string>((resolve, reject) => {
+      execFile(process.execPath, ['--import', 'tsx', '--conditions', 'source', child, cwd], { timeout: 60_000 }, (error, out) => error ? reject(error) : resolve(out))
+    })
+    const { pid, area } = JSON.parse(stdout)
+    try {
+      expect(pid).to.be.greaterThan(0)
+      await until(async () => !(await alive(pid)), 5000)
     } finally {
       await removeArea(area)
     }

@@ -263,4 +263,31 @@ describe('recovery: pinned checks', function () {
     expect(existsSync(join(cwd, 'test', 'new.test.js'))).to.equal(false)
     expect(existsSync(join(cwd, 'test', 'newdir'))).to.equal(false)
   })
+
+  it('an absolute path is judged where the kernel writes it: up through a symlink, or back in through a link outside the workspace', async () => {
+    // DSH's file tools write any absolute path: fx/../ lands in test/ (fx leads into test/sub; spelled
+    // as a string, since join() would fold it lexically), and a link outside the workspace leads back into it.
+    await new Promise((resolve) => execFile('sh', ['-c', 'mkdir -p test/sub && ln -s test/sub fx'], { cwd }, resolve))
+    const outside = await tempWorkspace({})
+    try {
+      await symlink(cwd, join(outside, 'alias'))
+      const { session } = await readyTask(host, cwd)
+      for (const path of [`${cwd}/fx/../answer.test.js`, `${cwd}/fx/../new.test.js`, join(outside, 'alias', 'test', 'answer.test.js'),
+        join(outside, 'alias', 'package.json')]) {
+        const outcome = await call(host, session, 'write', { path, content: 'process.exit(0)\n' })
+        expect(outcome.error?.code, path).to.equal('CHECK_PINNED')
+      }
+      expect(await readFile(join(cwd, 'test', 'answer.test.js'), 'utf8')).to.match(/wrong answer/)
+    } finally {
+      await removeTree(outside)
+    }
+  })
+
+  it('an absolute path to a pinned name that starts with two dots (..settings) is inside the workspace, and refused', async () => {
+    await writeFile(join(cwd, '..settings'), 'pinned\n')
+    const { session } = await readyTask(host, cwd, [{ ...PINNED_TEST, pin: ['..settings'] }])
+    const outcome = await call(host, session, 'write', { path: join(cwd, '..settings'), content: 'changed\n' })
+    expect(outcome.error?.code).to.equal('CHECK_PINNED')
+    expect(await readFile(join(cwd, '..settings'), 'utf8')).to.equal('pinned\n')
+  })
 })
