@@ -84,7 +84,14 @@ export class SessionView {
 
   /** Everything appended to the session so far (DSH's events too) on disk: DSH's `flush`. */
   async durable() {
-    await this.host.flush(this.dsh)
+    try {
+      await this.host.flush(this.dsh)
+    } catch (error) {
+      // The events are in DSH's memory log already (it appends synchronously); what failed is the disk.
+      throw new TaskwardError('STORE_UNAVAILABLE',
+        `DSH could not write session ${this.id} to disk (${(error as Error)?.message ?? error}); what was just recorded may be lost at a restart. `
+        + 'Fix the disk or DSH\'s session storage, then check the session after restarting DSH.', { sessionId: this.id })
+    }
   }
 
   /** One process drives a DSH session: nothing to catch up. */
