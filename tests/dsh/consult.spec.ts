@@ -4,7 +4,7 @@ import { mkdtemp, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { MockReply, MockRequest, OpenAIMock } from '@taskward/testkit'
 import { PASSING_RECOVERY, useDsh, type DshHome, type DshWeb } from './dsh-host'
-import { carrierEvents, execute, replyJson, taskward, waitFor } from './dsh-api'
+import { carriedEvents, carrierEvents, execute, replyJson, taskward, waitFor } from './dsh-api'
 import { contentOf, currentTurn, dshTaskPlayer } from './dsh-player'
 
 /*
@@ -121,22 +121,29 @@ describe('consultations inside the real DSH host', function () {
     expect((await status(sessionId)).task).to.include({ phase: 'complete', revision: done.revision })
   })
 
-  it('refuses supervisor_propose_repair (FORBIDDEN) from the main agent, a session Taskward never supervised, and one carrying a forged consultation marker', async () => {
+  it('refuses supervisor_propose_repair (FORBIDDEN) from the main agent, a session Taskward never supervised, and sessions carrying a forged consultation marker (no DSH parent; another main than their DSH parent)', async () => {
     const main = await completedMain(await mkdtemp(join(workspace, 'refusals-')))
     expect((await prompt(main, 'CALL-SUPERVISOR-PROPOSE main'))[0]).to.match(/FORBIDDEN/)
 
     const { sessionId: plain } = await web.api('session.create', { cwd: workspace })
     expect((await prompt(plain, 'CALL-SUPERVISOR-PROPOSE plain'))[0]).to.match(/FORBIDDEN/)
 
-    // A marker naming the main session written into a session DSH does not record as its child.
+    // Forged markers: one naming the main session in a session DSH does not record as its child, and
+    // one in the main session's reviewer (its DSH parent: the main session) naming another session.
     const { sessionId: forged } = await web.api('session.create', { cwd: workspace })
     await prompt(forged, 'CALL-SUPERVISOR-PROPOSE forged before')
+    const records = JSON.stringify(carriedEvents(main, await web.api('session.history', { sessionId: main })))
+    const reviewer = /"reviewerSessionId":"([^"]+)"/.exec(records)?.[1]
+    expect(reviewer, 'a reviewer session of the main task').to.be.a('string')
     await web.stop()
     await home.appendToLog(forged, carrierEvents(forged, 'dsh/consultation-opened', { mainSessionId: main }))
+    await home.appendToLog(reviewer!, carrierEvents(reviewer!, 'dsh/consultation-opened', { mainSessionId: plain }))
     web = await home.start()
     expect((await prompt(forged, 'CALL-SUPERVISOR-PROPOSE forged'))[0]).to.match(/FORBIDDEN/)
+    expect((await prompt(reviewer!, 'CALL-SUPERVISOR-PROPOSE reviewer'))[0]).to.match(/FORBIDDEN/)
 
-    expect((await repairs(main)).proposals).to.deep.equal([])
+    const after = await repairs(main)
+    expect(after.proposals, JSON.stringify(after)).to.deep.equal([])
     // /task consult is a main session's: from a consultation it is refused.
     const { sessionId: consultation } = replyJson(await execute(web, main, '/task consult'))
     expect(String((await execute(web, consultation, '/task consult')).text)).to.match(/^FORBIDDEN/)
