@@ -2,6 +2,7 @@ import type { Context } from 'cordis'
 import { randomUUID } from 'node:crypto'
 import { onDispose } from '@taskward/cordis-compat'
 import { TaskwardError, asTaskwardError } from '@taskward/protocol'
+import { CONSULTATION_MARKER, type ConsultationMarker } from './consultations'
 import type { DshAgent, DshAgents, DshUserMessage } from './dsh-types'
 import { resumeLikeDsh } from './resume'
 import type { DshSessionsContract } from './sessions'
@@ -76,7 +77,7 @@ export class DshAgentsContract {
   private readonly views = new WeakMap<DshAgent, AgentView>()
   protected ctx: Context
 
-  constructor(ctx: Context, private readonly dsh: DshAgents, private readonly sessions: DshSessionsContract, private readonly offerReviewerTools: (agent: DshAgent) => void = () => {}) {
+  constructor(ctx: Context, private readonly dsh: DshAgents, private readonly sessions: DshSessionsContract, private readonly offerTools: (agent: DshAgent, role: 'reviewer' | 'consultation') => void = () => {}) {
     this.ctx = ctx
   }
 
@@ -110,12 +111,17 @@ export class DshAgentsContract {
 
   /**
    * A new DSH session with its agent, on DSH's configured model: how the supervisor starts a reviewer
-   * (`role: 'reviewer'`, `parentId` = the main session). The agent belongs to the Taskward plugin (it
-   * goes when the bundle is unloaded); what it may run is decided by the supervisor's tool guard.
+   * (`role: 'reviewer'`, `parentId` = the main session) and `/task consult` a consultation (`role:
+   * 'consultation'`: its log gets the marker that names its parent, consultations.ts). The agent belongs
+   * to the Taskward plugin (it goes when the bundle is unloaded); what it may run is decided by the
+   * supervisor's tool guard.
    */
   async create(options: { cwd?: string, model?: string, role?: string, parentId?: string }): Promise<AgentView> {
     const sessionId = `session-${randomUUID()}`
+    if (options.role === 'consultation' && !options.parentId) throw new TaskwardError('BAD_REQUEST', 'A consultation needs the main session it works for (parentId).')
     if (options.role === 'reviewer') this.sessions.reviewers.add(sessionId)
+    if (options.role === 'consultation') this.sessions.consultations.add(sessionId)
+    let agent: DshAgent
     try {
       // DSH's configured model is the one the main session runs on (a new agent without options has none).
       const parent = options.parentId ? this.dsh.get(options.parentId) : this.dsh.list()[0]
@@ -125,13 +131,21 @@ export class DshAgentsContract {
         meta: { ...(options.cwd ? { cwd: options.cwd } : {}), ...(options.parentId ? { parentSession: options.parentId } : {}) },
         ...(agentOptions ? { agentOptions } : {}),
       })
-      const agent = 'agent' in handle ? handle.agent : handle
-      if (options.role === 'reviewer') this.offerReviewerTools(agent)
-      return this.view(agent)
+      agent = 'agent' in handle ? handle.agent : handle
     } catch (error) {
       this.sessions.reviewers.delete(sessionId)
+      this.sessions.consultations.delete(sessionId)
       throw new TaskwardError('SERVICE_UNAVAILABLE', `DSH could not create a session for Taskward: ${(error as Error).message}`)
     }
+    const view = this.view(agent)
+    if (options.role === 'reviewer') this.offerTools(agent, 'reviewer')
+    if (options.role === 'consultation') {
+      // The marker that keeps the role across a restart (DSH's header has none); it also selects the
+      // supervision preset in the consultation (its first Taskward record), so DSH without the bundle refuses it.
+      await view.session.append<ConsultationMarker>(CONSULTATION_MARKER, { mainSessionId: options.parentId! })
+      this.offerTools(agent, 'consultation')
+    }
+    return view
   }
 
   stepGuard(guard: StepGuard) {

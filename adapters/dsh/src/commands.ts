@@ -10,7 +10,7 @@ export type CommandHandler = (invocation: { session: SessionView, args: string, 
 
 /** DSH lists each command with a description; Taskward's `register(name, handler)` has none. */
 const DESCRIPTIONS: Record<string, { description: string, hint?: string }> = {
-  task: { description: 'Supervised tasks (Taskward): /task new <objective>, approve, pause, resume, status, console…', hint: 'new <objective> | approve | pause | resume | status' },
+  task: { description: 'Supervised tasks (Taskward): /task new <objective>, approve, pause, resume, status, console, consult…', hint: 'new <objective> | approve | pause | resume | status | consult' },
 }
 
 /**

@@ -19,6 +19,7 @@ import { DshSessionsContract } from './sessions'
 import { DshToolsContract, refusalText, type DshToolExecution } from './tools'
 import { guardSupervisedSessions, sessionPreset, SUPERVISION_PRESET } from './supervision-preset'
 import { readCarried } from './carrier'
+import { ConsultCommand } from './consultations'
 
 export { CARRIER_KIND, readCarried, writeCarried } from './carrier'
 export { viewEvent, DSH_TYPE_PREFIX } from './session-view'
@@ -76,7 +77,7 @@ export function apply(ctx: Context, input: Partial<Config>) {
   // DSH's cold-session services are optional plugins: read each time they are needed.
   const sessions = new DshSessionsContract(child, dsh, 'dsh', () => ({ agents: dsh.agents, persistence: c.get('sessionPersistence'), presets: c.get('agentPresets') }))
   const tools = new DshToolsContract(child, dsh.tools, sessions)
-  const agents = new DshAgentsContract(child, dsh.agents, sessions, (agent) => tools.offerReviewerTools(agent))
+  const agents = new DshAgentsContract(child, dsh.agents, sessions, (agent, role) => role === 'reviewer' ? tools.offerReviewerTools(agent) : tools.offerConsultationTools(agent))
   guardSupervisedSessions(ctx, sessions)
   const connection = new DshConnectionContract(child, dsh.webServer, config.prefix, config.operatorToken, () => listeningPort(dsh.webServer))
 
@@ -118,7 +119,10 @@ export function apply(ctx: Context, input: Partial<Config>) {
     if (agent && sessions.view(session).role === 'main') tools.offerTaskTools(agent)
   }
   c.on('agent/created', ({ agent }: { agent: DshAgent }) => {
-    if (sessions.view(agent.session).role === 'main' && isSupervised(agent.session)) tools.offerTaskTools(agent)
+    const role = sessions.view(agent.session).role
+    if (role === 'main' && isSupervised(agent.session)) tools.offerTaskTools(agent)
+    // A consultation (its marker read back after a restart, consultations.ts) gets its tools again.
+    if (role === 'consultation') tools.offerConsultationTools(agent)
     emitPrivate(child, 'agent/created', agents.view(agent))
   })
   c.on('agent/error', ({ agent, error }: { agent: DshAgent, error: unknown }) => {
@@ -157,6 +161,7 @@ export function apply(ctx: Context, input: Partial<Config>) {
   ;(child as any).plugin(RepairService, {})
   ;(child as any).plugin(Recovery, config.recovery)
   ;(child as any).plugin(ConsoleRoutes, {})
+  ;(child as any).plugin(ConsultCommand)
 }
 
 /**

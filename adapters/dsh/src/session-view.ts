@@ -21,7 +21,7 @@ export function viewEvent(event: DshEvent, sessionId: string, eventAt: (seq: num
 
 export interface SessionViewHost {
   agentOf(sessionId: string): DshAgent | undefined
-  roleOf(session: DshSession): 'main' | 'reviewer' | 'subagent'
+  roleOf(session: DshSession): 'main' | 'reviewer' | 'subagent' | 'consultation'
   /** The session this one works for ('' for none). */
   parentOf(session: DshSession): string
   model: string

@@ -2,6 +2,7 @@ import type { Context } from 'cordis'
 import { onDispose } from '@taskward/cordis-compat'
 import { TaskwardError, type SessionEvent } from '@taskward/protocol'
 import type { DshAgent, DshAgents, DshEvent, DshSession, DshSessions } from './dsh-types'
+import { consultationMarked } from './consultations'
 import { resumeLikeDsh, type DshResumeServices } from './resume'
 import { SessionView, viewEvent } from './session-view'
 
@@ -18,6 +19,10 @@ export class DshSessionsContract {
   private readonly views = new WeakMap<DshSession, SessionView>()
   /** Sessions this adapter created as reviewers (in memory: DSH's header has no role). */
   readonly reviewers = new Set<string>()
+  /** Sessions this adapter opened as consultations (`/task consult`, consultations.ts); after a restart, their marker. */
+  readonly consultations = new Set<string>()
+  /** Whether a session's log carries its consultation marker, read once per DSH session object. */
+  private readonly marked = new WeakMap<DshSession, boolean>()
   /** Set by the adapter once the supervision preset exists (supervision-preset.ts). */
   beforeRecord?: (session: DshSession) => void
   /** Called before every Taskward record a session gets (the adapter offers its agent the task tools). */
@@ -51,10 +56,12 @@ export class DshSessionsContract {
       view = new SessionView({
         agentOf: (id) => this.dsh.agents.get(id) as DshAgent | undefined,
         // DSH's header has no role: a session Taskward created for a main session (a parent, and not
-        // one of DSH's own sub-agents) is a reviewer, also after a restart. A DSH sub-agent works for
+        // one of DSH's own sub-agents) is a reviewer, also after a restart — unless it is a consultation
+        // Taskward opened (its marker names that same parent, consultations.ts). A DSH sub-agent works for
         // its main session (the supervisor's guard holds it to that session's admission): not 'main',
         // or a background child would write freely after the main task completed.
-        roleOf: (s) => this.reviewers.has(s.id) ? 'reviewer' : isSubagent(s) ? 'subagent' : s.header.parentSession ? 'reviewer' : 'main',
+        roleOf: (s) => this.reviewers.has(s.id) ? 'reviewer' : isSubagent(s) ? 'subagent'
+          : !s.header.parentSession ? 'main' : this.isConsultation(s) ? 'consultation' : 'reviewer',
         parentOf: (s) => this.rootParent(s),
         model: this.model,
         flush: async (s) => { await this.dsh.sessions.flush?.(s) },
@@ -63,6 +70,18 @@ export class DshSessionsContract {
       this.views.set(session, view)
     }
     return view
+  }
+
+  /** A consultation Taskward opened: in memory since `/task consult`, or (a restart) by its log's marker. */
+  private isConsultation(session: DshSession): boolean {
+    if (this.consultations.has(session.id)) return true
+    let marked = this.marked.get(session)
+    if (marked === undefined) {
+      // `session.events` copies the log: read once per session object (a marker is only ever written at creation).
+      marked = consultationMarked(session)
+      this.marked.set(session, marked)
+    }
+    return marked
   }
 
   /**

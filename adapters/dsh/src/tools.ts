@@ -14,11 +14,11 @@ import { DSH_READ_ONLY_TOOLS, isDshReadOnly, resolvedDefinition } from './tool-i
 const REVIEWER_ONLY = new Set(REVIEWER_TOOLS.filter((name) => name.startsWith('review_')))
 
 /**
- * Tools of a session role no DSH session has: a consultation's `supervisor_propose_repair` (DSH sessions
- * are main, reviewer or sub-agent; every other role is refused it). Known to admission, offered to no
- * agent: every offered tool's schema rides along on every model request (benchmarks/dsh.bench.ts).
+ * A consultation's own tools (consultations.ts): offered only to consultation agents, and refused
+ * `FORBIDDEN` from any other session before they run. With them it gets `task_status` (the main session's).
  */
-const NO_DSH_ROLE = new Set(['supervisor_propose_repair'])
+const CONSULTATION_ONLY = new Set(['supervisor_propose_repair'])
+const CONSULTATION_TOOLS = new Set([...CONSULTATION_ONLY, 'task_status'])
 
 export interface ToolDef {
   name: string
@@ -121,7 +121,14 @@ export class DshToolsContract {
   offerTaskTools(agent: DshAgent) {
     if (this.offered.has(agent)) return
     this.offered.add(agent)
-    this.offer(agent, (name) => !REVIEWER_ONLY.has(name) && !NO_DSH_ROLE.has(name))
+    this.offer(agent, (name) => !REVIEWER_ONLY.has(name) && !CONSULTATION_ONLY.has(name))
+  }
+
+  /** Offer a consultation's agent its tools, once (when opened, and when DSH creates its agent after a restart). */
+  offerConsultationTools(agent: DshAgent) {
+    if (this.offered.has(agent)) return
+    this.offered.add(agent)
+    this.offer(agent, (name) => CONSULTATION_TOOLS.has(name))
   }
 
   private readonly offered = new WeakSet<DshAgent>()
@@ -207,6 +214,13 @@ export class DshToolsContract {
     const own = definition ? this.own.get(definition) : undefined
     const tool = own ?? (this.isDshReadOnly(exec.name, definition) ? { name: exec.name, readOnly: true as const } : undefined)
     const call: ToolCall = { session: this.sessions.view(agent.session), agentId: agent.id, name: this.admittedName(exec.name, definition, own), args: exec.arguments, tool }
+    if (CONSULTATION_ONLY.has(exec.name) && call.session.role !== 'consultation') {
+      return {
+        code: 'FORBIDDEN',
+        message: `${exec.name} is a consultation's tool; this is a ${call.session.role} session `
+          + '(the main agent proposes with task_propose_repair; /task consult opens a consultation).',
+      }
+    }
     for (const guard of [...this.guards]) {
       try {
         const decision = await guard(call)

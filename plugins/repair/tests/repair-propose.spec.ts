@@ -103,6 +103,16 @@ describe('repair: proposals', () => {
     expect(status.proposals[0]).to.include({ source: 'consultation', proposerSessionId: consultation.id })
   })
 
+  it('answers a consultation\'s task_status with the main session\'s complete task and its citable evidence', async () => {
+    await completeDiamond(host, session)
+    const seq = await evidenceSeq(host, session)
+    const consultation = await host.ctx.sessions.create({ cwd, role: 'consultation', parentId: session.id })
+    const status = await ok(host, consultation, 'task_status', {})
+    expect(status.mainSessionId).to.equal(session.id)
+    expect(status.task).to.include({ phase: 'complete' })
+    expect(status.evidence.map((e: any) => e.seq)).to.include(seq)
+  })
+
   it('refuses the wrong caller for each proposal tool, and offers no tool that confirms', async () => {
     await completeDiamond(host, session)
     const seq = await evidenceSeq(host, session)

@@ -32,6 +32,13 @@ async function checkEvidence(session: Session, seqs: number[], after: number | u
   return unique
 }
 
+/** The main session a consultation works for (its parent, when that is a main session). */
+async function consultedMain(ctx: Context, session: Session): Promise<Session | undefined> {
+  if (!session.parentId) return
+  const main = await ctx.sessions.get(session.parentId).catch(() => undefined)
+  return main?.role === 'main' ? main : undefined
+}
+
 /** The main agent's task tools and the reviewer's two tools. */
 export function registerTaskTools(ctx: Context, supervisor: Supervisor) {
   ctx.tools.register({
@@ -124,11 +131,16 @@ export function registerTaskTools(ctx: Context, supervisor: Supervisor) {
     readOnly: true,
     parameters: Schema.object({}),
     async execute(_args, { session }) {
-      const status = await supervisor.status(session)
-      if (status.task?.phase !== 'complete' || session.role !== 'main') return status
+      // A consultation reads the task of the main session it works for: that is what it may propose a
+      // repair of, and whose seqs its evidence cites.
+      const main = session.role === 'consultation' ? await consultedMain(ctx, session) : session.role === 'main' ? session : undefined
+      if (!main) return supervisor.status(session)
+      const status = await supervisor.status(main)
+      const scope = main === session ? {} : { mainSessionId: main.id }
+      if (status.task?.phase !== 'complete') return { ...status, ...scope }
       // The model may not see seqs in its transcript (DSH shows none): name what it can cite.
-      const events = await session.read({ from: Math.max(0, session.seq - EVIDENCE_WINDOW), limit: EVIDENCE_WINDOW })
-      return { ...status, evidence: citableEvidence(events) }
+      const events = await main.read({ from: Math.max(0, main.seq - EVIDENCE_WINDOW), limit: EVIDENCE_WINDOW })
+      return { ...status, ...scope, evidence: citableEvidence(events) }
     },
   })
 

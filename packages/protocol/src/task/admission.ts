@@ -53,7 +53,7 @@ export function admitTool(state: SupervisorState, toolName: string): ToolAdmissi
 }
 
 /** Tools a session working for a main session (a consultation) may run while that task is complete. */
-export const LINKED_COMPLETE_ALLOWED_TOOLS: readonly string[] = ['supervisor_propose_repair', 'read', 'glob', 'grep']
+export const LINKED_COMPLETE_ALLOWED_TOOLS: readonly string[] = ['task_status', 'supervisor_propose_repair', 'read', 'glob', 'grep']
 
 /**
  * Admission for a session linked to a main session (a consultation shares its workspace). It is at
@@ -80,7 +80,7 @@ export function admitLinkedTool(mainState: SupervisorState, mainSessionId: strin
       code: 'REPAIR_CONFIRMATION_REQUIRED',
       message: `Task ${task.id} of session ${mainSessionId} is complete, so ${toolName} is not allowed in a session working for it. `
         + 'Propose a repair with supervisor_propose_repair and wait for the user to confirm it. '
-        + 'Until then only supervisor_propose_repair, read, glob and grep are available.',
+        + 'Until then only task_status, supervisor_propose_repair, read, glob and grep are available.',
     },
   }
 }
