@@ -139,6 +139,9 @@ describe('consultations inside the real DSH host', function () {
     await home.appendToLog(forged, carrierEvents(forged, 'dsh/consultation-opened', { mainSessionId: main }))
     await home.appendToLog(reviewer!, carrierEvents(reviewer!, 'dsh/consultation-opened', { mainSessionId: plain }))
     web = await home.start()
+    // After the restart nothing is open: several reads at once each open the main session (or wait for it).
+    const opened = await Promise.all(Array.from({ length: 6 }, () => taskward(web, `/api/sessions/${main}/repairs`, { token })))
+    expect(opened.map((answer) => answer.status), JSON.stringify(opened.map((answer) => answer.body))).to.deep.equal(Array(6).fill(200))
     expect((await prompt(forged, 'CALL-SUPERVISOR-PROPOSE forged'))[0]).to.match(/FORBIDDEN/)
     expect((await prompt(reviewer!, 'CALL-SUPERVISOR-PROPOSE reviewer'))[0]).to.match(/FORBIDDEN/)
 

@@ -17,6 +17,8 @@ type Observer = (session: SessionView, event: SessionEvent) => void
 export class DshSessionsContract {
   readonly observers = new Set<Observer>()
   private readonly views = new WeakMap<DshSession, SessionView>()
+  /** Stored sessions being resumed now (see `get`). */
+  private readonly opening = new Map<string, Promise<DshSession>>()
   /** Sessions this adapter created as reviewers (in memory: DSH's header has no role). */
   readonly reviewers = new Set<string>()
   /** Sessions this adapter opened as consultations (`/task consult`, consultations.ts); after a restart, their marker. */
@@ -128,9 +130,21 @@ export class DshSessionsContract {
     const live = this.dsh.sessions.get(id)
     if (live) return this.view(live)
     if (!/^[\w.-]{1,128}$/.test(id)) throw new TaskwardError('BAD_REQUEST', 'A session id holds letters, digits, ".", "_" and "-" (at most 128).')
+    // One resume per session at a time: DSH refuses a second resume of a session it is still opening
+    // (several requests right after a restart each touch it), which read as "no such session".
+    let opening = this.opening.get(id)
+    if (!opening) {
+      opening = resumeLikeDsh(this.resume(), id).then((agent) => agent.session)
+      this.opening.set(id, opening)
+      const done = () => { if (this.opening.get(id) === opening) this.opening.delete(id) }
+      opening.then(done, done)
+    }
     try {
-      return this.view((await resumeLikeDsh(this.resume(), id)).session)
+      return this.view(await opening)
     } catch {
+      // Opened meanwhile another way (DSH's own API, a prompt): that is the session.
+      const now = this.dsh.sessions.get(id)
+      if (now) return this.view(now)
       throw new TaskwardError('SESSION_NOT_FOUND', `Session ${id} is not a DSH session here (or DSH cannot open it).`)
     }
   }
