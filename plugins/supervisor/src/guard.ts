@@ -6,6 +6,9 @@ import type { Supervisor } from './service'
 /** What a reviewer session may run: its review tools and read-only file tools. */
 export const REVIEWER_TOOLS: readonly string[] = ['review_read_log', 'review_verdict', 'read', 'glob', 'grep']
 
+/** How far up its parents a session's main session is looked for (a chain is a few sessions deep). */
+const MAX_PARENT_CHAIN = 32
+
 /**
  * Tool admission. Main sessions: the pure `admitTool` on the session's projection (a complete task
  * admits only status, repair proposals and read-only tools; a poisoned projection only inspection).
@@ -38,11 +41,22 @@ export function registerGuard(ctx: Context, supervisor: Supervisor) {
     return 'deny' in admission ? admission : undefined
   })
 
-  /** The main session a (non-reviewer) session works for, if any. */
+  /**
+   * The main session a (non-reviewer) session works for, if any: the first main session up its parent
+   * chain. A session need not be the main session's child — a sub-agent a consultation started names the
+   * consultation — and it is held to that main task all the same, or a background child of a consultation
+   * would write freely after the task completed.
+   */
   async function mainOf(session: Session): Promise<Session | undefined> {
-    if (!session.parentId) return
-    const main = await sessions.get(session.parentId).catch(() => undefined)
-    return main?.role === 'main' ? main : undefined
+    const seen = new Set([session.id])
+    let parentId = session.parentId
+    while (parentId && !seen.has(parentId) && seen.size <= MAX_PARENT_CHAIN) {
+      seen.add(parentId)
+      const parent = await sessions.get(parentId).catch(() => undefined)
+      if (!parent || parent.role === 'main') return parent
+      parentId = parent.parentId
+    }
+    return undefined
   }
 
   // A step guard, called directly by every turn: synchronous while the main session's state is in memory.
