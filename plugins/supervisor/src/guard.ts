@@ -1,13 +1,10 @@
 import type { Context } from 'cordis'
-import { original, type Agent, type Session } from '@taskward/host'
+import { mainSessionOf, original, type Agent, type Session } from '@taskward/host'
 import { admitLinkedTool, admitTool, TaskwardError, type SupervisorState } from '@taskward/protocol'
 import type { Supervisor } from './service'
 
 /** What a reviewer session may run: its review tools and read-only file tools. */
 export const REVIEWER_TOOLS: readonly string[] = ['review_read_log', 'review_verdict', 'read', 'glob', 'grep']
-
-/** How far up its parents a session's main session is looked for (a chain is a few sessions deep). */
-const MAX_PARENT_CHAIN = 32
 
 /**
  * Tool admission. Main sessions: the pure `admitTool` on the session's projection (a complete task
@@ -20,6 +17,8 @@ const MAX_PARENT_CHAIN = 32
 export function registerGuard(ctx: Context, supervisor: Supervisor) {
   // Read once for the per-call lookups below: `sessions` is a required inject (this plugin restarts when it changes).
   const sessions = original(ctx.sessions)
+  /** The main session a (non-reviewer, non-main) session works for, if any (the first up its parents). */
+  const mainOf = (session: Session) => mainSessionOf(sessions, session)
   ctx.tools.guard(async ({ session, name }) => {
     if (session.role === 'reviewer') {
       if (REVIEWER_TOOLS.includes(name)) return
@@ -40,24 +39,6 @@ export function registerGuard(ctx: Context, supervisor: Supervisor) {
     const admission = admitTool(await supervisor.state(session), name)
     return 'deny' in admission ? admission : undefined
   })
-
-  /**
-   * The main session a (non-reviewer) session works for, if any: the first main session up its parent
-   * chain. A session need not be the main session's child — a sub-agent a consultation started names the
-   * consultation — and it is held to that main task all the same, or a background child of a consultation
-   * would write freely after the task completed.
-   */
-  async function mainOf(session: Session): Promise<Session | undefined> {
-    const seen = new Set([session.id])
-    let parentId = session.parentId
-    while (parentId && !seen.has(parentId) && seen.size <= MAX_PARENT_CHAIN) {
-      seen.add(parentId)
-      const parent = await sessions.get(parentId).catch(() => undefined)
-      if (!parent || parent.role === 'main') return parent
-      parentId = parent.parentId
-    }
-    return undefined
-  }
 
   // A step guard, called directly by every turn: synchronous while the main session's state is in memory.
   // A linked session (a consultation) is held to its main session's poisoning too.
