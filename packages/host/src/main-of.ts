@@ -1,4 +1,4 @@
-import type { Session } from './session'
+import type { Session } from './sessions/session'
 
 /** How far up its parents a session's main session is looked for (a real chain is a few sessions deep). */
 const MAX_PARENT_CHAIN = 32
