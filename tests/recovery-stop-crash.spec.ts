@@ -137,6 +137,16 @@ describe('recovery: SIGKILL of the host between a STOP decision and its pause', 
     expect(await phase(host, restored)).to.include({ phase: 'paused', pauseReason: 'recovery' })
   })
 
+  it('a sub-agent a consultation started (its parent: the consultation) is refused too while a recorded STOP has not been acted on', async () => {
+    const { restored } = await killedAfter('stop', 'kept candidate')
+    const consultation = await host.ctx.sessions.create({ cwd, role: 'consultation', parentId: restored.id })
+    const child = await host.ctx.sessions.create({ cwd, role: 'subagent', parentId: consultation.id })
+    const outcome = await call(host, child, 'write', { path: 'answer.txt', content: 'edited by the consultation\'s sub-agent' })
+    expect(outcome.error?.code).to.equal('VALIDATION_MISSING')
+    expect(await readFile(join(cwd, 'answer.txt'), 'utf8')).to.equal('kept candidate')
+    expect(await phase(host, restored)).to.include({ phase: 'paused', pauseReason: 'recovery' })
+  })
+
   it('a budget STOP whose pause was lost: /task resume pauses (budget) and refuses BUDGET_EXHAUSTED naming the budget, as the paused task does', async () => {
     const { task, restored, decision } = await killedAfterBudgetStop({ budgets: { maxAttempts: 1 } })
     again!.scripted.script('main', [{ toolCalls: [{ name: 'write', args: { path: 'answer.txt', content: 'edited after the stop' } }] }])

@@ -88,6 +88,9 @@ describe('consultations inside the real DSH host', function () {
     expect(consultation).to.be.a('string').and.not.equal(sessionId)
 
     const seen = await prompt(consultation, 'CONSULT-PROPOSE one')
+    // Its agent works with DSH's own tools (the supervision preset mounted), not only Taskward's two.
+    const first = model.requests.find((r) => JSON.stringify(r.body.messages).includes('CONSULT-PROPOSE one'))!
+    expect(first.body.tools.map((t: any) => t.function.name)).to.include.members(['read', 'glob', 'grep', 'task_status', 'supervisor_propose_repair'])
     // task_status answered the MAIN session's complete task.
     const read = JSON.parse(seen[0])
     expect(read).to.include({ mainSessionId: sessionId })

@@ -1,5 +1,6 @@
 import { expect } from 'chai'
 import { existsSync } from 'node:fs'
+import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { MockReply, MockRequest, OpenAIMock } from '@taskward/testkit'
 import { PASSING_RECOVERY, useDsh, type DshHome, type DshWeb } from './dsh-host'
@@ -59,6 +60,32 @@ describe('DSH sub-agents of a supervised session', function () {
     await waitFor(async () => (await status(sessionId)).task?.phase === 'complete', 'completion', 120_000)
 
     await web.api('subagent.prompt', { parentSessionId: sessionId, childSessionId: child, mode: 'continuable', content: [{ type: 'text', text: 'HELPER-WRITE' }] })
+    await waitFor(() => childResults.length > 0, 'the child\'s write to be answered', 60_000)
+    expect(childResults.join('\n')).to.match(/REPAIR_CONFIRMATION_REQUIRED/)
+    expect(existsSync(join(workspace, 'helper.txt')), 'nothing written').to.equal(false)
+    expect((await status(sessionId)).task).to.include({ phase: 'complete' })
+  })
+
+  it('refuses the write of a background child a consultation spawned (its DSH parent: the consultation) after the main task completed', async () => {
+    childResults.length = 0
+    const cwd = join(workspace, 'consulted')
+    await mkdir(cwd, { recursive: true })
+    const { sessionId } = await web.api('session.create', { cwd })
+    await execute(web, sessionId, '/task new Write a.txt and b.txt')
+    await waitFor(async () => (await status(sessionId)).task?.phase === 'awaiting-approval', 'the plan review', 60_000)
+    const consultation = replyJson(await execute(web, sessionId, '/task consult')).sessionId as string
+    await web.api('session.prompt', { sessionId: consultation, mode: 'queue', content: [{ type: 'text', text: 'Spawn a helper.' }] })
+    let child: string | undefined
+    await waitFor(async () => {
+      const { entries } = await web.api('subagent.list', { parentSessionId: consultation })
+      child = entries.find((e: any) => e.kind === 'child' && e.mode === 'continuable' && e.activity === 'inactive')?.id
+      return !!child
+    }, 'the consultation\'s background child to settle', 60_000)
+
+    await execute(web, sessionId, '/task approve')
+    await waitFor(async () => (await status(sessionId)).task?.phase === 'complete', 'completion', 120_000)
+
+    await web.api('subagent.prompt', { parentSessionId: consultation, childSessionId: child, mode: 'continuable', content: [{ type: 'text', text: 'HELPER-WRITE' }] })
     await waitFor(() => childResults.length > 0, 'the child\'s write to be answered', 60_000)
     expect(childResults.join('\n')).to.match(/REPAIR_CONFIRMATION_REQUIRED/)
     expect(existsSync(join(workspace, 'helper.txt')), 'nothing written').to.equal(false)

@@ -38,6 +38,11 @@ describe('a supervised session inside the real DSH host without the bundle', fun
     const history = await web.api('session.history', { sessionId })
     const types = history.events.map(({ event }: any) => `${event.type}${event.type === 'agent-preset/selected' ? `=${event.data.agentPreset}` : ''}`)
     expect(types).to.include('agent-preset/selected=taskward')
+    // A consultation of it (/task consult): its marker selected the same preset, so it is refused too.
+    const consultation = replyJson(await execute(web, sessionId, '/task consult')).sessionId as string
+    expect(consultation).to.be.a('string')
+    const consulted = await web.api('session.history', { sessionId: consultation })
+    expect(consulted.events.map(({ event }: any) => event.type === 'agent-preset/selected' ? event.data.agentPreset : '')).to.include('taskward')
     // An unsupervised session (no Taskward record) for contrast: it must keep working without the bundle.
     const { sessionId: plain } = await web.api('session.create', { cwd: workspace })
     await web.stop()
@@ -49,6 +54,8 @@ describe('a supervised session inside the real DSH host without the bundle', fun
     let refusal = await prompt(sessionId, 'Carry on without supervision.').then(() => undefined, (error: Error) => error.message)
     // DSH's own refusal ('resume failed … preset "taskward" failed to mount: … waiting for taskwardSupervision').
     expect(refusal, 'prompt of a supervised session with the row disabled').to.match(/"ok":false/).and.match(/preset \\"taskward\\" failed to mount/)
+    refusal = await prompt(consultation, 'Consult without supervision.').then(() => undefined, (error: Error) => error.message)
+    expect(refusal, 'prompt of a consultation with the row disabled').to.match(/"ok":false/).and.match(/preset \\"taskward\\" failed to mount/)
     await new Promise((resolve) => setTimeout(resolve, 1500))
     expect(model.requests.length).to.equal(served)
     await web.stop()
@@ -62,6 +69,8 @@ describe('a supervised session inside the real DSH host without the bundle', fun
     served = model.requests.length
     refusal = await prompt(sessionId, 'Carry on without supervision.').then(() => undefined, (error: Error) => error.message)
     expect(refusal, 'prompt of a supervised session without the bundle').to.match(/"ok":false/).and.match(/preset \\"taskward\\" failed to mount/)
+    refusal = await prompt(consultation, 'Consult without supervision.').then(() => undefined, (error: Error) => error.message)
+    expect(refusal, 'prompt of a consultation without the bundle').to.match(/"ok":false/).and.match(/preset \\"taskward\\" failed to mount/)
     await new Promise((resolve) => setTimeout(resolve, 1500))
     expect(model.requests.length).to.equal(served)
     // A session Taskward never wrote into runs as before.

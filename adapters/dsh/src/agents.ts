@@ -5,6 +5,7 @@ import { TaskwardError, asTaskwardError } from '@taskward/protocol'
 import { CONSULTATION_MARKER, type ConsultationMarker } from './consultations'
 import type { DshAgent, DshAgents, DshUserMessage } from './dsh-types'
 import { resumeLikeDsh } from './resume'
+import { SUPERVISION_PRESET } from './supervision-preset'
 import type { DshSessionsContract } from './sessions'
 import type { SessionView } from './session-view'
 
@@ -126,10 +127,15 @@ export class DshAgentsContract {
       // DSH's configured model is the one the main session runs on (a new agent without options has none).
       const parent = options.parentId ? this.dsh.get(options.parentId) : this.dsh.list()[0]
       const agentOptions = parent?.options ? { ...(parent.options.provider ? { provider: parent.options.provider } : {}), ...(parent.options.model ? { model: parent.options.model } : {}) } : undefined
+      // A consultation works in the workspace with DSH's own tools (read, glob, grep…): its agent mounts
+      // the supervision preset its marker selects, as it does when DSH resumes it after a restart. A bare
+      // agent has no DSH tool at all (only the two Taskward offers it).
+      const presets = options.role === 'consultation' && this.sessions.beforeRecord ? this.sessions.resume().presets : undefined
       const handle = await this.dsh.create({
         sessionId,
         meta: { ...(options.cwd ? { cwd: options.cwd } : {}), ...(options.parentId ? { parentSession: options.parentId } : {}) },
         ...(agentOptions ? { agentOptions } : {}),
+        ...(presets ? { setup: async (agentCtx: unknown) => { await presets.mount(agentCtx, (await presets.resolve(SUPERVISION_PRESET)).id) } } : {}),
       })
       agent = 'agent' in handle ? handle.agent : handle
     } catch (error) {

@@ -3,7 +3,7 @@ import { createReadStream } from 'node:fs'
 import { lstat, readdir, readlink, realpath, stat } from 'node:fs/promises'
 import { isAbsolute, join, posix, relative, resolve, sep } from 'node:path'
 import type { Context } from 'cordis'
-import type { Session, ToolCall } from '@taskward/host'
+import { mainSessionOf, type Session, type ToolCall } from '@taskward/host'
 import {
   comparePinnedSets, effectiveCycle, MAX_PINNED_FILES, needsPinBaseline, pinChangedResult, PinMatcher,
   pinnedSetDigest, taskOfStateRecord, TaskwardError, workspaceRelative,
@@ -208,13 +208,11 @@ export class PinWarden {
 
   /**
    * The session whose task's pins bind `session`: itself when main, else the main session it works for
-   * (a consultation shares the main session's workspace, so it is held to the same pins).
+   * (a consultation shares the main session's workspace, so it is held to the same pins — and so is a
+   * sub-agent it started, whose parent is the consultation).
    */
-  private async taskSession(session: Session): Promise<Session | undefined> {
-    if (session.role === 'main') return session
-    if (!session.parentId) return
-    const main = await this.recovery.kernel.sessions.get(session.parentId).catch(() => undefined)
-    return main?.role === 'main' ? main : undefined
+  private taskSession(session: Session): Promise<Session | undefined> {
+    return mainSessionOf(this.recovery.kernel.sessions, session)
   }
 
   /** The write guard: a mutating tool may not name a pinned path while the session's task is live. */

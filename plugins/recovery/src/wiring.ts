@@ -1,6 +1,6 @@
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
-import type { Session } from '@taskward/host'
+import { mainSessionOf, type Session } from '@taskward/host'
 import {
   comparePinnedSets, effectiveCycle, effectivePins, EventTypes, latestRecoveryAttempt, PinMatcher, progressDelta, progressSignalOf, TaskwardError,
   validateCheckSpecs, type SessionEvent, type Task,
@@ -177,10 +177,10 @@ export function wireRecovery(ctx: Context, recovery: Recovery) {
   // A step guard, called directly by every turn (an `agent/before-step` listener costs an event dispatch per step).
   ctx.agents.stepGuard((agent) => replay(agent.session))
   ctx.tools.guard(async ({ session }) => {
-    // A consultation shares the main session's workspace: the main session's unapplied STOP binds it too.
-    const main = session.role === 'main' || !session.parentId ? session
-      : await recovery.kernel.sessions.get(session.parentId).catch(() => undefined)
-    if (!main || main.role !== 'main') return
+    // A consultation (and a sub-agent it started) shares the main session's workspace: the main
+    // session's unapplied STOP binds it too.
+    const main = await mainSessionOf(recovery.kernel.sessions, session)
+    if (!main) return
     const refusal = await replay(main)
     return refusal ? { deny: { code: refusal.code, message: refusal.message, ...refusal.details !== undefined ? { details: refusal.details } : {} } } : undefined
   })

@@ -225,6 +225,17 @@ describe('recovery: pinned checks', function () {
     expect((await call(host, consultation, 'write', { path: 'notes.txt', content: 'fine' })).error).to.equal(undefined)
   })
 
+  it('a sub-agent a consultation started (its parent: the consultation) is refused pinned paths too', async () => {
+    const { session } = await readyTask(host, cwd)
+    const consultation = await host.ctx.sessions.create({ cwd, role: 'consultation', parentId: session.id })
+    const child = await host.ctx.sessions.create({ cwd, role: 'subagent', parentId: consultation.id })
+    const outcome = await call(host, child, 'write', { path: 'test/answer.test.js', content: 'process.exit(0)\n' })
+    expect(outcome.error?.code).to.equal('CHECK_PINNED')
+    expect(outcome.error?.message).to.include(`of task ${(await phase(host, session)).id}`)
+    expect(await readFile(join(cwd, 'test', 'answer.test.js'), 'utf8')).to.match(/wrong answer/)
+    expect((await call(host, child, 'write', { path: 'notes.txt', content: 'fine' })).error).to.equal(undefined)
+  })
+
   it('a pinned file that is a symlink: its target is guarded and stamped by content, so editing the target never passes', async () => {
     // Git mode (a workspace stamp refuses symlinks outright): test/answer.test.js is a committed link to an
     // unpinned file, and the check runs the target's content.

@@ -169,4 +169,22 @@ describe('repair: proposals', () => {
     expect((await call(host, consultation, 'read', { path: 'src/totals.ts' })).error).to.equal(undefined)
     expect((await call(host, consultation, 'unknown_shell', { cmd: 'rm -rf .' })).error?.code).to.equal('REPAIR_CONFIRMATION_REQUIRED')
   })
+  it('holds a session a consultation started (its sub-agent) to the main task too: no write after completion, no proposal', async () => {
+    await completeDiamond(host, session)
+    const consultation = await host.ctx.sessions.create({ cwd, role: 'consultation', parentId: session.id })
+    // A DSH sub-agent of the consultation names the consultation as its parent, not the main session.
+    const child = await host.ctx.sessions.create({ cwd, role: 'subagent', parentId: consultation.id })
+    const grandchild = await host.ctx.sessions.create({ cwd, role: 'subagent', parentId: child.id })
+    const before = await readFile(join(cwd, 'src/totals.ts'), 'utf8')
+    for (const worker of [child, grandchild]) {
+      const write = await call(host, worker, 'write', { path: 'src/totals.ts', content: 'edited by a consultation\'s sub-agent\n' })
+      expect(write.error?.code).to.equal('REPAIR_CONFIRMATION_REQUIRED')
+      expect((await call(host, worker, 'read', { path: 'src/totals.ts' })).error).to.equal(undefined)
+      const seq = await evidenceSeq(host, session)
+      const propose = await call(host, worker, 'supervisor_propose_repair', { title: 't', reason: 'r', rootNodeIds: ['b'], evidenceSeqs: [seq] })
+      expect(propose.error?.code).to.equal('FORBIDDEN')
+    }
+    expect(await readFile(join(cwd, 'src/totals.ts'), 'utf8')).to.equal(before)
+    expect((await host.ctx.supervisor.state(session)).proposals).to.have.length(0)
+  })
 })

@@ -1,5 +1,5 @@
 import type { Context } from 'cordis'
-import { original, type Agent, type Session } from '@taskward/host'
+import { mainSessionOf, original, type Agent, type Session } from '@taskward/host'
 import { admitLinkedTool, admitTool, TaskwardError, type SupervisorState } from '@taskward/protocol'
 import type { Supervisor } from './service'
 
@@ -17,6 +17,8 @@ export const REVIEWER_TOOLS: readonly string[] = ['review_read_log', 'review_ver
 export function registerGuard(ctx: Context, supervisor: Supervisor) {
   // Read once for the per-call lookups below: `sessions` is a required inject (this plugin restarts when it changes).
   const sessions = original(ctx.sessions)
+  /** The main session a (non-reviewer, non-main) session works for, if any (the first up its parents). */
+  const mainOf = (session: Session) => mainSessionOf(sessions, session)
   ctx.tools.guard(async ({ session, name }) => {
     if (session.role === 'reviewer') {
       if (REVIEWER_TOOLS.includes(name)) return
@@ -37,13 +39,6 @@ export function registerGuard(ctx: Context, supervisor: Supervisor) {
     const admission = admitTool(await supervisor.state(session), name)
     return 'deny' in admission ? admission : undefined
   })
-
-  /** The main session a (non-reviewer) session works for, if any. */
-  async function mainOf(session: Session): Promise<Session | undefined> {
-    if (!session.parentId) return
-    const main = await sessions.get(session.parentId).catch(() => undefined)
-    return main?.role === 'main' ? main : undefined
-  }
 
   // A step guard, called directly by every turn: synchronous while the main session's state is in memory.
   // A linked session (a consultation) is held to its main session's poisoning too.
