@@ -1,5 +1,5 @@
 import type { Context } from 'cordis'
-import { original, type Agent, type Session } from '@taskward/host'
+import { mainSessionOf, original, type Agent, type Session } from '@taskward/host'
 import {
   pause, RECORD_EVENT_TYPE, TASK_NAMESPACE, TASK_STATE_KIND, TaskwardError, type SessionEvent, type SupervisorState,
 } from '@taskward/protocol'
@@ -105,9 +105,9 @@ export function registerTokenBudget(ctx: Context, budget: number, cachedWeight =
     // A step guard, called directly by every turn (an `agent/before-step` listener costs an event dispatch per step).
     ctx.agents.stepGuard(async (agent: Agent) => {
       const session = agent.session
-      const main = session.role === 'main' ? session
-        : session.parentId ? await sessions.get(session.parentId).catch(() => undefined) : undefined
-      if (!main || main.role !== 'main') return
+      // The first main session up the parents: a consultation's sub-agent works for the main task too.
+      const main = await mainSessionOf(sessions, session)
+      if (!main) return
       const state: SupervisorState = await states.state(main)
       const task = state.current
       // A task paused on its budget stays refused: chat to it would spend the tokens the budget stopped.

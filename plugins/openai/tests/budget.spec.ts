@@ -109,6 +109,16 @@ describe('token budget per task', () => {
       const events = await session.read({ from: 0, limit: 1000 })
       expect(events.filter((e) => e.type === 'agent/refused'), 'no step was even tried').to.have.length(0)
       expect((await rig.host.ctx.supervisor.state(session)).current).to.deep.equal(active)
+
+      // A sub-agent a consultation started works for the same task: its step is refused too.
+      const consultation = await rig.host.ctx.sessions.create({ cwd: rig.cwd, role: 'consultation', parentId: session.id })
+      const child = await rig.host.ctx.agents.create({ cwd: rig.cwd, model: 'scripted', role: 'subagent', parentId: consultation.id })
+      rig.host.scripted.script('subagent', [{ text: 'spent' }])
+      child.followup('work')
+      await child.whenIdle()
+      const childLog = await child.session.read({ from: 0, limit: 100 })
+      expect(childLog.filter((e) => e.type === 'agent/refused').map((e) => e.data.code)).to.deep.equal(['TOKEN_BUDGET_EXHAUSTED'])
+      expect(childLog.filter((e) => e.type === 'assistant/message')).to.have.length(0)
     })
   })
 
