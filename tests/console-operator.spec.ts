@@ -204,6 +204,31 @@ describe('console: the operator drives a session in the browser', function () {
     expect(op.holding.started).to.deep.equal(['long job'])
   })
 
+  it('keeps the next message the operator typed while the previous one was being sent', async () => {
+    const sessionId = await createSession(op.host, { cwd: 'draft', create: true, model: 'test-hold' })
+    await login(`/sessions/${sessionId}`)
+    await page.waitForSelector('#conversation')
+    // The host's answer to the first message comes only after the operator typed the next one.
+    let release!: () => void
+    const held = new Promise<void>((resolve) => release = resolve)
+    await page.route('**/input', async (route) => { await held; await route.continue() })
+    try {
+      await page.fill('#input-text', 'first')
+      await page.click('#send')
+      await until(async () => (await page.textContent('#input-status'))?.includes('Sending') ?? false, 'the send to start')
+      await page.fill('#input-text', 'my next draft')
+      release()
+      await until(async () => !((await page.textContent('#input-status'))?.includes('Sending') ?? true), 'the host\'s answer')
+      expect(await page.inputValue('#input-text'), 'the draft typed meanwhile').to.equal('my next draft')
+    } finally {
+      release()
+      await page.unroute('**/input')
+    }
+    await until(() => op.holding.started.includes('first'), 'the turn to start')
+    await page.click('#stop')
+    await op.host.ctx.agents.get(sessionId)!.whenIdle()
+  })
+
   it('a stopped step\'s streamed text does not stay "writing…" nor run into the next turn\'s text', async () => {
     let turns = 0
     op.host.ctx.models.register('test-half', {

@@ -120,21 +120,25 @@ export class Operate {
     this.status.replaceChildren(text ? h('p', { class: refusal ? 'refusal' : 'success', 'data-code': code ?? '' }, text) : '')
   }
 
-  /** Send `text`; `fromBox` clears the input box once the host took it (a button's command leaves the draft alone). */
+  /**
+   * Send `text`; `fromBox` clears the input box once the host took it (a button's command leaves the
+   * draft alone) — unless the user typed the next message meanwhile: that draft is theirs, never cleared.
+   */
   async send(text, { fromBox = true } = {}) {
     if (!text.trim()) return this.say('Type a message or a command first.', { refusal: true })
     this.say('Sending…')
     const { ok, status, body } = await requestJson('POST', `${this.base}/input`, { text })
     if (status === 0) return this.say(body.error, { refusal: true, code: body.code })
+    const clearSent = () => { if (fromBox && this.text.value === text) this.text.value = '' }
     if (body.kind === 'queued') {
-      if (fromBox) this.text.value = ''
+      clearSent()
       this.say(body.running || body.held || body.position > 0
         ? `Queued as turn ${body.position + 1} in line${body.held ? ' (held until the pending review ends)' : ''}.`
         : 'Sent: the agent is working on it.')
       return this.refreshQueue().catch(() => {})
     }
     if (body.kind === 'command') {
-      if (ok && fromBox) this.text.value = ''
+      if (ok) clearSent()
       const reply = body.reply
       if (reply?.error) return this.say(`/${reply.command} refused (${reply.error.code}): ${reply.error.message}`, { refusal: true, code: reply.error.code })
       return this.say(`/${reply.command}: ${typeof reply.reply?.message === 'string' ? reply.reply.message : 'done.'}`)
