@@ -35,8 +35,8 @@ export function bwrapExit(code: number | null, signal: NodeJS.Signals | null): {
  * Run one check in `area`: argv spawned directly (never through a shell), cwd = the copy, the scrubbed
  * environment, its own process group (killed as a whole on timeout and after exit), bounded output.
  * It ends at the latest `OUTPUT_GRACE_MS` after the process exited or the timeout killed it, whoever
- * still holds its output. The process is started by the launcher thread (`launch`), never on the
- * event loop. Resolves to the raw run for `checkResultOf`; a program that cannot be started is
+ * still holds its output. The process is started by the launcher process (`launch`), never by the
+ * host process itself. Resolves to the raw run for `checkResultOf`; a program that cannot be started is
  * `not-runnable`.
  */
 export async function runCheck(spec: CheckSpec, area: CheckArea, options: RunOptions): Promise<CheckRun> {

@@ -55,7 +55,7 @@ export function scrubbedEnv(home: string, hostPath = process.env.PATH ?? '/usr/b
 
 /**
  * The absolute path of `program` on PATH, or undefined: looked up afresh on every call (a PATH change
- * or a replaced binary is seen at once), on the launcher thread, so a check's lookups cost the event
+ * or a replaced binary is seen at once), in the launcher process, so a check's lookups cost the event
  * loop one message instead of a file-system round trip per PATH entry.
  */
 export async function findOnPath(program: string, path = process.env.PATH ?? ''): Promise<string | undefined> {

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { removeTree, tempWorkspace } from '@taskward/testkit'
 import { findOnPath, prepareArea, programExists, removeArea, runCheck } from '../src'
-import { stopLauncher } from '../src/launcher'
+import { launcherPid, stopLauncher } from '../src/launcher'
 
 /** Whether `pid` is a live process (a zombie nobody reaped counts as gone). */
 async function alive(pid: number) {
@@ -34,15 +34,18 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
     for (const dir of cleanup.splice(0)) await removeTree(dir)
   })
 
-  it('starts a check without the main thread calling spawn (a fork of the whole host blocks its thread until exec)', async function () {
+  it('starts a check from the launcher process, never from the host (a fork copies the page tables of the whole host)', async function () {
     const cwd = await tempWorkspace({ 'answer.txt': 'right' })
     cleanup.push(cwd)
     const bwrap = await findOnPath('bwrap')
     const kinds = bwrap ? ['copy', 'bwrap'] as const : ['copy'] as const
+    // The host forks once, for the launcher; after that no check costs it a fork.
+    const launcher = await launcherPid()
+    expect(launcher).to.be.a('number').and.not.equal(process.pid)
     const original = childProcess.spawn
-    let mainThreadSpawns = 0
+    let hostSpawns = 0
     ;(childProcess as any).spawn = function (...args: unknown[]) {
-      mainThreadSpawns++
+      hostSpawns++
       return (original as any).apply(this, args)
     }
     syncBuiltinESMExports()
@@ -57,11 +60,27 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
           await removeArea(area)
         }
       }
+      // And the check's parent is the launcher, not the host.
+      const area = await prepareArea(cwd, false)
+      try {
+        const run = await runCheck({ id: 'parent', argv: ['sh', '-c', 'echo $PPID'], timeoutMs: 10_000 }, area, { sandbox: 'copy', outputLimitBytes: 4096 })
+        expect(Number(run.output.trim())).to.equal(launcher)
+      } finally {
+        await removeArea(area)
+      }
     } finally {
       ;(childProcess as any).spawn = original
       syncBuiltinESMExports()
     }
-    expect(mainThreadSpawns).to.equal(0)
+    expect(hostSpawns).to.equal(0)
+  })
+
+  it('gives the launcher none of the host\'s environment (a loader in NODE_OPTIONS, secrets)', async () => {
+    const pid = await launcherPid()
+    const names = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0').filter(Boolean).map((entry) => entry.split('=')[0])
+    // Only what node itself sets up for the IPC channel.
+    expect(names.filter((name) => !name.startsWith('NODE_CHANNEL_'))).to.deep.equal([])
+    expect(process.env.PATH).to.be.a('string')
   })
 
   it('looks programs up afresh every time: a program added, replaced by a non-executable or shadowed earlier on PATH is seen at once', async () => {
@@ -115,7 +134,7 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
       const running = runCheck({ id: 'flood', argv: ['cat', '/dev/zero'], timeoutMs: 2500 }, area, { sandbox: 'copy', outputLimitBytes: 4096 })
       await new Promise((resolve) => setTimeout(resolve, 300))
       const before = process.memoryUsage().rss
-      // A busy event loop (a long fold, a GC pause): the thread must not keep posting what nobody takes.
+      // A busy event loop (a long fold, a GC pause): the launcher must not keep posting what nobody takes.
       const end = Date.now() + 1000
       while (Date.now() < end) {}
       const grown = process.memoryUsage().rss - before
@@ -150,7 +169,7 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
     }
   })
 
-  it('kills a running check\'s process group when the launcher thread ends, and refuses the check as a runner fault', async () => {
+  it('kills a running check\'s process group when the launcher process dies, and refuses the check as a runner fault', async () => {
     const cwd = await tempWorkspace({ 'README.md': '# x\n' })
     cleanup.push(cwd)
     const area = await prepareArea(cwd, false)
@@ -163,9 +182,9 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
       expect(await alive(child)).to.equal(true)
       await stopLauncher()
       expect(await settled).to.equal('INTERNAL')
-      // Its timeout died with the thread: left alone, the group would have run for a minute more.
+      // Its timeout died with the launcher: left alone, the group would have run for a minute more.
       await until(async () => !(await alive(child)), 5000)
-      // The next check starts a new thread.
+      // The next check starts a new launcher.
       const next = await runCheck({ id: 'again', argv: ['sh', '-c', 'exit 0'], timeoutMs: 10_000 }, area, { sandbox: 'copy', outputLimitBytes: 4096 })
       expect(next).to.include({ exitCode: 0 })
     } finally {
@@ -179,6 +198,22 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
     const child = join(import.meta.dirname, 'recovery-launcher-exit.child.ts')
     const stdout = await new Promise<string>((resolve, reject) => {
       execFile(process.execPath, ['--import', 'tsx', '--conditions', 'source', child, cwd], { timeout: 60_000 }, (error, out) => error ? reject(error) : resolve(out))
+    })
+    const { pid, area } = JSON.parse(stdout)
+    try {
+      expect(pid).to.be.greaterThan(0)
+      await until(async () => !(await alive(pid)), 5000)
+    } finally {
+      await removeArea(area)
+    }
+  })
+
+  it('kills a running check\'s process group when the host process is SIGKILLed (the launcher sees it gone)', async () => {
+    const cwd = await tempWorkspace({ 'README.md': '# x\n' })
+    cleanup.push(cwd)
+    const child = join(import.meta.dirname, 'recovery-launcher-exit.child.ts')
+    const stdout = await new Promise<string>((resolve, reject) => {
+      execFile(process.execPath, ['--import', 'tsx', '--conditions', 'source', child, cwd, 'SIGKILL'], { timeout: 60_000 }, (error, out) => error && !(error as any).signal ? reject(error) : resolve(out))
     })
     const { pid, area } = JSON.parse(stdout)
     try {
