@@ -2,6 +2,7 @@
  * CPU profile attribution for benchmarks/scale.bench.ts `--profile`: samples of the whole run, summed by
  * our functions, their callers, packages, cordis internals, and the longest busy stretches.
  */
+import { writeFile } from 'node:fs/promises'
 import { Session as Inspector } from 'node:inspector/promises'
 
 export async function profiled<T>(run: () => Promise<T>): Promise<{ result: T, top: string[], callers: string[], chains: string[], packages: string[], cordis: string[], longest: string[] }> {
@@ -13,6 +14,8 @@ export async function profiled<T>(run: () => Promise<T>): Promise<{ result: T, t
   const result = await run()
   const { profile } = await inspector.post('Profiler.stop')
   inspector.disconnect()
+  // SCALE_PROFILE_OUT=<file>.cpuprofile: the raw profile too, for Chrome DevTools or a script of your own.
+  if (process.env.SCALE_PROFILE_OUT) await writeFile(process.env.SCALE_PROFILE_OUT, JSON.stringify(profile))
   const self = new Map<string, number>()
   const byId = new Map(profile.nodes.map((node) => [node.id, node]))
   const parent = new Map<number, number>()
