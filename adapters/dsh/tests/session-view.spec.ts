@@ -20,4 +20,11 @@ describe('DSH adapter: a session whose flush fails', () => {
     expect((refusal as TaskwardError).details).to.deep.equal({ sessionId: 's1' })
     await new SessionView(host(() => Promise.resolve()), dsh).durable()
   })
+
+  it('answers STORE_UNAVAILABLE when the flush never settles, instead of hanging the append for ever', async () => {
+    const hung: SessionViewHost = { ...host(() => new Promise(() => {})), flushDeadlineMs: 50 }
+    const refusal = await new SessionView(hung, dsh).durable().then(() => undefined, (error) => error)
+    expect(TaskwardError.is(refusal, 'STORE_UNAVAILABLE'), String(refusal)).to.equal(true)
+    expect((refusal as TaskwardError).message).to.include('s1').and.include('did not finish within 50 ms')
+  })
 })
