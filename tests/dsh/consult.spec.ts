@@ -153,5 +153,7 @@ describe('consultations inside the real DSH host', function () {
     // /task consult is a main session's: from a consultation it is refused.
     const { sessionId: consultation } = replyJson(await execute(web, main, '/task consult'))
     expect(String((await execute(web, consultation, '/task consult')).text)).to.match(/^FORBIDDEN/)
+    // Words after it are refused, not dropped: the question belongs in the consultation.
+    expect(String((await execute(web, main, '/task consult why did the check fail?')).text)).to.match(/^BAD_REQUEST: \/task consult takes nothing after it/)
   })
 })

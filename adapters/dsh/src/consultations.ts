@@ -44,7 +44,11 @@ export const ConsultCommand = {
   inject: ['supervisor', 'agents'],
   apply(ctx: Context) {
     const { supervisor, agents } = ctx as unknown as ConsultHost
-    supervisor.registerSubcommand('consult', async ({ session }) => {
+    supervisor.registerSubcommand('consult', async ({ session, args }) => {
+      // Words after it would be silently dropped (no DSH API sends a first message to a new session).
+      if (args?.trim()) {
+        throw new TaskwardError('BAD_REQUEST', '/task consult takes nothing after it: type /task consult alone, then ask your question in the consultation session it opens.')
+      }
       if (session.role !== 'main') {
         throw new TaskwardError('FORBIDDEN', `/task consult opens a consultation of a main session; this is a ${session.role} session. Type it in the supervised session itself.`)
       }
