@@ -47,19 +47,21 @@ export interface Config {
   agents: Agents.Config
   connection: Connection.Config
   operator: Operator.Config
+  projections: Projections.Config
 }
 
 export const Config: Schema<Partial<Config>, Config> = strictConfig('host', Schema.object({
   agents: Agents.Config,
   connection: Connection.Config,
   operator: Operator.Config,
+  projections: Projections.Config,
 }) as any)
 
 /** The host kernel: every service a DSH-style host provides, over `database` and `server`. */
 export function apply(ctx: Context, loaded: Config) {
   const config = loadedConfig('host', loaded) as Config
   ctx.plugin(Sessions)
-  ctx.plugin(Projections)
+  ctx.plugin(Projections, config.projections)
   ctx.plugin(Tools)
   ctx.plugin(Models)
   ctx.plugin(Agents, config.agents)

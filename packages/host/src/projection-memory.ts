@@ -1,7 +1,9 @@
 /**
  * The in-memory projection caches, by id (`<session>\0<key>`), indexed by session: following an append
  * touches the caches of that one session, not every cache this process ever held (a host that ran a
- * thousand sessions would otherwise scan thousands of entries on every event).
+ * thousand sessions would otherwise scan thousands of entries on every event). Sessions are kept in
+ * the order their caches were last set (least recent first), so the owner can forget the sessions
+ * nobody has advanced for longest (`leastRecent`, `forgetSession`).
  */
 export class ProjectionMemory<V> {
   private readonly all = new Map<string, V>()
@@ -15,8 +17,27 @@ export class ProjectionMemory<V> {
     this.all.set(id, value)
     const sessionId = sessionOf(id)
     let ids = this.bySession.get(sessionId)
-    if (!ids) this.bySession.set(sessionId, ids = new Set())
+    if (ids) this.bySession.delete(sessionId)
+    else ids = new Set()
+    // Re-inserted: a Map iterates in insertion order, so the most recently set session comes last.
+    this.bySession.set(sessionId, ids)
     ids.add(id)
+  }
+
+  /** How many sessions have caches here. */
+  get sessions(): number {
+    return this.bySession.size
+  }
+
+  /** Session ids, least recently set first (a copy). */
+  leastRecent(): string[] {
+    return [...this.bySession.keys()]
+  }
+
+  /** Forget every cache of one session. */
+  forgetSession(sessionId: string) {
+    for (const id of this.bySession.get(sessionId) ?? []) this.all.delete(id)
+    this.bySession.delete(sessionId)
   }
 
   delete(id: string) {

@@ -1,4 +1,4 @@
-import { Context, Service } from 'cordis'
+import { Context, Schema, Service } from 'cordis'
 import { SessionEvent, TaskwardError } from '@taskward/protocol'
 import type { Session } from './sessions/session'
 import { original } from './original'
@@ -52,8 +52,18 @@ declare module 'cordis' {
   }
 }
 
+export namespace Projections {
+  export interface Config {
+    cachedSessions: number
+  }
+}
+
 export class Projections extends Service {
   static inject = ['database', 'sessions']
+  static Config: Schema<Partial<Projections.Config>, Projections.Config> = Schema.object({
+    cachedSessions: Schema.natural().min(1).default(1000)
+      .description('How many sessions keep their folded states in memory. Past it, the sessions advanced least recently are forgotten once their caches are saved; their next read starts from the saved cache.'),
+  })
   private defs = new Map<string, ProjectionDef>()
   private memory = new ProjectionMemory<Cached>()
   private pending = new Map<string, Promise<any>>()
@@ -66,8 +76,11 @@ export class Projections extends Service {
   /** Taken at start: a write that fails after the host stopped still has somewhere to say so. */
   private readonly log: ReturnType<Context['logger']>
 
-  constructor(ctx: Context) {
+  private readonly cachedSessions: number
+
+  constructor(ctx: Context, config: Partial<Projections.Config> = {}) {
     super(ctx, 'projections', true)
+    this.cachedSessions = Projections.Config(config).cachedSessions
     this.home = ctx
     this.log = ctx.logger('projections')
     // The listener runs on every append: call the service itself, not through cordis' tracing proxy
@@ -152,6 +165,25 @@ export class Projections extends Service {
       rows.push({ sessionId: session.id, key, ...cached })
     }
     if (rows.length) await this.home.database.upsert('taskward_projection', rows)
+    this.forgetLeastRecent()
+  }
+
+  /**
+   * Past `cachedSessions`, forget the sessions advanced least recently — only those with nothing
+   * unsaved, being folded or being written, so what is forgotten is exactly what the database holds
+   * (an operator's host that ran thousands of sessions keeps a bounded memory, not every fold).
+   */
+  private forgetLeastRecent() {
+    let excess = this.memory.sessions - this.cachedSessions
+    if (excess <= 0) return
+    const busy = new Set<string>()
+    for (const id of [...this.unsaved.keys(), ...this.pending.keys(), ...this.saving.keys()]) busy.add(id.slice(0, id.indexOf('\u0000')))
+    for (const sessionId of this.memory.leastRecent()) {
+      if (excess <= 0) break
+      if (busy.has(sessionId)) continue
+      this.memory.forgetSession(sessionId)
+      excess--
+    }
   }
 
   /** A cache folded past the session's log (a refused step): forgotten, and true. */

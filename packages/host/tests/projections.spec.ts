@@ -94,6 +94,34 @@ describe('host: projections', () => {
     expect(await cacheRow(host, session.id)).to.include({ version: 1, asOfSeq: 4 })
   })
 
+  it('keeps the folds of at most `cachedSessions` sessions in memory: the least recently advanced are forgotten once saved, and read back from their saved cache', async () => {
+    await host.dispose()
+    host = await TestHost.boot({ host: { projections: { cachedSessions: 2 } } })
+    const folded: number[] = []
+    registerFrom(host, countsByType(1, folded))
+    const sessions = []
+    for (let i = 0; i < 5; i++) {
+      const session = await host.ctx.sessions.create({ cwd: tmpdir() })
+      await session.append('a', {})
+      await session.append(`s${i}`, {})
+      expect(await host.ctx.projections.get(session, 'test-counts')).to.deep.equal({ a: 1, [`s${i}`]: 1 })
+      sessions.push(session)
+    }
+    // The last one advanced stays, by an append after the others.
+    await sessions[1].append('b', {})
+    await host.ctx.projections.flush()
+    const held = sessions.filter((session) => host.ctx.projections.current(session, 'test-counts') !== undefined)
+    expect(held.map((session) => session.id)).to.have.members([sessions[4].id, sessions[1].id])
+    // A forgotten session reads back from its saved cache: the same state, nothing folded again.
+    const before = folded.length
+    expect(await host.ctx.projections.get(sessions[0], 'test-counts')).to.deep.equal({ a: 1, s0: 1 })
+    expect(folded.length).to.equal(before)
+    // And it goes on from there.
+    await sessions[0].append('c', {})
+    expect(await host.ctx.projections.get(sessions[0], 'test-counts')).to.deep.equal({ a: 1, s0: 1, c: 1 })
+    expect(folded.slice(before)).to.deep.equal([2])
+  })
+
   it('discards a cache of another version and rebuilds from seq 0 to the same state', async () => {
     const v1: number[] = []
     const owner = registerFrom(host, countsByType(1, v1))
