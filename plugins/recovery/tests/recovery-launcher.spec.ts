@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { removeTree, tempWorkspace } from '@taskward/testkit'
 import { findOnPath, prepareArea, programExists, removeArea, runCheck } from '../src'
-import { launcherPid, stopLauncher } from '../src/launcher'
+import { launch, launcherPid, stopLauncher } from '../src/launcher'
 
 /** Whether `pid` is a live process (a zombie nobody reaped counts as gone). */
 async function alive(pid: number) {
@@ -145,6 +145,21 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
     } finally {
       await removeArea(area)
     }
+  })
+
+  it('passes the host no more of a flooding check\'s output than it keeps (a flood costs the host\'s event loop nothing per byte)', async () => {
+    // What the host is handed, as the launcher's messages deliver it (BoundedOutput keeps `limit` of it).
+    let pushedBytes = 0
+    let pushes = 0
+    let skips = 0
+    const limit = 4096
+    const outcome = await launch({ file: 'cat', args: ['/dev/zero'], cwd: tmpdir(), env: { PATH: process.env.PATH! }, timeoutMs: 1500, graceMs: 200, outputLimitBytes: limit },
+      { push: (chunk) => { pushes++; pushedBytes += chunk.length }, skip: () => { skips++ } })
+    expect(outcome).to.include({ timedOut: true })
+    // Hundreds of MB were written; the host took its head and its tail, and one count of what lay between.
+    const chunk = 64 * 1024
+    expect(pushedBytes, `${pushes} chunks, ${skips} skip counts`).to.be.at.most(2 * (limit + chunk))
+    expect(skips).to.equal(1)
   })
 
   it('keeps a loud check\'s tail when the event loop was busy as it ended (nothing is cut off behind a slow host)', async () => {
