@@ -190,8 +190,12 @@ class Launcher {
   constructor() {
     // No environment: the launcher needs none (each check gets its own scrubbed one), and the host's
     // NODE_OPTIONS (e.g. a loader) or secrets have no business in it. Advanced serialization carries
-    // output chunks as bytes.
-    this.child = spawn(process.execPath, ['-e', LAUNCHER_SOURCE], { env: {}, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'advanced' })
+    // output chunks as bytes. Detached (a session of its own): a Ctrl-C at the host's terminal is the
+    // host's to handle — DSH and the cordis CLI shut down gracefully — and killed with the host's
+    // process group the launcher would refuse the running checks as broken; it ends with its IPC channel.
+    this.child = spawn(process.execPath, ['-e', LAUNCHER_SOURCE], {
+      env: {}, detached: true, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'advanced',
+    })
     this.idle()
     this.child.on('message', (message: { id: number, kind: string, outcome?: unknown, chunk?: Uint8Array, message?: string, pid?: number, bytes?: number }) => {
       const pending = this.pending.get(message.id)

@@ -207,6 +207,28 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
     }
   })
 
+  it('leaves the launcher to its host on a Ctrl-C at the terminal (SIGINT to the host\'s process group): a host that shuts down gracefully still gets its check', async () => {
+    const cwd = await tempWorkspace({ 'README.md': '# x\n' })
+    cleanup.push(cwd)
+    // Its own process group, as the foreground job of a terminal is.
+    const host = childProcess.spawn(process.execPath, ['--import', 'tsx', '--conditions', 'source', join(import.meta.dirname, 'recovery-launcher-sigint.child.ts'), cwd],
+      { detached: true, stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    const lines = new Promise<string[]>((resolve, reject) => {
+      host.stdout!.on('data', (chunk) => {
+        out += chunk
+        if (out.includes('started\n') && !out.includes('SIGINT')) process.kill(-host.pid!, 'SIGINT')
+      })
+      host.on('close', () => resolve(out.trim().split('\n')))
+      host.on('error', reject)
+    })
+    const [started, interrupted, result] = await lines
+    expect([started, interrupted]).to.deep.equal(['started', 'SIGINT'])
+    const run = JSON.parse(result)
+    expect(run, run.message).to.include({ exitCode: 0 })
+    expect(run.output).to.equal('finished\n')
+  })
+
   it('kills a running check\'s process group when the host process exits (nothing is left to time it out)', async () => {
     const cwd = await tempWorkspace({ 'README.md': '# x\n' })
     cleanup.push(cwd)
