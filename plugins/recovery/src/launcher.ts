@@ -154,11 +154,14 @@ process.on('message', ({ id, kind, request }) => {
     post({ id, kind: 'fault', message: String(error && error.message || error) })
   }
 })
-// The host is gone (exited, crashed or SIGKILLed): nothing is left to time the checks out.
-process.on('disconnect', () => {
+// The host is gone (exited, crashed or SIGKILLed): nothing is left to time the checks out. A write to
+// it can fail (EPIPE, emitted on process) before the channel's end is read: the same news, not a crash.
+const hostGone = () => {
   for (const pid of groups) killGroup(pid)
   process.exit(0)
-})
+}
+process.on('disconnect', hostGone)
+process.on('error', hostGone)
 `
 
 /** Where a check's output goes: its chunks in order, and a count of bytes skipped between two of them. */

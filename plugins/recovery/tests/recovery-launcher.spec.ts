@@ -260,4 +260,26 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
       await removeArea(area)
     }
   })
+
+  it('kills a running check\'s process group when the host is SIGKILLed as the check writes (a write to the dead host fails before the launcher sees the channel close)', async () => {
+    const cwd = await tempWorkspace({ 'README.md': '# x\n' })
+    cleanup.push(cwd)
+    const host = childProcess.spawn(process.execPath, ['--import', 'tsx', '--conditions', 'source', join(import.meta.dirname, 'recovery-launcher-exit.child.ts'), cwd, 'chatty'],
+      { stdio: ['ignore', 'pipe', 'ignore'] })
+    const { pid, area, launcher } = JSON.parse(await new Promise<string>((resolve) => host.stdout!.once('data', (chunk) => resolve(String(chunk)))))
+    try {
+      // The launcher is busy (or not scheduled) as the host dies: when it runs again, the check's
+      // output and the channel's end wait together, and the output comes first.
+      process.kill(launcher, 'SIGSTOP')
+      host.kill('SIGKILL')
+      await new Promise((resolve) => host.once('exit', resolve))
+      process.kill(launcher, 'SIGCONT')
+      await until(async () => !(await alive(pid)), 5000)
+      await until(async () => !(await alive(launcher)), 5000)
+    } finally {
+      try { process.kill(launcher, 'SIGCONT') } catch {}
+      if (await alive(pid)) process.kill(pid, 'SIGKILL')
+      await removeArea(area)
+    }
+  })
 })
