@@ -278,7 +278,8 @@ class Launcher {
 
   /** End the launcher; every check it was running is killed with its group and refused as a runner fault. */
   async stop() {
-    if (this.dead) return
+    // One whose spawn failed never started: it reports an 'error' (refusing what it holds), no 'exit'.
+    if (this.dead || this.child.pid === undefined) return
     const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()))
     this.child.kill('SIGKILL')
     await exited

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { removeTree, tempWorkspace } from '@taskward/testkit'
 import { findOnPath, prepareArea, programExists, removeArea, runCheck } from '../src'
-import { launch, launcherPid, stopLauncher } from '../src/launcher'
+import { isExecutable, launch, launcherPid, stopLauncher } from '../src/launcher'
 
 /** Whether `pid` is a live process (a zombie nobody reaped counts as gone). */
 async function alive(pid: number) {
@@ -182,6 +182,23 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
     } finally {
       await removeArea(area)
     }
+  })
+
+  it('stops a launcher that could not start (stopLauncher never waits for an exit that will not come)', async function () {
+    this.timeout(10_000)
+    const real = process.execPath
+    process.execPath = join(tmpdir(), 'taskward-no-such-node')
+    let asked: Promise<string>
+    try {
+      await stopLauncher()
+      asked = isExecutable('/').then(() => 'ran', (error) => error.code)
+    } finally {
+      process.execPath = real
+    }
+    // Stopped before its spawn failure was even reported: it ends with the 'error', as no 'exit' follows.
+    await stopLauncher()
+    expect(await asked).to.equal('INTERNAL')
+    expect(await isExecutable('/')).to.equal(true)
   })
 
   it('kills a running check\'s process group when the launcher process dies, and refuses the check as a runner fault', async () => {
