@@ -19,7 +19,7 @@ export interface LaunchRequest {
   timeoutMs: number
   /** After the process exited (or was killed), how long its output may still arrive. */
   graceMs: number
-  /** What the host keeps of the output (BoundedOutput's limit): the launcher holds back no more than that. */
+  /** What the host keeps of the output (BoundedOutput's limit): the launcher passes on no more than its head and tail. */
   outputLimitBytes: number
 }
 
@@ -30,21 +30,18 @@ export interface LaunchRequest {
 // wherever in the host it is called, while the host's own page faults wait. From this ~50 MB process it
 // is ~2 ms, and the host forks once, for the launcher. Each check: argv spawned directly (never a
 // shell), detached as its own process group (killed as a whole on timeout and after the leader exits),
-// output streamed back in chunks; it ends at the latest `graceMs` after the process exited or was
+// output sent back in chunks; it ends at the latest `graceMs` after the process exited or was
 // killed, whoever still holds its pipes. Program lookups read the file system as spawn will (X_OK on
-// each PATH entry, in order). Output is flow-controlled without slowing the check: at most
-// OUTPUT_WINDOW + the output limit bytes are posted and not yet acknowledged by the host (which acks
-// each chunk once bounded); past that, chunks wait here, and of those only the newest
-// `outputLimitBytes` are kept — the older ones are posted as a count of skipped bytes (the head was
-// posted long before, and the tail the host keeps is shorter than what waits). So a check that floods
-// its output while the host's event loop is busy never queues more than that in the host, and its
-// tail still arrives before the run is done. Each run's pid is posted as it starts, so the host can
-// kill its group if this process dies; and when the host goes away — even SIGKILLed — the IPC channel
-// closes and this process kills every check it runs, then exits.
-const OUTPUT_WINDOW = 256 * 1024
+// each PATH entry, in order). The host keeps only the head and the tail of the output (BoundedOutput,
+// `outputLimitBytes`), so only those cross, without slowing the check: the first `outputLimitBytes`
+// are posted as they come; the rest waits here, only its newest `outputLimitBytes` kept and the older
+// bytes counted, and is posted — the count, then the tail — when the run ends. So a check that floods
+// its output costs the host's event loop a bounded number of messages however much it writes (every
+// chunk it took was a message, read and decoded on the event loop), a busy host has nothing piling up
+// for it, and the tail where test runners summarize still arrives. Each run's pid is posted as it
+// starts, so the host can kill its group if this process dies; and when the host goes away — even
+// SIGKILLed — the IPC channel closes and this process kills every check it runs, then exits.
 const LAUNCHER_SOURCE = `
-const OUTPUT_WINDOW = ${OUTPUT_WINDOW}
-const runs = new Map()
 const groups = new Set()
 const post = (message) => {
   try { process.send(message) } catch {}
@@ -79,9 +76,9 @@ function run(id, { file, args, cwd, env, timeoutMs, graceMs, outputLimitBytes })
     settled = true
     clearTimeout(timer)
     clearTimeout(grace)
-    runs.delete(id)
-    // What still waits goes first (bounded): the tail is where test runners summarize.
-    while (waiting.length) postChunk(waiting.shift())
+    // The tail goes before the outcome: it is where test runners summarize.
+    if (skipped) post({ id, kind: 'skipped', bytes: skipped })
+    for (const chunk of tail) post({ id, kind: 'output', chunk })
     post({ id, kind: 'done', outcome })
   }
   const ended = () => finish({ exit, ...timedOut ? { timedOut } : {} })
@@ -97,37 +94,26 @@ function run(id, { file, args, cwd, env, timeoutMs, graceMs, outputLimitBytes })
     groups.add(child.pid)
     post({ id, kind: 'started', pid: child.pid })
   }
-  const window = OUTPUT_WINDOW + outputLimitBytes
-  let unacknowledged = 0
-  const waiting = []
-  let waitingBytes = 0
-  const postChunk = (chunk) => {
-    unacknowledged += chunk.length
-    post({ id, kind: 'output', chunk })
-  }
+  // The head, posted as it comes; then the newest outputLimitBytes (at least) of the rest, and what lay
+  // between as a count (exact: the host would have dropped those bytes, its tail is shorter than this).
+  let headLeft = outputLimitBytes
+  const tail = []
+  let tailBytes = 0
+  let skipped = 0
   const output = (chunk) => {
     if (settled) return
-    if (!waiting.length && unacknowledged + chunk.length <= window) return postChunk(chunk)
-    waiting.push(chunk)
-    waitingBytes += chunk.length
-    let skipped = 0
-    while (waitingBytes - waiting[0].length >= outputLimitBytes) {
-      const first = waiting.shift()
-      waitingBytes -= first.length
+    if (headLeft > 0) {
+      headLeft -= chunk.length
+      return post({ id, kind: 'output', chunk })
+    }
+    tail.push(chunk)
+    tailBytes += chunk.length
+    while (tailBytes - tail[0].length >= outputLimitBytes) {
+      const first = tail.shift()
+      tailBytes -= first.length
       skipped += first.length
     }
-    if (skipped) post({ id, kind: 'skipped', bytes: skipped })
   }
-  runs.set(id, {
-    ack(bytes) {
-      unacknowledged -= bytes
-      while (waiting.length && unacknowledged + waiting[0].length <= window) {
-        const next = waiting.shift()
-        waitingBytes -= next.length
-        postChunk(next)
-      }
-    },
-  })
   child.stdout.on('data', output)
   child.stderr.on('data', output)
   const timer = setTimeout(() => {
@@ -155,11 +141,9 @@ function run(id, { file, args, cwd, env, timeoutMs, graceMs, outputLimitBytes })
   })
 }
 
-process.on('message', ({ id, kind, request, bytes }) => {
+process.on('message', ({ id, kind, request }) => {
   try {
-    if (kind === 'ack') {
-      runs.get(id)?.ack(bytes)
-    } else if (kind === 'which') {
+    if (kind === 'which') {
       post({ id, kind: 'done', outcome: request.programs.map((program) => which(program, request.path)) })
     } else if (kind === 'executable') {
       post({ id, kind: 'done', outcome: executable(request.path) })
@@ -170,11 +154,14 @@ process.on('message', ({ id, kind, request, bytes }) => {
     post({ id, kind: 'fault', message: String(error && error.message || error) })
   }
 })
-// The host is gone (exited, crashed or SIGKILLed): nothing is left to time the checks out.
-process.on('disconnect', () => {
+// The host is gone (exited, crashed or SIGKILLed): nothing is left to time the checks out. A write to
+// it can fail (EPIPE, emitted on process) before the channel's end is read: the same news, not a crash.
+const hostGone = () => {
   for (const pid of groups) killGroup(pid)
   process.exit(0)
-})
+}
+process.on('disconnect', hostGone)
+process.on('error', hostGone)
 `
 
 /** Where a check's output goes: its chunks in order, and a count of bytes skipped between two of them. */
@@ -206,8 +193,12 @@ class Launcher {
   constructor() {
     // No environment: the launcher needs none (each check gets its own scrubbed one), and the host's
     // NODE_OPTIONS (e.g. a loader) or secrets have no business in it. Advanced serialization carries
-    // output chunks as bytes.
-    this.child = spawn(process.execPath, ['-e', LAUNCHER_SOURCE], { env: {}, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'advanced' })
+    // output chunks as bytes. Detached (a session of its own): a Ctrl-C at the host's terminal is the
+    // host's to handle — DSH and the cordis CLI shut down gracefully — and killed with the host's
+    // process group the launcher would refuse the running checks as broken; it ends with its IPC channel.
+    this.child = spawn(process.execPath, ['-e', LAUNCHER_SOURCE], {
+      env: {}, detached: true, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'advanced',
+    })
     this.idle()
     this.child.on('message', (message: { id: number, kind: string, outcome?: unknown, chunk?: Uint8Array, message?: string, pid?: number, bytes?: number }) => {
       const pending = this.pending.get(message.id)
@@ -222,7 +213,6 @@ class Launcher {
       }
       if (message.kind === 'output') {
         pending.onOutput?.push(Buffer.from(message.chunk!.buffer, message.chunk!.byteOffset, message.chunk!.byteLength))
-        this.send({ id: message.id, kind: 'ack', bytes: message.chunk!.byteLength })
         return
       }
       this.settle(message.id)
@@ -288,7 +278,8 @@ class Launcher {
 
   /** End the launcher; every check it was running is killed with its group and refused as a runner fault. */
   async stop() {
-    if (this.dead) return
+    // One whose spawn failed never started: it reports an 'error' (refusing what it holds), no 'exit'.
+    if (this.dead || this.child.pid === undefined) return
     const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()))
     this.child.kill('SIGKILL')
     await exited

@@ -64,8 +64,11 @@ export class Recovery {
   private readonly deferred = new Set<Promise<unknown>>()
   /** Seq of each task's first state record, by `<session>\0<task>` (found once per task). */
   private readonly taskStarts = new Map<string, number>()
-  /** The sandbox `config.sandbox` resolved to at start (its warning is logged once, then). */
-  private readonly sandboxChoice: Promise<SandboxChoice>
+  /**
+   * The sandbox `config.sandbox` resolved to at start (its warning is logged once, then); undefined
+   * after resolving failed (the launcher could not start), so the next check asks again.
+   */
+  private sandboxChoice: Promise<SandboxChoice> | undefined
   /** Pinned checks: the write guard, baselines, and the comparison before a check runs. */
   readonly pins: PinWarden
   /**
@@ -81,10 +84,7 @@ export class Recovery {
     this.home = ctx
     this.kernel = { sessions: original(ctx.sessions), projections: original(ctx.projections), supervisor: original(ctx.supervisor) }
     this.config = Config(loadedConfig('recovery', config))
-    this.sandboxChoice = chooseSandbox(this.config.sandbox).then((choice) => {
-      if (choice.warning) ctx.logger('recovery').warn(choice.warning)
-      return choice
-    })
+    this.sandboxChoice = this.resolveSandbox()
     ctx.projections.register<RecoveryState>({
       key: RECOVERY_PROJECTION_KEY,
       version: RECOVERY_PROJECTION_VERSION,
@@ -119,7 +119,22 @@ export class Recovery {
 
   /** The sandbox the checks run in: `config.sandbox` as resolved at plugin start. */
   sandbox(): Promise<SandboxChoice> {
-    return this.sandboxChoice
+    return this.sandboxChoice ??= this.resolveSandbox()
+  }
+
+  private resolveSandbox(): Promise<SandboxChoice> {
+    const logger = this.home.logger('recovery')
+    const choice = chooseSandbox(this.config.sandbox).then((choice) => {
+      if (choice.warning) logger.warn(choice.warning)
+      return choice
+    })
+    // Not an answer, only a launcher that could not start (EAGAIN, EMFILE, ENOMEM): kept, it would
+    // refuse every check for the plugin's life; unheard, it would be an unhandled rejection.
+    choice.catch((error) => {
+      if (this.sandboxChoice === choice) this.sandboxChoice = undefined
+      logger.warn('could not resolve the recovery sandbox yet (the next check asks again): %s', (error as Error).message)
+    })
+    return choice
   }
 
   /** The checks that verify a task: the ones a person set with `/task checks`, else the configured ones. */
@@ -189,7 +204,7 @@ export class Recovery {
     // Observed, not assumed: in git mode a HEAD that does not descend from the authoritative commit
     // gets the parent git shows, and `decide` rejects it.
     const parent = options.rerun ? last!.parentCandidate : await observedParent(state, session.cwd, candidate)
-    const sandbox = (await this.sandboxChoice).kind
+    const sandbox = (await this.sandbox()).kind
     const checks = await this.runAll(session.cwd, specs, sandbox, state, taskId)
     // A task's first attempt counts from the task's start, not the session's: earlier tasks are not its work.
     const evidence = await turnEvidence(session, last ? last.seq + 1 : await this.taskStart(session, taskId))

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { removeTree, tempWorkspace } from '@taskward/testkit'
 import { findOnPath, prepareArea, programExists, removeArea, runCheck } from '../src'
-import { launcherPid, stopLauncher } from '../src/launcher'
+import { isExecutable, launch, launcherPid, stopLauncher } from '../src/launcher'
 
 /** Whether `pid` is a live process (a zombie nobody reaped counts as gone). */
 async function alive(pid: number) {
@@ -147,6 +147,21 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
     }
   })
 
+  it('passes the host no more of a flooding check\'s output than it keeps (a flood costs the host\'s event loop nothing per byte)', async () => {
+    // What the host is handed, as the launcher's messages deliver it (BoundedOutput keeps `limit` of it).
+    let pushedBytes = 0
+    let pushes = 0
+    let skips = 0
+    const limit = 4096
+    const outcome = await launch({ file: 'cat', args: ['/dev/zero'], cwd: tmpdir(), env: { PATH: process.env.PATH! }, timeoutMs: 1500, graceMs: 200, outputLimitBytes: limit },
+      { push: (chunk) => { pushes++; pushedBytes += chunk.length }, skip: () => { skips++ } })
+    expect(outcome).to.include({ timedOut: true })
+    // Hundreds of MB were written; the host took its head and its tail, and one count of what lay between.
+    const chunk = 64 * 1024
+    expect(pushedBytes, `${pushes} chunks, ${skips} skip counts`).to.be.at.most(2 * (limit + chunk))
+    expect(skips).to.equal(1)
+  })
+
   it('keeps a loud check\'s tail when the event loop was busy as it ended (nothing is cut off behind a slow host)', async () => {
     const cwd = await tempWorkspace({ 'README.md': '# x\n' })
     cleanup.push(cwd)
@@ -167,6 +182,23 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
     } finally {
       await removeArea(area)
     }
+  })
+
+  it('stops a launcher that could not start (stopLauncher never waits for an exit that will not come)', async function () {
+    this.timeout(10_000)
+    const real = process.execPath
+    process.execPath = join(tmpdir(), 'taskward-no-such-node')
+    let asked: Promise<string>
+    try {
+      await stopLauncher()
+      asked = isExecutable('/').then(() => 'ran', (error) => error.code)
+    } finally {
+      process.execPath = real
+    }
+    // Stopped before its spawn failure was even reported: it ends with the 'error', as no 'exit' follows.
+    await stopLauncher()
+    expect(await asked).to.equal('INTERNAL')
+    expect(await isExecutable('/')).to.equal(true)
   })
 
   it('kills a running check\'s process group when the launcher process dies, and refuses the check as a runner fault', async () => {
@@ -190,6 +222,28 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
     } finally {
       await removeArea(area)
     }
+  })
+
+  it('leaves the launcher to its host on a Ctrl-C at the terminal (SIGINT to the host\'s process group): a host that shuts down gracefully still gets its check', async () => {
+    const cwd = await tempWorkspace({ 'README.md': '# x\n' })
+    cleanup.push(cwd)
+    // Its own process group, as the foreground job of a terminal is.
+    const host = childProcess.spawn(process.execPath, ['--import', 'tsx', '--conditions', 'source', join(import.meta.dirname, 'recovery-launcher-sigint.child.ts'), cwd],
+      { detached: true, stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    const lines = new Promise<string[]>((resolve, reject) => {
+      host.stdout!.on('data', (chunk) => {
+        out += chunk
+        if (out.includes('started\n') && !out.includes('SIGINT')) process.kill(-host.pid!, 'SIGINT')
+      })
+      host.on('close', () => resolve(out.trim().split('\n')))
+      host.on('error', reject)
+    })
+    const [started, interrupted, result] = await lines
+    expect([started, interrupted]).to.deep.equal(['started', 'SIGINT'])
+    const run = JSON.parse(result)
+    expect(run, run.message).to.include({ exitCode: 0 })
+    expect(run.output).to.equal('finished\n')
   })
 
   it('kills a running check\'s process group when the host process exits (nothing is left to time it out)', async () => {
@@ -220,6 +274,28 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
       expect(pid).to.be.greaterThan(0)
       await until(async () => !(await alive(pid)), 5000)
     } finally {
+      await removeArea(area)
+    }
+  })
+
+  it('kills a running check\'s process group when the host is SIGKILLed as the check writes (a write to the dead host fails before the launcher sees the channel close)', async () => {
+    const cwd = await tempWorkspace({ 'README.md': '# x\n' })
+    cleanup.push(cwd)
+    const host = childProcess.spawn(process.execPath, ['--import', 'tsx', '--conditions', 'source', join(import.meta.dirname, 'recovery-launcher-exit.child.ts'), cwd, 'chatty'],
+      { stdio: ['ignore', 'pipe', 'ignore'] })
+    const { pid, area, launcher } = JSON.parse(await new Promise<string>((resolve) => host.stdout!.once('data', (chunk) => resolve(String(chunk)))))
+    try {
+      // The launcher is busy (or not scheduled) as the host dies: when it runs again, the check's
+      // output and the channel's end wait together, and the output comes first.
+      process.kill(launcher, 'SIGSTOP')
+      host.kill('SIGKILL')
+      await new Promise((resolve) => host.once('exit', resolve))
+      process.kill(launcher, 'SIGCONT')
+      await until(async () => !(await alive(pid)), 5000)
+      await until(async () => !(await alive(launcher)), 5000)
+    } finally {
+      try { process.kill(launcher, 'SIGCONT') } catch {}
+      if (await alive(pid)) process.kill(pid, 'SIGKILL')
       await removeArea(area)
     }
   })

@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { Logger } from 'cordis'
 import { removeTree, type TestHost } from '@taskward/testkit'
 import { Config, findOnPath } from '../src'
+import { isExecutable, stopLauncher } from '../src/launcher'
 import { answerWorkspace, bootRecovery, readyTask, recoveryRecords, type RecoveryConfig } from './fixtures'
 
 /** The sandbox policy: `auto` by default, what actually ran is recorded, bwrap hides the data directory. */
@@ -107,6 +108,30 @@ describe('recovery: the sandbox policy', function () {
       const { attempt } = await probe(['true'])
       expect((await host!.ctx.recovery.sandbox()).kind).to.equal('bwrap')
       expect(attempt.sandbox).to.equal('bwrap')
+    })
+
+    it('asks again for the sandbox when the launcher could not start as the plugin started (never refused for the plugin\'s life, no unhandled rejection)', async () => {
+      const rejections: unknown[] = []
+      const onRejection = (reason: unknown) => { rejections.push(reason) }
+      process.on('unhandledRejection', onRejection)
+      const real = process.execPath
+      try {
+        await stopLauncher()
+        // A launcher that cannot start (here no node where the host's was; in life EAGAIN, EMFILE or ENOMEM from fork).
+        process.execPath = join(tmpdir(), 'taskward-no-such-node')
+        host = await bootRecovery({ sandbox: 'auto' })
+        // Whatever launcher the plugin asked at start is refused by now (a dead launcher refuses all it holds at once).
+        expect(await isExecutable('/').then(() => 'ran', (error) => error.code)).to.equal('INTERNAL')
+        await new Promise((resolve) => setImmediate(resolve))
+        process.execPath = real
+        const { attempt } = await probe(['true'])
+        expect(attempt.sandbox).to.equal('bwrap')
+        expect(attempt.checks[0]).to.include({ verdict: 'PASS' })
+      } finally {
+        process.execPath = real
+        process.off('unhandledRejection', onRejection)
+      }
+      expect(rejections.map(String)).to.deep.equal([])
     })
 
     it('hides the Taskward data directory from a check, and keeps $HOME visible', async () => {
