@@ -246,37 +246,24 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
     expect(run.output).to.equal('finished\n')
   })
 
-  it('kills a running check\'s process group when the host process exits (nothing is left to time it out)', async () => {
-    const cwd = await tempWorkspace({ 'README.md': '# x\n' })
-    cleanup.push(cwd)
-    const child = join(import.meta.dirname, 'recovery-launcher-exit.child.ts')
-    const stdout = await new Promise<string>((resolve, reject) => {
-      execFile(process.execPath, ['--import', 'tsx', '--conditions', 'source', child, cwd], { timeout: 60_000 }, (error, out) => error ? reject(error) : resolve(out))
+  for (const [how, what] of [['exit', 'exits (nothing is left to time it out)'], ['SIGKILL', 'is SIGKILLed (the launcher sees it gone)']] as const) {
+    it(`kills a running check's process group when the host process ${what}`, async () => {
+      const cwd = await tempWorkspace({ 'README.md': '# x\n' })
+      cleanup.push(cwd)
+      const child = join(import.meta.dirname, 'recovery-launcher-exit.child.ts')
+      const stdout = await new Promise<string>((resolve, reject) => {
+        execFile(process.execPath, ['--import', 'tsx', '--conditions', 'source', child, cwd, how], { timeout: 60_000 },
+          (error, out) => error && !(how === 'SIGKILL' && (error as any).signal) ? reject(error) : resolve(out))
+      })
+      const { pid, area } = JSON.parse(stdout)
+      try {
+        expect(pid).to.be.greaterThan(0)
+        await until(async () => !(await alive(pid)), 5000)
+      } finally {
+        await removeArea(area)
+      }
     })
-    const { pid, area } = JSON.parse(stdout)
-    try {
-      expect(pid).to.be.greaterThan(0)
-      await until(async () => !(await alive(pid)), 5000)
-    } finally {
-      await removeArea(area)
-    }
-  })
-
-  it('kills a running check\'s process group when the host process is SIGKILLed (the launcher sees it gone)', async () => {
-    const cwd = await tempWorkspace({ 'README.md': '# x\n' })
-    cleanup.push(cwd)
-    const child = join(import.meta.dirname, 'recovery-launcher-exit.child.ts')
-    const stdout = await new Promise<string>((resolve, reject) => {
-      execFile(process.execPath, ['--import', 'tsx', '--conditions', 'source', child, cwd, 'SIGKILL'], { timeout: 60_000 }, (error, out) => error && !(error as any).signal ? reject(error) : resolve(out))
-    })
-    const { pid, area } = JSON.parse(stdout)
-    try {
-      expect(pid).to.be.greaterThan(0)
-      await until(async () => !(await alive(pid)), 5000)
-    } finally {
-      await removeArea(area)
-    }
-  })
+  }
 
   it('kills a running check\'s process group when the host is SIGKILLed as the check writes (a write to the dead host fails before the launcher sees the channel close)', async () => {
     const cwd = await tempWorkspace({ 'README.md': '# x\n' })
