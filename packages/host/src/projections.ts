@@ -70,6 +70,7 @@ export class Projections extends Service {
   /** Caches advanced by appends but not yet saved. */
   private unsaved = new Map<string, { session: Session, key: string }>()
   private persistTimer?: NodeJS.Timeout
+  private disposed = false
   /** Cache writes in flight, per projection id (each chained after the previous one). */
   private saving = new Map<string, { written: Promise<void>, settled: Promise<void> }>()
   private readonly home: Context
@@ -77,6 +78,8 @@ export class Projections extends Service {
   private readonly log: ReturnType<Context['logger']>
 
   private readonly cachedSessions: number
+  /** Told of each session whose caches this process forgot (see `observeForgotten`). */
+  private readonly forgottenObservers = new Set<(sessionId: string) => void>()
 
   constructor(ctx: Context, config: Partial<Projections.Config> = {}) {
     super(ctx, 'projections', true)
@@ -88,7 +91,10 @@ export class Projections extends Service {
     const self = original(this)
     ctx.sessions.observe((session, event) => self.follow(session, event))
     ctx.sessions.observeRollback((session, fromSeq) => self.rollBack(session, fromSeq))
-    ctx.on('dispose', () => clearTimeout(this.persistTimer))
+    ctx.on('dispose', () => {
+      self.disposed = true
+      clearTimeout(self.persistTimer)
+    })
     // The cordis CLI ends the process on SIGINT/SIGTERM after awaiting `exit` (no dispose): save what the
     // appends advanced, so the next start folds only what came after.
     onExit(ctx, 'saving projection caches', this.log, () => self.flush())
@@ -117,13 +123,39 @@ export class Projections extends Service {
       }
       this.unsaved.set(id, { session, key })
     }
-    if (this.unsaved.size && !this.persistTimer) {
-      this.persistTimer = setTimeout(() => {
-        this.persistTimer = undefined
-        this.persist().catch((error) => this.log.warn('saving projection caches failed: %s', error))
-      }, PERSIST_DELAY_MS)
-      this.persistTimer.unref?.()
-    }
+    if (this.unsaved.size) this.schedulePersist()
+  }
+
+  /** Save (and trim to `cachedSessions`) a moment from now, once: the batched save. */
+  private schedulePersist() {
+    if (this.persistTimer || this.disposed) return
+    this.persistTimer = setTimeout(() => {
+      this.persistTimer = undefined
+      this.persist().catch((error) => this.log.warn('saving projection caches failed: %s', error))
+    }, PERSIST_DELAY_MS)
+    this.persistTimer.unref?.()
+  }
+
+  /**
+   * Keep a cache in memory. Past `cachedSessions` the next batched save trims: a session only read
+   * (folded by `get`, never advanced by an append — the console reading old sessions) counts too.
+   */
+  private remember(id: string, cached: Cached) {
+    this.memory.set(id, cached)
+    if (this.memory.sessions > this.cachedSessions) this.schedulePersist()
+  }
+
+  /**
+   * Call `listener(sessionId)` when this process forgot a session's caches (past `cachedSessions`):
+   * a plugin that mirrors a projection in memory drops its mirror then, so that the bound holds for
+   * it too (its next read starts from the saved cache). Disposing the calling plugin removes it.
+   */
+  observeForgotten(listener: (sessionId: string) => void) {
+    const observers = original(this).forgottenObservers
+    return this.ctx.effect(() => {
+      observers.add(listener)
+      return () => observers.delete(listener)
+    })
   }
 
   /**
@@ -145,6 +177,8 @@ export class Projections extends Service {
     self.persistTimer = undefined
     await self.persist()
     await Promise.all([...self.saving.values()].map((write) => write.settled))
+    // Again once the writes settled: a session whose cache was being written was kept by the save.
+    self.forgetLeastRecent()
   }
 
   /**
@@ -155,16 +189,17 @@ export class Projections extends Service {
   private async persist() {
     const unsaved = [...this.unsaved]
     this.unsaved.clear()
-    if (!unsaved.length) return
-    await eventStoreOf(this.home).writeStaged()
-    const rows = []
-    for (const [id, { session, key }] of unsaved) {
-      const cached = this.memory.get(id)
-      if (!cached) continue
-      if (this.ahead(session, id, cached)) continue
-      rows.push({ sessionId: session.id, key, ...cached })
+    if (unsaved.length) {
+      await eventStoreOf(this.home).writeStaged()
+      const rows = []
+      for (const [id, { session, key }] of unsaved) {
+        const cached = this.memory.get(id)
+        if (!cached) continue
+        if (this.ahead(session, id, cached)) continue
+        rows.push({ sessionId: session.id, key, ...cached })
+      }
+      if (rows.length) await this.home.database.upsert('taskward_projection', rows)
     }
-    if (rows.length) await this.home.database.upsert('taskward_projection', rows)
     this.forgetLeastRecent()
   }
 
@@ -183,7 +218,16 @@ export class Projections extends Service {
       if (busy.has(sessionId)) continue
       this.memory.forgetSession(sessionId)
       excess--
+      for (const listener of this.forgottenObservers) {
+        try {
+          listener(sessionId)
+        } catch (error) {
+          this.log.warn('an observer of forgotten projections failed for %s: %s', sessionId, error)
+        }
+      }
     }
+    // Sessions kept because they were busy: try again with the next save.
+    if (excess > 0) this.schedulePersist()
   }
 
   /** A cache folded past the session's log (a refused step): forgotten, and true. */
@@ -257,7 +301,7 @@ export class Projections extends Service {
         : { version: def.version, asOfSeq: -1, state: def.init() }
     }
     if (cached.asOfSeq >= session.seq - 1) {
-      this.memory.set(id, cached)
+      this.remember(id, cached)
       // Kept current by following the appends: saved with the next batched save (about a second
       // later, and when the host stops), not by every `get` — a hot path must not pay a write per
       // read, and a cache lost to a crash only means a longer fold after the restart.
@@ -279,7 +323,7 @@ export class Projections extends Service {
     }
     const next = { version: def.version, asOfSeq, state }
     this.unsaved.delete(id)
-    this.memory.set(id, next)
+    this.remember(id, next)
     const write = this.save(id, session.id, key, next)
     if (waitForSave) await write
     return state
