@@ -192,10 +192,19 @@ export class Projections extends Service {
     if (unsaved.length) {
       await eventStoreOf(this.home).writeStaged()
       const rows = []
-      for (const [id, { session, key }] of unsaved) {
+      for (const [id, entry] of unsaved) {
+        const { session, key } = entry
         const cached = this.memory.get(id)
         if (!cached) continue
         if (this.ahead(session, id, cached)) continue
+        // Folded past events staged while the write above ran (a step goes on meanwhile): a write may
+        // still refuse them, so this cache waits for a later save (MySQL's upsert does not write them first).
+        const staged = session.stagedFrom()
+        if (staged !== undefined && cached.asOfSeq >= staged) {
+          if (!this.unsaved.has(id)) this.unsaved.set(id, entry)
+          this.schedulePersist()
+          continue
+        }
         rows.push({ sessionId: session.id, key, ...cached })
       }
       if (rows.length) await this.home.database.upsert('taskward_projection', rows)

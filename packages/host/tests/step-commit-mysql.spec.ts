@@ -165,4 +165,31 @@ describe('host: a step commit on MySQL carries the lease token', function () {
     if (current !== undefined) expect(current).to.deep.equal(log)
     expect(await host.ctx.projections.get(agent.session, 'test-types')).to.deep.equal(log)
   })
+
+  it('never saves a cache folded past events staged while the batched save ran: a refused batch leaves no wrong cache behind', async () => {
+    host = await TestHost.boot({ database: mysqlTestConfig(url!) })
+    host.ctx.plugin({
+      name: 'test-types-projection', inject: ['projections'],
+      apply: (ctx: Context) => { ctx.projections.register({ key: 'test-types', version: 1, init: () => [], apply: (types: string[], event) => [...types, event.type] }) },
+    })
+    const session = await host.ctx.sessions.create({ cwd: tmpdir() })
+    await session.append('a', {})
+    expect(await host.ctx.projections.get(session, 'test-types')).to.deep.equal(['a'])
+    session.openStep()
+    await session.append('b', {})
+    // The batched save starts: it writes 'b' (staged) first, then the caches…
+    const saving = host.ctx.projections.flush()
+    // …while the step goes on: 'c' is staged after that write took 'b', and the cache follows it.
+    await session.append('c', {})
+    // Another writer takes c's seq: the step's commit will be refused.
+    await query('INSERT INTO `taskward_event` (`sessionId`, `seq`, `type`, `time`, `data`) VALUES (?, ?, ?, ?, ?)', [session.id, 2, 'x', Date.now(), '{}'])
+    await saving
+    const refusal = await session.commitStep().then(() => undefined, (error) => error)
+    expect(refusal?.code).to.equal('SEQ_CONFLICT')
+    const log = (await session.read({ from: 0, limit: 100 })).map((e) => e.type)
+    expect(log).to.deep.equal(['a', 'b', 'x'])
+    const [cache] = await query('SELECT `asOfSeq` FROM `taskward_projection` WHERE `sessionId` = ? AND `key` = ?', [session.id, 'test-types'])
+    expect(Number(cache.asOfSeq), 'no saved cache stands on the refused c').to.be.lessThan(2)
+    expect(await host.ctx.projections.get(session, 'test-types')).to.deep.equal(log)
+  })
 })
