@@ -62,7 +62,7 @@ export class Projections extends Service {
   static inject = ['database', 'sessions']
   static Config: Schema<Partial<Projections.Config>, Projections.Config> = Schema.object({
     cachedSessions: Schema.natural().min(1).default(1000)
-      .description('How many sessions keep their folded states in memory. Past it, the sessions advanced least recently are forgotten once their caches are saved; their next read starts from the saved cache.'),
+      .description('How many sessions keep their folded states in memory. Past it, the sessions read or advanced least recently are forgotten once their caches are saved; their next read starts from the saved cache.'),
   })
   private defs = new Map<string, ProjectionDef>()
   private memory = new ProjectionMemory<Cached>()
@@ -213,7 +213,7 @@ export class Projections extends Service {
   }
 
   /**
-   * Past `cachedSessions`, forget the sessions advanced least recently — only those with nothing
+   * Past `cachedSessions`, forget the sessions read (`get`) or advanced least recently — only those with nothing
    * unsaved, being folded or being written, so what is forgotten is exactly what the database holds
    * (an operator's host that ran thousands of sessions keeps a bounded memory, not every fold).
    */
