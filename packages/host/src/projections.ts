@@ -213,9 +213,9 @@ export class Projections extends Service {
   }
 
   /**
-   * Past `cachedSessions`, forget the sessions read (`get`) or advanced least recently — only those with nothing
-   * unsaved, being folded or being written, so what is forgotten is exactly what the database holds
-   * (an operator's host that ran thousands of sessions keeps a bounded memory, not every fold).
+   * Past `cachedSessions`, forget the sessions read (`get`) or advanced least recently — only those
+   * with nothing unsaved, being folded or being written, so what goes is what the database holds (or a
+   * shorter prefix's fold, when a write failed) — and tell `observeForgotten`'s listeners.
    */
   private forgetLeastRecent() {
     let excess = this.memory.sessions - this.cachedSessions
