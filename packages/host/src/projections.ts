@@ -67,6 +67,8 @@ export class Projections extends Service {
   private defs = new Map<string, ProjectionDef>()
   private memory = new ProjectionMemory<Cached>()
   private pending = new Map<string, Promise<any>>()
+  /** Folds reading the log now, per projection id: a rollback of their session marks where (see `advance`). */
+  private folding = new Map<string, { refusedFrom: number }>()
   /** Caches advanced by appends but not yet saved. */
   private unsaved = new Map<string, { session: Session, key: string }>()
   private persistTimer?: NodeJS.Timeout
@@ -163,6 +165,10 @@ export class Projections extends Service {
    * forgotten (never saved), or it would pass for current once the log grows back past it.
    */
   private rollBack(session: Session, fromSeq: number) {
+    const prefix = session.id + '\u0000'
+    for (const [id, reading] of this.folding) {
+      if (id.startsWith(prefix)) reading.refusedFrom = Math.min(reading.refusedFrom, fromSeq)
+    }
     for (const id of this.memory.idsOf(session.id)) {
       if ((this.memory.get(id)?.asOfSeq ?? -1) < fromSeq) continue
       this.memory.delete(id)
@@ -298,7 +304,7 @@ export class Projections extends Service {
     return row ? { version: row.version, asOfSeq: row.asOfSeq } : undefined
   }
 
-  private async advance(session: Session, key: string, id: string, waitForSave: boolean) {
+  private async advance(session: Session, key: string, id: string, waitForSave: boolean): Promise<any> {
     const def = this.defs.get(key)
     if (!def) throw new TaskwardError('NOT_FOUND', `No projection "${key}" is registered; is its plugin loaded?`)
     let cached = this.memory.get(id)
@@ -320,15 +326,26 @@ export class Projections extends Service {
     }
     let { state, asOfSeq } = cached
     // With a type filter the last folded event may be older than the log's end: the cache stands at
-    // least where the log ended when the read began (events appended later are read or come next time).
+    // least where the log ended when the read began (events appended later are read or come next time)
+    // — unless a step's staged events were refused meanwhile (the read writes them first on MySQL):
+    // then only up to the first refused seq, which other events will take.
+    const reading = { refusedFrom: Infinity }
     const end = session.seq - 1
-    for await (const event of session.events(asOfSeq + 1, 2000, { types: def.types, frozen: false })) {
-      state = def.apply(state, event)
-      asOfSeq = event.seq
+    this.folding.set(id, reading)
+    try {
+      for await (const event of session.events(asOfSeq + 1, 2000, { types: def.types, frozen: false })) {
+        state = def.apply(state, event)
+        asOfSeq = event.seq
+      }
+    } finally {
+      this.folding.delete(id)
     }
-    if (def.types && asOfSeq < end) {
-      if (def.skipTo) state = def.skipTo(state, end)
-      asOfSeq = end
+    // Read past a refusal (SQLite serves staged events from memory): what was folded is not the log's.
+    if (asOfSeq >= reading.refusedFrom) return this.advance(session, key, id, waitForSave)
+    const through = Math.min(end, reading.refusedFrom - 1)
+    if (def.types && asOfSeq < through) {
+      if (def.skipTo) state = def.skipTo(state, through)
+      asOfSeq = through
     }
     const next = { version: def.version, asOfSeq, state }
     this.unsaved.delete(id)
