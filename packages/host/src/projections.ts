@@ -62,14 +62,17 @@ export class Projections extends Service {
   static inject = ['database', 'sessions']
   static Config: Schema<Partial<Projections.Config>, Projections.Config> = Schema.object({
     cachedSessions: Schema.natural().min(1).default(1000)
-      .description('How many sessions keep their folded states in memory. Past it, the sessions advanced least recently are forgotten once their caches are saved; their next read starts from the saved cache.'),
+      .description('How many sessions keep their folded states in memory. Past it, the sessions read or advanced least recently are forgotten once their caches are saved; their next read starts from the saved cache.'),
   })
   private defs = new Map<string, ProjectionDef>()
   private memory = new ProjectionMemory<Cached>()
   private pending = new Map<string, Promise<any>>()
+  /** Folds reading the log now, per projection id: a rollback of their session marks where (see `advance`). */
+  private folding = new Map<string, { refusedFrom: number }>()
   /** Caches advanced by appends but not yet saved. */
   private unsaved = new Map<string, { session: Session, key: string }>()
   private persistTimer?: NodeJS.Timeout
+  private disposed = false
   /** Cache writes in flight, per projection id (each chained after the previous one). */
   private saving = new Map<string, { written: Promise<void>, settled: Promise<void> }>()
   private readonly home: Context
@@ -77,6 +80,8 @@ export class Projections extends Service {
   private readonly log: ReturnType<Context['logger']>
 
   private readonly cachedSessions: number
+  /** Told of each session whose caches this process forgot (see `observeForgotten`). */
+  private readonly forgottenObservers = new Set<(sessionId: string) => void>()
 
   constructor(ctx: Context, config: Partial<Projections.Config> = {}) {
     super(ctx, 'projections', true)
@@ -88,7 +93,10 @@ export class Projections extends Service {
     const self = original(this)
     ctx.sessions.observe((session, event) => self.follow(session, event))
     ctx.sessions.observeRollback((session, fromSeq) => self.rollBack(session, fromSeq))
-    ctx.on('dispose', () => clearTimeout(this.persistTimer))
+    ctx.on('dispose', () => {
+      self.disposed = true
+      clearTimeout(self.persistTimer)
+    })
     // The cordis CLI ends the process on SIGINT/SIGTERM after awaiting `exit` (no dispose): save what the
     // appends advanced, so the next start folds only what came after.
     onExit(ctx, 'saving projection caches', this.log, () => self.flush())
@@ -117,13 +125,39 @@ export class Projections extends Service {
       }
       this.unsaved.set(id, { session, key })
     }
-    if (this.unsaved.size && !this.persistTimer) {
-      this.persistTimer = setTimeout(() => {
-        this.persistTimer = undefined
-        this.persist().catch((error) => this.log.warn('saving projection caches failed: %s', error))
-      }, PERSIST_DELAY_MS)
-      this.persistTimer.unref?.()
-    }
+    if (this.unsaved.size) this.schedulePersist()
+  }
+
+  /** Save (and trim to `cachedSessions`) a moment from now, once: the batched save. */
+  private schedulePersist() {
+    if (this.persistTimer || this.disposed) return
+    this.persistTimer = setTimeout(() => {
+      this.persistTimer = undefined
+      this.persist().catch((error) => this.log.warn('saving projection caches failed: %s', error))
+    }, PERSIST_DELAY_MS)
+    this.persistTimer.unref?.()
+  }
+
+  /**
+   * Keep a cache in memory. Past `cachedSessions` the next batched save trims: a session only read
+   * (folded by `get`, never advanced by an append — the console reading old sessions) counts too.
+   */
+  private remember(id: string, cached: Cached) {
+    this.memory.set(id, cached)
+    if (this.memory.sessions > this.cachedSessions) this.schedulePersist()
+  }
+
+  /**
+   * Call `listener(sessionId)` when this process forgot a session's caches (past `cachedSessions`):
+   * a plugin that mirrors a projection in memory drops its mirror then, so that the bound holds for
+   * it too (its next read starts from the saved cache). Disposing the calling plugin removes it.
+   */
+  observeForgotten(listener: (sessionId: string) => void) {
+    const observers = original(this).forgottenObservers
+    return this.ctx.effect(() => {
+      observers.add(listener)
+      return () => observers.delete(listener)
+    })
   }
 
   /**
@@ -131,6 +165,10 @@ export class Projections extends Service {
    * forgotten (never saved), or it would pass for current once the log grows back past it.
    */
   private rollBack(session: Session, fromSeq: number) {
+    const prefix = session.id + '\u0000'
+    for (const [id, reading] of this.folding) {
+      if (id.startsWith(prefix)) reading.refusedFrom = Math.min(reading.refusedFrom, fromSeq)
+    }
     for (const id of this.memory.idsOf(session.id)) {
       if ((this.memory.get(id)?.asOfSeq ?? -1) < fromSeq) continue
       this.memory.delete(id)
@@ -145,6 +183,8 @@ export class Projections extends Service {
     self.persistTimer = undefined
     await self.persist()
     await Promise.all([...self.saving.values()].map((write) => write.settled))
+    // Again once the writes settled: a session whose cache was being written was kept by the save.
+    self.forgetLeastRecent()
   }
 
   /**
@@ -155,23 +195,33 @@ export class Projections extends Service {
   private async persist() {
     const unsaved = [...this.unsaved]
     this.unsaved.clear()
-    if (!unsaved.length) return
-    await eventStoreOf(this.home).writeStaged()
-    const rows = []
-    for (const [id, { session, key }] of unsaved) {
-      const cached = this.memory.get(id)
-      if (!cached) continue
-      if (this.ahead(session, id, cached)) continue
-      rows.push({ sessionId: session.id, key, ...cached })
+    if (unsaved.length) {
+      await eventStoreOf(this.home).writeStaged()
+      const rows = []
+      for (const [id, entry] of unsaved) {
+        const { session, key } = entry
+        const cached = this.memory.get(id)
+        if (!cached) continue
+        if (this.ahead(session, id, cached)) continue
+        // Folded past events staged while the write above ran (a step goes on meanwhile): a write may
+        // still refuse them, so this cache waits for a later save (MySQL's upsert does not write them first).
+        const staged = session.stagedFrom()
+        if (staged !== undefined && cached.asOfSeq >= staged) {
+          if (!this.unsaved.has(id)) this.unsaved.set(id, entry)
+          this.schedulePersist()
+          continue
+        }
+        rows.push({ sessionId: session.id, key, ...cached })
+      }
+      if (rows.length) await this.home.database.upsert('taskward_projection', rows)
     }
-    if (rows.length) await this.home.database.upsert('taskward_projection', rows)
     this.forgetLeastRecent()
   }
 
   /**
-   * Past `cachedSessions`, forget the sessions advanced least recently — only those with nothing
-   * unsaved, being folded or being written, so what is forgotten is exactly what the database holds
-   * (an operator's host that ran thousands of sessions keeps a bounded memory, not every fold).
+   * Past `cachedSessions`, forget the sessions read (`get`) or advanced least recently — only those
+   * with nothing unsaved, being folded or being written, so what goes is what the database holds (or a
+   * shorter prefix's fold, when a write failed) — and tell `observeForgotten`'s listeners.
    */
   private forgetLeastRecent() {
     let excess = this.memory.sessions - this.cachedSessions
@@ -183,7 +233,16 @@ export class Projections extends Service {
       if (busy.has(sessionId)) continue
       this.memory.forgetSession(sessionId)
       excess--
+      for (const listener of this.forgottenObservers) {
+        try {
+          listener(sessionId)
+        } catch (error) {
+          this.log.warn('an observer of forgotten projections failed for %s: %s', sessionId, error)
+        }
+      }
     }
+    // Sessions kept because they were busy: try again with the next save.
+    if (excess > 0) this.schedulePersist()
   }
 
   /** A cache folded past the session's log (a refused step): forgotten, and true. */
@@ -245,7 +304,7 @@ export class Projections extends Service {
     return row ? { version: row.version, asOfSeq: row.asOfSeq } : undefined
   }
 
-  private async advance(session: Session, key: string, id: string, waitForSave: boolean) {
+  private async advance(session: Session, key: string, id: string, waitForSave: boolean): Promise<any> {
     const def = this.defs.get(key)
     if (!def) throw new TaskwardError('NOT_FOUND', `No projection "${key}" is registered; is its plugin loaded?`)
     let cached = this.memory.get(id)
@@ -257,7 +316,7 @@ export class Projections extends Service {
         : { version: def.version, asOfSeq: -1, state: def.init() }
     }
     if (cached.asOfSeq >= session.seq - 1) {
-      this.memory.set(id, cached)
+      this.remember(id, cached)
       // Kept current by following the appends: saved with the next batched save (about a second
       // later, and when the host stops), not by every `get` — a hot path must not pay a write per
       // read, and a cache lost to a crash only means a longer fold after the restart.
@@ -267,19 +326,30 @@ export class Projections extends Service {
     }
     let { state, asOfSeq } = cached
     // With a type filter the last folded event may be older than the log's end: the cache stands at
-    // least where the log ended when the read began (events appended later are read or come next time).
+    // least where the log ended when the read began (events appended later are read or come next time)
+    // — unless a step's staged events were refused meanwhile (the read writes them first on MySQL):
+    // then only up to the first refused seq, which other events will take.
+    const reading = { refusedFrom: Infinity }
     const end = session.seq - 1
-    for await (const event of session.events(asOfSeq + 1, 2000, { types: def.types, frozen: false })) {
-      state = def.apply(state, event)
-      asOfSeq = event.seq
+    this.folding.set(id, reading)
+    try {
+      for await (const event of session.events(asOfSeq + 1, 2000, { types: def.types, frozen: false })) {
+        state = def.apply(state, event)
+        asOfSeq = event.seq
+      }
+    } finally {
+      this.folding.delete(id)
     }
-    if (def.types && asOfSeq < end) {
-      if (def.skipTo) state = def.skipTo(state, end)
-      asOfSeq = end
+    // Read past a refusal (SQLite serves staged events from memory): what was folded is not the log's.
+    if (asOfSeq >= reading.refusedFrom) return this.advance(session, key, id, waitForSave)
+    const through = Math.min(end, reading.refusedFrom - 1)
+    if (def.types && asOfSeq < through) {
+      if (def.skipTo) state = def.skipTo(state, through)
+      asOfSeq = through
     }
     const next = { version: def.version, asOfSeq, state }
     this.unsaved.delete(id)
-    this.memory.set(id, next)
+    this.remember(id, next)
     const write = this.save(id, session.id, key, next)
     if (waitForSave) await write
     return state

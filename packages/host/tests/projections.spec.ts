@@ -122,6 +122,27 @@ describe('host: projections', () => {
     expect(folded.slice(before)).to.deep.equal([2])
   })
 
+  it('trims to `cachedSessions` sessions that were only read, and tells who mirrors a projection which sessions went', async () => {
+    await host.dispose()
+    host = await TestHost.boot({ host: { projections: { cachedSessions: 2 } } })
+    registerFrom(host, countsByType(1, []))
+    const forgotten: string[] = []
+    host.ctx.projections.observeForgotten((sessionId) => forgotten.push(sessionId))
+    const sessions = []
+    for (let i = 0; i < 5; i++) {
+      const session = await host.ctx.sessions.create({ cwd: tmpdir() })
+      await session.append('a', {})
+      // Read, never advanced by an append afterwards: nothing is left unsaved for a batched save.
+      await host.ctx.projections.get(session, 'test-counts')
+      sessions.push(session)
+    }
+    await host.ctx.projections.flush()
+    const held = sessions.filter((session) => host.ctx.projections.current(session, 'test-counts') !== undefined)
+    expect(held.map((session) => session.id)).to.deep.equal([sessions[3].id, sessions[4].id])
+    expect(forgotten).to.deep.equal(sessions.slice(0, 3).map((session) => session.id))
+    expect(await host.ctx.projections.get(sessions[0], 'test-counts')).to.deep.equal({ a: 1 })
+  })
+
   it('discards a cache of another version and rebuilds from seq 0 to the same state', async () => {
     const v1: number[] = []
     const owner = registerFrom(host, countsByType(1, v1))

@@ -165,4 +165,58 @@ describe('host: a step commit on MySQL carries the lease token', function () {
     if (current !== undefined) expect(current).to.deep.equal(log)
     expect(await host.ctx.projections.get(agent.session, 'test-types')).to.deep.equal(log)
   })
+
+  it('never saves a cache folded past events staged while the batched save ran: a refused batch leaves no wrong cache behind', async () => {
+    host = await TestHost.boot({ database: mysqlTestConfig(url!) })
+    host.ctx.plugin({
+      name: 'test-types-projection', inject: ['projections'],
+      apply: (ctx: Context) => { ctx.projections.register({ key: 'test-types', version: 1, init: () => [], apply: (types: string[], event) => [...types, event.type] }) },
+    })
+    const session = await host.ctx.sessions.create({ cwd: tmpdir() })
+    await session.append('a', {})
+    expect(await host.ctx.projections.get(session, 'test-types')).to.deep.equal(['a'])
+    session.openStep()
+    await session.append('b', {})
+    // The batched save starts: it writes 'b' (staged) first, then the caches…
+    const saving = host.ctx.projections.flush()
+    // …while the step goes on: 'c' is staged after that write took 'b', and the cache follows it.
+    await session.append('c', {})
+    // Another writer takes c's seq: the step's commit will be refused.
+    await query('INSERT INTO `taskward_event` (`sessionId`, `seq`, `type`, `time`, `data`) VALUES (?, ?, ?, ?, ?)', [session.id, 2, 'x', Date.now(), '{}'])
+    await saving
+    const refusal = await session.commitStep().then(() => undefined, (error) => error)
+    expect(refusal?.code).to.equal('SEQ_CONFLICT')
+    const log = (await session.read({ from: 0, limit: 100 })).map((e) => e.type)
+    expect(log).to.deep.equal(['a', 'b', 'x'])
+    const [cache] = await query('SELECT `asOfSeq` FROM `taskward_projection` WHERE `sessionId` = ? AND `key` = ?', [session.id, 'test-types'])
+    expect(Number(cache.asOfSeq), 'no saved cache stands on the refused c').to.be.lessThan(2)
+    expect(await host.ctx.projections.get(session, 'test-types')).to.deep.equal(log)
+  })
+
+  it('a fold that reads some types never skips past events whose step was refused while it read', async () => {
+    host = await TestHost.boot({ database: mysqlTestConfig(url!) })
+    host.ctx.plugin({
+      name: 'test-kept-projection', inject: ['projections'],
+      apply: (ctx: Context) => {
+        ctx.projections.register({ key: 'test-kept', version: 1, types: ['keep'], init: () => [], apply: (seqs: number[], event) => [...seqs, event.seq] })
+      },
+    })
+    const agent = await host.ctx.agents.create({ cwd: tmpdir(), model: 'scripted' })
+    const session = agent.session
+    await session.append('keep', {})
+    session.openStep()
+    await session.append('other', {})
+    // Another host takes the lease: the step's batch will be refused when the read below writes it.
+    const lease = await takeLeaseElsewhere(host.ctx, session.id)
+    const end = session.seq - 1
+    expect(await host.ctx.projections.get(session, 'test-kept')).to.deep.equal([end - 1])
+    expect(await session.commitStep().then(() => undefined, (error) => error?.code)).to.equal('LEASE_LOST')
+    expect(session.seq, 'the refused seq is free again').to.equal(end)
+    // The lease comes back and the log grows back over the refused seq, with an event the fold reads.
+    await lease.giveBack()
+    await session.append('keep', {})
+    const kept = (await session.read({ from: 0, limit: 100 })).filter((e) => e.type === 'keep').map((e) => e.seq)
+    expect(kept).to.deep.equal([end - 1, end])
+    expect(await host.ctx.projections.get(session, 'test-kept')).to.deep.equal(kept)
+  })
 })

@@ -59,6 +59,12 @@ export class RecordIndexCache {
     return index
   }
 
+  /** Drop a session's live index (the host forgot its projection caches); the next `get` reads it back. */
+  forget(sessionId: string) {
+    this.live.delete(sessionId)
+    this.persisted.delete(sessionId)
+  }
+
   /** Write the database cache up to the log's end, in the background; a failure waits for the next try. */
   private persist(session: Session) {
     if (this.disposed || this.persisting.has(session.id)) return

@@ -64,6 +64,11 @@ export class ReaderRegistry {
     return this.verdict(session, index).refusal
   }
 
+  /** Drop a session's kept verdict (its index was forgotten); the next check decides again. */
+  forget(sessionId: string) {
+    this.verdicts.delete(sessionId)
+  }
+
   private readersChanged() {
     this.generation++
     this.verdicts.clear()

@@ -40,6 +40,12 @@ export class AdmissionService {
     this.home = ctx
     // An observer, not a `session/event` listener: a direct call on every append (see `sessions.observe`).
     ctx.sessions.observe((session, event) => indexes.observe(session, event))
+    // The host forgot the session's projection caches (past its memory bound): so does this plugin, or
+    // every session ever checked would stay in memory. Absent on a host that never forgets.
+    ctx.projections.observeForgotten?.((sessionId) => {
+      indexes.forget(sessionId)
+      registry.forget(sessionId)
+    })
     ctx.on('agent/before-resume', (session) => registry.refusal(session))
     // A step guard, not an `agent/before-step` listener: a turn calls it directly, and it answers
     // synchronously from the memoized verdict while the session's index is current.

@@ -125,6 +125,9 @@ export class Supervisor {
       types: SUPERVISOR_EVENT_TYPES,
       skipTo: supervisorStateThrough,
     })
+    // The host forgot the session's projection caches (past its memory bound): the mirror goes too, or
+    // every session this process ever read would stay in memory. Absent on a host that never forgets.
+    ctx.projections.observeForgotten?.((sessionId) => this.mirrors.delete(sessionId))
     // The reader registry is optional: without it nobody checks reader admission. The repair
     // namespace's reader is registered by its one owner, the repair plugin.
     ctx.inject(['admission'], (ctx) => {

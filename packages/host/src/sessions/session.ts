@@ -259,6 +259,19 @@ export class Session {
   }
 
   /**
+   * The first seq of this session's staged events whose outcome is not known yet (a write may still
+   * refuse them), or undefined: whoever saves state folded from the log must not save past it.
+   */
+  stagedFrom(): number | undefined {
+    let first: number | undefined
+    for (const batch of this.outcomes.keys()) {
+      const seq = batch.events[0]?.seq
+      if (seq !== undefined && (first === undefined || seq < first)) first = seq
+    }
+    return first
+  }
+
+  /**
    * Write what this session staged and resolve once it is durable (rejects, nothing more written,
    * when it was refused): for an effect outside the log that must not come before its record.
    */
