@@ -280,6 +280,7 @@ export class OpenAIRoute implements ModelAdapter {
     const cancelled = new Promise<never>((_, reject) => abort.signal.addEventListener('abort', () => reject(new APIUserAbortError()), { once: true }))
     cancelled.catch(() => {})
     const refused: { body?: string } = {}
+    let completed = false
     const stepId = String(++this.stepIds)
     this.refusals.set(stepId, refused)
     try {
@@ -297,6 +298,8 @@ export class OpenAIRoute implements ModelAdapter {
         assembler.push(chunk as StreamChunk)
       }
       if (abort.signal.aborted) throw new APIUserAbortError()
+      // The SDK read the body to its end (it returns early only when aborted): nothing is left to close.
+      completed = true
       const step = assembler.finish()
       step.estimatedPromptTokens = plan.estimate
       const report = step.usage && judgePromptReport({
@@ -330,8 +333,10 @@ export class OpenAIRoute implements ModelAdapter {
       clearTimeout(timer)
       this.refusals.delete(stepId)
       request.signal.removeEventListener('abort', onCancel)
-      // Closes the request on every way out; a shared reason spares an AbortError (and its stack) per step.
-      if (!abort.signal.aborted) abort.abort(STEP_ENDED)
+      // Closes the request on every other way out; a shared reason spares an AbortError (and its stack).
+      // After a completed stream it would only wake the SDK's and undici's listeners (an error with a
+      // stack, a DOMException, a stream cancel: ~3 % of a step's host CPU) to close what is closed.
+      if (!completed && !abort.signal.aborted) abort.abort(STEP_ENDED)
     }
   }
 
