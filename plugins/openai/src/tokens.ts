@@ -12,6 +12,8 @@
  * Every estimate of a whole request carries a safety margin on top.
  */
 
+import { CountCache, type CountCacheLimits } from './count-cache'
+
 export type EncodingName = 'o200k_base' | 'cl100k_base'
 
 /** The real encoding of an OpenAI model name (with or without a provider prefix), else undefined. */
@@ -54,10 +56,6 @@ export const TOOL_OVERHEAD = 8
 /** Applied to every estimate of a whole request: what a window must leave free of the limit. */
 export const SAFETY_MARGIN = 1.1
 
-const CACHE_ENTRIES = 4096
-/** Strings shorter than this are not worth a cache entry. */
-const CACHE_MIN = 64
-
 /** Characters in one run past which the run is encoded in pieces (BPE time grows with the square of a run). */
 const RUN = 64
 /** What the encodings' pre-tokenizers keep as one piece: letters with their marks, or anything but letters and digits. */
@@ -91,7 +89,7 @@ export interface CountedMessage {
 
 /**
  * Token counts for one route. `count` is the raw count (exact for OpenAI models); `calibrated` applies
- * the route's ratio. Counts of long strings are cached: the transcript is append-only, so each step
+ * the route's ratio. Counts are cached (count-cache.ts): the transcript is append-only, so each step
  * counts only what is new.
  */
 export class TokenCounter {
@@ -99,11 +97,12 @@ export class TokenCounter {
   /** True when `encoding` is the model's own. */
   readonly exact: boolean
   private encoder?: Encoder
-  private cache = new Map<string, number>()
+  readonly cache: CountCache
   /** Recent steps: [estimated raw, reported]. */
   private samples: [number, number][] = []
 
-  constructor(readonly model: string, private window = 8) {
+  constructor(readonly model: string, private window = 8, cacheLimits?: CountCacheLimits) {
+    this.cache = new CountCache(cacheLimits)
     const own = openAIEncoding(model)
     this.encoding = own ?? 'o200k_base'
     this.exact = !!own
@@ -118,14 +117,12 @@ export class TokenCounter {
   /** Raw tokens of `text`. */
   count(text: string): number {
     if (!text) return 0
-    const cached = text.length >= CACHE_MIN ? this.cache.get(text) : undefined
+    const cached = this.cache.get(text)
     if (cached !== undefined) return cached
     let tokens = this.encoder ? encodedLength(this.encoder, text) : Math.ceil(text.length / 3)
     if (!this.exact || !this.encoder) tokens = Math.max(tokens, countCjk(text))
-    if (text.length >= CACHE_MIN) {
-      if (this.cache.size >= CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!)
-      this.cache.set(text, tokens)
-    }
+    // Until the encoder is loaded the count is an estimate: not kept, so the real count replaces it.
+    if (this.encoder) this.cache.set(text, tokens)
     return tokens
   }
 
