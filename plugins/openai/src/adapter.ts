@@ -1,7 +1,7 @@
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai'
 import type { Context } from 'cordis'
 import type { ModelAdapter, ModelRequest, Session } from '@taskward/host'
-import { TaskwardError } from '@taskward/protocol'
+import { TaskwardError, type SessionEvent } from '@taskward/protocol'
 import type { ContextConfig, RouteConfig } from './config'
 import { cut, layoutMessages, type ChatMessage, type Layout, type StateNote } from './context'
 import { bodyMessage, contextRefusal } from './context-limit'
@@ -75,6 +75,8 @@ export class OpenAIRoute implements ModelAdapter {
   /** Instructions this route sent with the current tool set: a new session's head an endpoint may have cached. */
   private heads = { tools: undefined as unknown, sent: new Set<string>() }
   private preparing?: Promise<void>
+  /** Which window event each laid-out message was made from: token counts are kept with the events (tokens.ts). */
+  private readonly origins = new WeakMap<object, SessionEvent>()
 
   constructor(
     private ctx: Context,
@@ -187,9 +189,9 @@ export class OpenAIRoute implements ModelAdapter {
     // In raw counts: the room left by the tools, shrunk by the route's calibration and the margin.
     const room = Math.floor(limit / (this.counter.ratio * SAFETY_MARGIN)) - toolTokens
     const layout = layoutMessages(
-      { instructions, taskState, events, unread, ...(previous ? { keepFrom: previous.keepFrom, notes: previous.notes } : {}) },
+      { instructions, taskState, events, unread, origins: this.origins, ...(previous ? { keepFrom: previous.keepFrom, notes: previous.notes } : {}) },
       { contextTokens: Math.max(0, room), toolResultChars: this.context.toolResultChars, taskStateChars: this.context.taskStateChars, lowWater: this.context.lowWater },
-      (message) => this.counter.message(message),
+      (message) => this.counter.message(message, this.origins),
     )
     const raw = layout.tokens + (tools.length ? toolTokens : 0)
     this.starts.delete(session.id)

@@ -126,10 +126,30 @@ export class TokenCounter {
     return tokens
   }
 
-  /** Raw tokens of one chat message, its framing included. */
-  message(message: CountedMessage): number {
-    let tokens = MESSAGE_OVERHEAD + this.count(message.content ?? '')
-    for (const call of message.tool_calls ?? []) tokens += this.count(call.function.name) + this.count(call.function.arguments) + 3
+  /**
+   * Raw tokens of one chat message, its framing included. With `origins` (see `eventsToGroups`), the
+   * count of what a message or call shows of its event is kept with that event: a window's events
+   * are the same objects from step to step, so an event is counted once for as long as a window holds
+   * it, whatever the cache keeps, and the memory goes with the event.
+   */
+  message(message: CountedMessage, origins?: WeakMap<object, unknown>): number {
+    let tokens = MESSAGE_OVERHEAD + this.ofEvent(message, origins, message.content ?? '', () => this.count(message.content ?? ''))
+    for (const call of message.tool_calls ?? []) {
+      tokens += this.ofEvent(call, origins, call.function.arguments, () => this.count(call.function.name) + this.count(call.function.arguments)) + 3
+    }
+    return tokens
+  }
+
+  /** Counts by event (see `message`); `shown` guards against an event shown otherwise since (its length must match). */
+  private readonly byEvent = new WeakMap<object, { chars: number, tokens: number }>()
+
+  private ofEvent(piece: object, origins: WeakMap<object, unknown> | undefined, shown: string, count: () => number): number {
+    const event = origins?.get(piece) as object | undefined
+    const kept = event && this.byEvent.get(event)
+    if (kept && kept.chars === shown.length) return kept.tokens
+    const tokens = count()
+    // An estimate (encoder not loaded yet) is not kept.
+    if (event && this.encoder) this.byEvent.set(event, { chars: shown.length, tokens })
     return tokens
   }
 
