@@ -2,6 +2,7 @@ import { Context, Service } from 'cordis'
 import type { Awaitable } from 'cosmokit'
 import { EventTypes, TaskwardError, asTaskwardError, errorResult } from '@taskward/protocol'
 import type { Session } from './sessions/session'
+import { original } from './original'
 
 export interface CommandInvocation {
   session: Session
@@ -37,9 +38,12 @@ declare module 'cordis' {
 export class Commands extends Service {
   static inject = ['sessions', 'agents']
   private handlers = new Map<string, CommandHandler>()
+  /** The agent registry itself, read once (a required inject: this service restarts when it changes). */
+  private readonly agents: Context['agents']
 
   constructor(ctx: Context) {
     super(ctx, 'commands', true)
+    this.agents = original(ctx.agents)
   }
 
   register(name: string, handler: CommandHandler) {
@@ -58,9 +62,11 @@ export class Commands extends Service {
   /** Record user input and act on it. Returns the command reply, or undefined for a chat message. */
   async input(session: Session, text: string): Promise<CommandReply | undefined> {
     if (typeof text !== 'string' || !text.trim()) throw new TaskwardError('BAD_REQUEST', 'A message needs some text.')
+    // `this` is cordis' tracing view when called through `ctx.commands`: every property read through it derives a context.
+    const self = original(this)
     if (!text.startsWith('/')) {
       // Checked before recording, so that a refused message does not sit in the log unanswered.
-      const agent = this.ctx.agents.get(session.id)
+      const agent = self.agents.get(session.id)
       if (!agent) throw new TaskwardError('NOT_FOUND', `No agent runs in session ${session.id}; resume the session first.`)
       // Committed even in the middle of a step (see `appendBatch`): the sender is answered only once it is durable.
       await session.append(EventTypes.userMessage, { text, origin: 'user' }, { commit: true })
@@ -69,7 +75,7 @@ export class Commands extends Service {
     }
     // Checked before recording, as a chat message's agent is: a command written here while another
     // host drives the session would race that host's turn (its transitions, its projections).
-    const lease = await this.ctx.agents.drivenElsewhere(session)
+    const lease = await self.agents.drivenElsewhere(session)
     if (lease) {
       throw new TaskwardError('LEASE_HELD',
         `Session ${session.id} is driven by host ${lease.holder}: send the command there, or here once its lease lapses (in ${(lease.expiresInMs / 1000).toFixed(1)} s unless that host renews it). Nothing was recorded.`,
@@ -78,9 +84,9 @@ export class Commands extends Service {
     const message = await session.append(EventTypes.userMessage, { text, origin: 'user' }, { commit: true })
     const head = text.slice(1).split(/\s+/)[0]
     const reply: CommandReply = { command: head, replyTo: message.seq }
-    const handler = this.handlers.get(head)
+    const handler = self.handlers.get(head)
     try {
-      if (!handler) throw new TaskwardError('COMMAND_NOT_FOUND', `Unknown command /${head}. Known: ${this.list().map((n) => '/' + n).join(', ') || 'none'}.`)
+      if (!handler) throw new TaskwardError('COMMAND_NOT_FOUND', `Unknown command /${head}. Known: ${self.list().map((n) => '/' + n).join(', ') || 'none'}.`)
       reply.reply = (await handler({ session, args: text.slice(1 + head.length).trim(), text, seq: message.seq })) ?? null
     } catch (error) {
       const coded = asTaskwardError(error)

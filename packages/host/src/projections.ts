@@ -76,6 +76,8 @@ export class Projections extends Service {
   /** Cache writes in flight, per projection id (each chained after the previous one). */
   private saving = new Map<string, { written: Promise<void>, settled: Promise<void> }>()
   private readonly home: Context
+  /** The database itself, read once (a required inject: this service restarts when it changes). */
+  private readonly database: Context['database']
   /** Taken at start: a write that fails after the host stopped still has somewhere to say so. */
   private readonly log: ReturnType<Context['logger']>
 
@@ -87,6 +89,7 @@ export class Projections extends Service {
     super(ctx, 'projections', true)
     this.cachedSessions = Projections.Config(config).cachedSessions
     this.home = ctx
+    this.database = original(ctx.database)
     this.log = ctx.logger('projections')
     // The listener runs on every append: call the service itself, not through cordis' tracing proxy
     // that `this` is here (a property read through it costs more than the insert).
@@ -213,7 +216,7 @@ export class Projections extends Service {
         }
         rows.push({ sessionId: session.id, key, ...cached })
       }
-      if (rows.length) await this.home.database.upsert('taskward_projection', rows)
+      if (rows.length) await this.database.upsert('taskward_projection', rows)
     }
     this.forgetLeastRecent()
   }
@@ -300,7 +303,7 @@ export class Projections extends Service {
   /** Where a projection currently stands (for diagnostics and benchmarks). */
   async describe(session: Session, key: string) {
     await this.saved(session.id)
-    const [row] = await this.home.database.get('taskward_projection', { sessionId: session.id, key })
+    const [row] = await this.database.get('taskward_projection', { sessionId: session.id, key })
     return row ? { version: row.version, asOfSeq: row.asOfSeq } : undefined
   }
 
@@ -310,7 +313,7 @@ export class Projections extends Service {
     let cached = this.memory.get(id)
     if (cached && this.ahead(session, id, cached)) cached = undefined
     if (!cached || cached.version !== def.version) {
-      const [row] = await this.home.database.get('taskward_projection', { sessionId: session.id, key })
+      const [row] = await this.database.get('taskward_projection', { sessionId: session.id, key })
       cached = row && row.version === def.version && row.asOfSeq < session.seq
         ? { version: row.version, asOfSeq: row.asOfSeq, state: row.state }
         : { version: def.version, asOfSeq: -1, state: def.init() }
@@ -361,7 +364,7 @@ export class Projections extends Service {
    */
   private save(id: string, sessionId: string, key: string, cached: Cached): Promise<void> {
     const previous = this.saving.get(id)?.settled ?? Promise.resolve()
-    const written = previous.then(() => this.home.database.upsert('taskward_projection', [{ sessionId, key, ...cached }])).then(() => {})
+    const written = previous.then(() => this.database.upsert('taskward_projection', [{ sessionId, key, ...cached }])).then(() => {})
     const settled: Promise<void> = written
       .catch((error) => this.log.warn('saving the projection cache %s of %s failed: %s', key, sessionId, error))
       .finally(() => { if (this.saving.get(id)?.settled === settled) this.saving.delete(id) })
@@ -386,7 +389,7 @@ export class Projections extends Service {
     const query: any = {}
     if (session) query.sessionId = session.id
     if (key) query.key = key
-    await this.home.database.remove('taskward_projection', query)
+    await this.database.remove('taskward_projection', query)
   }
 }
 

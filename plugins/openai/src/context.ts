@@ -44,6 +44,8 @@ export interface ContextInput {
   keepFrom?: number
   /** The task-state notes shown on its previous step (`Layout.notes`). */
   notes?: readonly StateNote[]
+  /** Learns the event each message was made from (see `eventsToGroups`): for a `count` that keeps counts with events. */
+  origins?: WeakMap<object, SessionEvent>
 }
 
 export interface Layout {
@@ -103,7 +105,7 @@ interface Item {
 /** The messages of one model step, within the limits, in the cache-stable layout. */
 export function layoutMessages(input: ContextInput, limits: ContextLimits, count: (message: ChatMessage) => number = estimateMessage): Layout {
   const system: ChatMessage = { role: 'system', content: input.instructions }
-  const groups = eventsToGroups(input.events, limits)
+  const groups = eventsToGroups(input.events, limits, input.origins)
   const cost = (messages: ChatMessage[]) => messages.reduce((sum, message) => sum + count(message), 0)
   const nextSeq = (input.events.at(-1)?.seq ?? -1) + 1
   // The state notes: those kept from earlier steps (none past the log's end), and a new one at the end

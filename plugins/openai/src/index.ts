@@ -63,11 +63,22 @@ export function apply(ctx: Context, input: Config) {
   }
   if (!usable.length) return
 
-  // Read on every step. `sessions` is a required inject (held); `supervisor` is optional, so it is looked
-  // up each time — through `ctx.get`, which skips the property getter's stack capture for the warning.
+  // Read on every step. `sessions` is a required inject (held). `supervisor` is optional: held by a
+  // sub-plugin that requires it (cordis disposes it, synchronously, before the service changes or goes),
+  // and looked up through `ctx.get` only while that sub-plugin is not running (`ctx.get` costs a
+  // tracing proxy per read; the property getter a stack capture on top).
   const sessions = original(ctx.sessions)
+  let heldSupervisor: any
+  ctx.inject(['supervisor'], (sub) => {
+    sub.effect(() => {
+      const held = heldSupervisor = original((sub as any).supervisor)
+      return () => {
+        if (heldSupervisor === held) heldSupervisor = undefined
+      }
+    })
+  })
   const taskState: TaskStateSource = async (session) => {
-    const supervisor = original(ctx.get('supervisor') as any)
+    const supervisor = heldSupervisor ?? original(ctx.get('supervisor') as any)
     if (!supervisor) return undefined
     // Reviewers get their task in the review prompt; main and linked sessions see the main task's status.
     if (session.role === 'reviewer') return undefined

@@ -12,6 +12,8 @@
  * Every estimate of a whole request carries a safety margin on top.
  */
 
+import { CountCache, type CountCacheLimits } from './count-cache'
+
 export type EncodingName = 'o200k_base' | 'cl100k_base'
 
 /** The real encoding of an OpenAI model name (with or without a provider prefix), else undefined. */
@@ -54,10 +56,6 @@ export const TOOL_OVERHEAD = 8
 /** Applied to every estimate of a whole request: what a window must leave free of the limit. */
 export const SAFETY_MARGIN = 1.1
 
-const CACHE_ENTRIES = 4096
-/** Strings shorter than this are not worth a cache entry. */
-const CACHE_MIN = 64
-
 /** Characters in one run past which the run is encoded in pieces (BPE time grows with the square of a run). */
 const RUN = 64
 /** What the encodings' pre-tokenizers keep as one piece: letters with their marks, or anything but letters and digits. */
@@ -91,7 +89,7 @@ export interface CountedMessage {
 
 /**
  * Token counts for one route. `count` is the raw count (exact for OpenAI models); `calibrated` applies
- * the route's ratio. Counts of long strings are cached: the transcript is append-only, so each step
+ * the route's ratio. Counts are cached (count-cache.ts): the transcript is append-only, so each step
  * counts only what is new.
  */
 export class TokenCounter {
@@ -99,11 +97,12 @@ export class TokenCounter {
   /** True when `encoding` is the model's own. */
   readonly exact: boolean
   private encoder?: Encoder
-  private cache = new Map<string, number>()
+  readonly cache: CountCache
   /** Recent steps: [estimated raw, reported]. */
   private samples: [number, number][] = []
 
-  constructor(readonly model: string, private window = 8) {
+  constructor(readonly model: string, private window = 8, cacheLimits?: CountCacheLimits) {
+    this.cache = new CountCache(cacheLimits)
     const own = openAIEncoding(model)
     this.encoding = own ?? 'o200k_base'
     this.exact = !!own
@@ -118,21 +117,39 @@ export class TokenCounter {
   /** Raw tokens of `text`. */
   count(text: string): number {
     if (!text) return 0
-    const cached = text.length >= CACHE_MIN ? this.cache.get(text) : undefined
+    const cached = this.cache.get(text)
     if (cached !== undefined) return cached
     let tokens = this.encoder ? encodedLength(this.encoder, text) : Math.ceil(text.length / 3)
     if (!this.exact || !this.encoder) tokens = Math.max(tokens, countCjk(text))
-    if (text.length >= CACHE_MIN) {
-      if (this.cache.size >= CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!)
-      this.cache.set(text, tokens)
+    // Until the encoder is loaded the count is an estimate: not kept, so the real count replaces it.
+    if (this.encoder) this.cache.set(text, tokens)
+    return tokens
+  }
+
+  /**
+   * Raw tokens of one chat message, its framing included. With `origins` (see `eventsToGroups`), the
+   * count of what a message or call shows of its event is kept with that event: a window's events
+   * are the same objects from step to step, so an event is counted once for as long as a window holds
+   * it, whatever the cache keeps, and the memory goes with the event.
+   */
+  message(message: CountedMessage, origins?: WeakMap<object, unknown>): number {
+    let tokens = MESSAGE_OVERHEAD + this.ofEvent(message, origins, message.content ?? '', () => this.count(message.content ?? ''))
+    for (const call of message.tool_calls ?? []) {
+      tokens += this.ofEvent(call, origins, call.function.arguments, () => this.count(call.function.name) + this.count(call.function.arguments)) + 3
     }
     return tokens
   }
 
-  /** Raw tokens of one chat message, its framing included. */
-  message(message: CountedMessage): number {
-    let tokens = MESSAGE_OVERHEAD + this.count(message.content ?? '')
-    for (const call of message.tool_calls ?? []) tokens += this.count(call.function.name) + this.count(call.function.arguments) + 3
+  /** Counts by event (see `message`); `shown` guards against an event shown otherwise since (its length must match). */
+  private readonly byEvent = new WeakMap<object, { chars: number, tokens: number }>()
+
+  private ofEvent(piece: object, origins: WeakMap<object, unknown> | undefined, shown: string, count: () => number): number {
+    const event = origins?.get(piece) as object | undefined
+    const kept = event && this.byEvent.get(event)
+    if (kept && kept.chars === shown.length) return kept.tokens
+    const tokens = count()
+    // An estimate (encoder not loaded yet) is not kept.
+    if (event && this.encoder) this.byEvent.set(event, { chars: shown.length, tokens })
     return tokens
   }
 

@@ -64,8 +64,12 @@ export interface Group {
   messages: ChatMessage[]
 }
 
-/** Map events to groups of chat messages, in order. */
-export function eventsToGroups(events: readonly SessionEvent[], limits: { toolResultChars: number }): Group[] {
+/**
+ * Map events to groups of chat messages, in order. `origins`, when given, learns the event each message
+ * (or tool call) was made from, where it was made from that one event alone: so that a caller may keep
+ * what it derives from the message (its token count) with the event, which later steps show unchanged.
+ */
+export function eventsToGroups(events: readonly SessionEvent[], limits: { toolResultChars: number }, origins?: WeakMap<object, SessionEvent>): Group[] {
   const groups: Group[] = []
   // The assistant message tool calls attach to, while only its own calls and results follow it.
   let open: { group: Group, message: Extract<ChatMessage, { role: 'assistant' }>, pending: Set<string> } | undefined
@@ -87,7 +91,9 @@ export function eventsToGroups(events: readonly SessionEvent[], limits: { toolRe
     switch (event.type) {
       case 'user/message': {
         const origin = data.origin && data.origin !== 'user' ? `[${data.origin}] ` : ''
-        const group: Group = { seq: event.seq, messages: [{ role: 'user', content: origin + String(data.text ?? '') }] }
+        const message: ChatMessage = { role: 'user', content: origin + String(data.text ?? '') }
+        origins?.set(message, event)
+        const group: Group = { seq: event.seq, messages: [message] }
         if (waiting() && String(data.text ?? '').startsWith('/')) {
           deferred.push(group)
           break
@@ -99,6 +105,8 @@ export function eventsToGroups(events: readonly SessionEvent[], limits: { toolRe
       case 'assistant/message': {
         close()
         const message: ChatMessage = { role: 'assistant', content: String(data.text ?? '') }
+        // Its content is the event's; the calls that follow are counted by their own events.
+        origins?.set(message, event)
         const group: Group = { seq: event.seq, messages: [message] }
         groups.push(group)
         open = { group, message, pending: new Set() }
@@ -112,9 +120,9 @@ export function eventsToGroups(events: readonly SessionEvent[], limits: { toolRe
           open = { group, message, pending: new Set() }
         }
         const id = String(data.callId ?? `call-${event.seq}`)
-        ;(open.message.tool_calls ??= []).push({
-          id, type: 'function', function: { name: String(data.name ?? ''), arguments: cut(json(data.args ?? {}), limits.toolResultChars) },
-        })
+        const call: ChatToolCall = { id, type: 'function', function: { name: String(data.name ?? ''), arguments: cut(json(data.args ?? {}), limits.toolResultChars) } }
+        origins?.set(call, event)
+        ;(open.message.tool_calls ??= []).push(call)
         open.pending.add(id)
         break
       }
@@ -125,7 +133,9 @@ export function eventsToGroups(events: readonly SessionEvent[], limits: { toolRe
         open.pending.delete(id)
         // The seq lets the model cite this result as evidence (task_report_stage, repairs, verdicts).
         const body = data.error ? { seq: event.seq, error: data.error } : { seq: event.seq, result: data.result ?? null }
-        open.group.messages.push({ role: 'tool', tool_call_id: id, content: cut(json(body), limits.toolResultChars) })
+        const message: ChatMessage = { role: 'tool', tool_call_id: id, content: cut(json(body), limits.toolResultChars) }
+        origins?.set(message, event)
+        open.group.messages.push(message)
         // Every call answered: what waited behind them follows now.
         if (!open.pending.size && deferred.length) close()
         break
@@ -134,7 +144,9 @@ export function eventsToGroups(events: readonly SessionEvent[], limits: { toolRe
       case 'agent/refused':
       case 'agent/error': {
         const what = event.type === 'command/reply' ? 'command reply' : event.type === 'agent/refused' ? 'step refused' : 'model error'
-        const group: Group = { seq: event.seq, messages: [{ role: 'user', content: `[host: ${what}] ${cut(json(data), limits.toolResultChars)}` }] }
+        const message: ChatMessage = { role: 'user', content: `[host: ${what}] ${cut(json(data), limits.toolResultChars)}` }
+        origins?.set(message, event)
+        const group: Group = { seq: event.seq, messages: [message] }
         if (waiting() && event.type === 'command/reply') {
           deferred.push(group)
           break

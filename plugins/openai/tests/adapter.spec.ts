@@ -178,6 +178,27 @@ describe('plugin-openai: the adapter against a loopback endpoint', function () {
     await until(() => mock.requests[0].aborted, 'the mock to see the request closed')
   })
 
+  it('a completed stream is left as it is: the request it read to the end is not aborted afterwards', async () => {
+    // Aborting a finished request only woke the SDK's and undici's listeners (an error with a stack,
+    // a DOMException, a stream cancel) on every step; cancels, stalls and failures still abort (above).
+    const signals: AbortSignal[] = []
+    const realFetch = globalThis.fetch
+    globalThis.fetch = ((url: any, init?: any) => {
+      if (init?.signal) signals.push(init.signal)
+      return realFetch(url, init)
+    }) as typeof fetch
+    try {
+      mock.script(mockText('done.', { usage: { prompt_tokens: 50, completion_tokens: 2 } }))
+      const { summary, events } = await runTurn(host, agent, 'finish')
+      expect(summary.error).to.equal(undefined)
+      expect(ofType(events, 'assistant/message').map((e) => e.data.text)).to.deep.equal(['done.'])
+    } finally {
+      globalThis.fetch = realFetch
+    }
+    expect(signals).to.have.length(1)
+    expect(signals[0].aborted).to.equal(false)
+  })
+
   it('the next step sees a bounded context, never the whole log', async () => {
     // Words, not one long run: a real tokenizer counts `xxxx…` at 8 characters a token.
     for (let i = 0; i < 60; i++) await agent.session.append('user/message', { text: `old ${i} ${'lorem ipsum dolor sit amet, '.repeat(72)}` })

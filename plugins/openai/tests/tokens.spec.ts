@@ -1,5 +1,27 @@
 import { expect } from 'chai'
 import { countCjk, openAIEncoding, StepAssembler, TokenCounter, usageTokens } from '../src'
+import { encodedLength, loadEncoding, type Encoder } from '../src/tokens'
+
+/** A text of random runs from `alphabet` (letters, marks, digits, punctuation, spaces, CJK, emoji). */
+function runs(random: () => number, length: number) {
+  const alphabet = ['a', 'Zq', 'é', '\u0301', '1', '٣', ' ', '\n', '!', '"', '{}', '中文', '😀', '\\"', 'path/to/file.ts']
+  let text = ''
+  while (text.length < length) {
+    const piece = alphabet[Math.floor(random() * alphabet.length)]
+    text += piece.repeat(1 + Math.floor(random() * (random() < 0.2 ? 90 : 6)))
+  }
+  return text
+}
+
+/** A seeded generator (mulberry32): the same texts on every run. */
+function seeded(seed: number) {
+  return () => {
+    seed = (seed + 0x6D2B79F5) | 0
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
 
 describe('token counts', () => {
   it('OpenAI models get their own encoding; other models the calibrated estimate', () => {
@@ -39,6 +61,39 @@ describe('token counts', () => {
     for (const text of ['!'.repeat(100_000), ' '.repeat(100_000), '😀'.repeat(40_000), 'e\u0301'.repeat(50_000), '\u0301'.repeat(100_000)]) {
       expect(counter.count(text)).to.be.within(1, text.length)
     }
+  })
+
+  it('cached counts are the uncached ones, and the cache stays within its entries and characters', async () => {
+    const counter = await new TokenCounter('gpt-4o', 8, { entries: 40, chars: 6000 }).ready()
+    const encoder = await loadEncoding('o200k_base')
+    const random = seeded(7)
+    const texts = Array.from({ length: 150 }, () => runs(random, 1 + Math.floor(random() * 900)))
+    for (let i = 0; i < 3000; i++) {
+      // Recent texts come back often (as a window's do), old ones now and then: hits and evictions both.
+      const text = texts[random() < 0.7 ? Math.floor(random() * 150) : Math.floor(random() * 20)]
+      expect(counter.count(text)).to.equal(encodedLength(encoder, text))
+      expect(counter.cache.size).to.be.at.most(40)
+      expect(counter.cache.chars).to.be.at.most(6000)
+    }
+    // A text longer than a quarter of the characters is counted, not kept.
+    const long = 'word '.repeat(400)
+    expect(counter.count(long)).to.equal(encodedLength(encoder, long))
+    expect(counter.cache.get(long)).to.equal(undefined)
+  })
+
+  it('a text counted on every step stays cached however many other texts come and go', async () => {
+    // Each step counts the whole window again: with 200 sessions on a route, first-in-first-out
+    // evicted what every live session counts each step, and every step encoded its window again.
+    const counter = await new TokenCounter('gpt-4o').ready()
+    const hot = `{"seq":3,"result":"${'the first node whose dependencies passed review, '.repeat(4)}"}`
+    const encoder = (counter as any).encoder as Encoder
+    let encoded = 0
+    ;(counter as any).encoder = (text: string) => (text.includes('"seq":3,') && encoded++, encoder(text))
+    for (let i = 0; i < 20_000; i++) {
+      counter.count(`{"seq":${i + 10},"result":"step ${i} of another session's window, counted once"}`)
+      if (i % 10 === 0) counter.count(hot)
+    }
+    expect(encoded).to.equal(1)
   })
 
   it('calibrates to what the endpoint reports, within bounds', () => {

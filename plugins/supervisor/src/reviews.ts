@@ -1,7 +1,7 @@
 import type { Context, Logger } from 'cordis'
 import { isActive, onDispose } from '@taskward/cordis-compat'
 import { randomUUID } from 'node:crypto'
-import type { Agent, Session, TurnSummary } from '@taskward/host'
+import { original, type Agent, type Agents, type Session, type TurnSummary } from '@taskward/host'
 import {
   applyCompletionReview, applyPlanReview, applyStageReview, errorResult, pause, reviewJobEnvelope, taskStateEnvelope, TaskwardError,
   type RecordEnvelope, type ReviewJob, type ReviewVerdict, type SupervisorState, type Task, type TransitionAt,
@@ -60,8 +60,12 @@ export class Reviews {
   /** The deadline timer of each running job. */
   private readonly deadlines = new Map<string, NodeJS.Timeout>()
 
+  /** The agent registry itself (a required inject of the supervisor): cordis' getter costs a stack capture a read. */
+  private readonly agents: Agents
+
   constructor(private home: Context, private supervisor: Supervisor, private config: Config) {
     this.logger = home.logger('supervisor')
+    this.agents = original(home.agents)
     home.on('agent/turn-end', (agent, summary) => {
       if (agent.session.role !== 'reviewer') return
       this.onReviewerTurnEnd(agent, summary).catch((error) => {
@@ -79,7 +83,7 @@ export class Reviews {
   private armDeadline(main: Session, job: ReviewJob) {
     const timer = setTimeout(() => {
       this.deadlines.delete(job.jobId)
-      const reviewer = this.home.agents.get(job.reviewerSessionId)
+      const reviewer = this.agents.get(job.reviewerSessionId)
       this.fail(main, job, `the review passed its deadline of ${this.config.reviewDeadlineMs} ms (reviewDeadlineMs)`)
         .catch((error) => this.logger.warn(error))
         .finally(() => reviewer?.cancel())
@@ -161,7 +165,7 @@ export class Reviews {
       const task = (await this.supervisor.state(main)).current
       if (task) gate = await this.supervisor.completionRefusal(main, task)
     }
-    const reviewer = this.home.agents.get(reviewerSession.id)
+    const reviewer = this.agents.get(reviewerSession.id)
     const task = await this.supervisor.transact(main, (state) => {
       const latest = state.reviews.find((r) => r.jobId === job.jobId)
       if (!latest || !isPendingJob(state, latest)) {
@@ -276,7 +280,7 @@ export class Reviews {
   }
 
   private async createReviewer(main: Session): Promise<Agent> {
-    return this.home.agents.create({ cwd: main.cwd, model: this.config.reviewerModel, role: 'reviewer', parentId: main.id })
+    return this.agents.create({ cwd: main.cwd, model: this.config.reviewerModel, role: 'reviewer', parentId: main.id })
   }
 
   private newJob(main: Session, reviewer: Agent, task: Task, kind: ReviewJob['kind'], jobId: string,

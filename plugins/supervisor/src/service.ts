@@ -1,6 +1,6 @@
 import type { Context } from 'cordis'
 import { listenersOf, provideService } from '@taskward/cordis-compat'
-import { original, type Agent, type Agents, type Projections, type Session, type Sessions } from '@taskward/host'
+import { directEmitter, original, type Agent, type Agents, type Projections, type Session, type Sessions } from '@taskward/host'
 import {
   applySupervisorEvent, isRecordEnvelope, RECORD_EVENT_TYPE, repairReader, reviewJobReader, SUPERVISOR_PROJECTION_KEY,
   SUPERVISOR_PROJECTION_VERSION, SUPERVISOR_EVENT_TYPES, supervisorStateThrough, initSupervisorState, loadedConfig, taskReader, taskStateEnvelope, TaskwardError,
@@ -326,7 +326,7 @@ export class Supervisor {
 
   /** A new main session with its agent (model default: config `defaultModel`). */
   async startSession(options: { cwd: string, model?: string }): Promise<{ session: Session, agent: Agent }> {
-    const agent = await this.home.agents.create({ cwd: options.cwd, model: options.model ?? this.config.defaultModel, role: 'main' })
+    const agent = await original(this).kernel.agents.create({ cwd: options.cwd, model: options.model ?? this.config.defaultModel, role: 'main' })
     return { session: agent.session, agent }
   }
 
@@ -396,10 +396,11 @@ export class Supervisor {
     }
     if (event.type !== RECORD_EVENT_TYPE || !SUPERVISOR_NAMESPACES.has(event.data?.namespace)) return
     const current = this.mirrors.get(session.id)
+    const changed = directEmitter<[string, SupervisorState]>(this.home, 'supervisor/changed')
     if (current && current.asOfSeq === event.seq) {
-      this.home.emit('supervisor/changed', session.id, current)
+      changed(session.id, current)
     } else {
-      this.state(session).then((state) => this.home.emit('supervisor/changed', session.id, state), () => {})
+      this.state(session).then((state) => changed(session.id, state), () => {})
     }
   }
 }

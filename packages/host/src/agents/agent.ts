@@ -6,6 +6,7 @@ import type { ToolResult } from '../tools/types'
 import { StepGuards } from './step-guards'
 import type { Tools } from '../tools/service'
 import { original } from '../original'
+import { directEmitter, isHeard } from '../sessions/emit'
 
 export type AgentState = 'idle' | 'running' | 'maintenance'
 
@@ -63,8 +64,6 @@ export class Agent {
   private disposed = false
   /** While any hold is set, no queued turn starts (e.g. a review of the task is pending). */
   private holds = new Set<symbol>()
-  /** Cordis' listener table (one object for the life of the app), read once: the context getter is slow. */
-  private hooks?: Record<string, unknown[] | undefined>
 
   constructor(
     private ctx: Context,
@@ -75,6 +74,8 @@ export class Agent {
     private stepGuards: StepGuards = new StepGuards(ctx),
     /** The tool registry itself, not cordis' tracing view of it (`ctx.tools` costs ~0.1 ms a read). */
     private tools: Tools = original(ctx.tools),
+    /** The model registry itself, for the same reason (each turn looks its adapter up). */
+    private models: Context['models'] = original(ctx.models),
   ) {}
 
   get id() {
@@ -194,9 +195,7 @@ export class Agent {
    * comes once per streamed chunk.
    */
   private announce(name: 'agent/state' | 'agent/queue' | 'agent/turn-end' | 'agent/text-delta', ...args: unknown[]) {
-    const hooks = this.hooks ??= (this.ctx.lifecycle as any)._hooks as Record<string, unknown[] | undefined>
-    if (!hooks[name]?.length && !hooks['internal/event']?.length) return
-    ;(this.ctx.emit as (...all: unknown[]) => void)(name, ...args)
+    if (isHeard(this.ctx, name)) directEmitter(this.ctx, name)(...args)
   }
 
   private queueChanged() {
@@ -249,7 +248,7 @@ export class Agent {
       if (!input.meta.recorded) {
         await this.session.append(EventTypes.userMessage, { text: input.message, origin: input.meta.origin ?? 'user' })
       }
-      const adapter = this.ctx.models.get(this.model)
+      const adapter = this.models.get(this.model)
       let results: ToolResult[] = []
       for (let step = 0; step < this.options.maxStepsPerTurn; step++) {
         this.session.openStep()

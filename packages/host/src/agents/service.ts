@@ -7,6 +7,7 @@ import { SessionLeases, holderGone, leaseHeld, leaseOf, revokeLapsedLease, type 
 import type { Tools } from '../tools/service'
 import { original } from '../original'
 import { onExit } from '../exit'
+import { directEmitter } from '../sessions/emit'
 
 export interface CreateAgentOptions {
   sessionId?: string
@@ -68,6 +69,9 @@ export class Agents extends Service {
    * changes, and every tool call of every turn would otherwise pay cordis' context getter.
    */
   private readonly tools: Tools
+  /** The other required injects a create reads, read once for the same reason. */
+  private readonly kernel: { readonly models: Context['models'], readonly sessions: Context['sessions'], readonly database: Context['database'] }
+  private readonly emitCreated: (agent: Agent) => void
 
   private readonly leases: SessionLeases
 
@@ -76,6 +80,8 @@ export class Agents extends Service {
     this.home = ctx
     this.stepGuards = new StepGuards(ctx)
     this.tools = original(ctx.tools)
+    this.kernel = { models: original(ctx.models), sessions: original(ctx.sessions), database: original(ctx.database) }
+    this.emitCreated = directEmitter<[Agent]>(ctx, 'agent/created')
     this.leases = new SessionLeases(ctx, { leaseDuration: config.leaseDuration ?? 15_000, leaseRenewInterval: config.leaseRenewInterval ?? 5_000 })
     ctx.on('dispose', () => {
       for (const agent of this.live.values()) agent.dispose()
@@ -116,14 +122,15 @@ export class Agents extends Service {
 
   /** Create the agent of a new session (`cwd`) or of an existing one (`sessionId`). */
   async create(options: CreateAgentOptions): Promise<Agent> {
-    this.home.models.get(options.model)
+    const { models, sessions, database } = original(this).kernel
+    models.get(options.model)
     let session: Session
     if (options.sessionId) {
-      session = await this.home.sessions.get(options.sessionId)
+      session = await sessions.get(options.sessionId)
       if (this.live.has(session.id)) throw new TaskwardError('AGENT_BUSY', `Session ${session.id} already has an agent; use agents.get().`)
       if (session.model !== options.model || (options.role && session.role !== options.role)) {
         // Remembered so that `resume` after a restart brings back the same model and role.
-        await this.home.database.set('taskward_session', { id: session.id }, { model: options.model, role: options.role ?? session.role })
+        await database.set('taskward_session', { id: session.id }, { model: options.model, role: options.role ?? session.role })
         session.model = options.model
         session.role = options.role ?? session.role
       }
@@ -131,7 +138,7 @@ export class Agents extends Service {
       // Another create or resume may have won while the row was written: one agent per session.
       if (this.live.has(session.id)) throw new TaskwardError('AGENT_BUSY', `Session ${session.id} already has an agent; use agents.get().`)
     } else if (options.cwd) {
-      session = await this.home.sessions.create({ cwd: options.cwd, preset: options.preset, role: options.role, model: options.model, parentId: options.parentId })
+      session = await sessions.create({ cwd: options.cwd, preset: options.preset, role: options.role, model: options.model, parentId: options.parentId })
       await this.lease(session)
     } else {
       throw new TaskwardError('BAD_REQUEST', 'Creating an agent needs a sessionId or a cwd.')
@@ -158,7 +165,7 @@ export class Agents extends Service {
    * listeners may refuse with a coded error. The agent comes back idle: nothing continues by itself.
    */
   async resume(sessionId: string): Promise<Agent> {
-    const session = await this.home.sessions.get(sessionId)
+    const session = await original(this).kernel.sessions.get(sessionId)
     // Another host drives it: refused before the listeners, which may write to the session (recovery
     // reconciles its journal) and would race that host's turn. Read only: a lapsed lease is taken below.
     if (session.role === 'main' && this.leases.enabled && !this.leases.holds(session.id)) {
@@ -188,9 +195,10 @@ export class Agents extends Service {
   private spawn(session: Session, model: string, role: string) {
     // `this` may be cordis' tracing view (a call through ctx.agents), which wraps the registry it reads
     // again: hand the agent the object itself.
-    const agent = new Agent(this.home, session, model, role, this.config, this.stepGuards, original(this.tools))
-    this.live.set(session.id, agent)
-    this.home.emit('agent/created', agent)
+    const self = original(this)
+    const agent = new Agent(self.home, session, model, role, self.config, self.stepGuards, self.tools, self.kernel.models)
+    self.live.set(session.id, agent)
+    self.emitCreated(agent)
     return agent
   }
 }

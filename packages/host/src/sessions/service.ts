@@ -58,6 +58,10 @@ export class Sessions extends Service {
    */
   observe(listener: EventObserver) {
     const observers = this.observers
+    // Called through `ctx.sessions`, the listener arrives wrapped in cordis' tracing proxy, which only
+    // passes each argument through its tracing view: a session and an event have none, so the function
+    // itself is called (the proxy's dispatch cost more than most observers).
+    listener = original(listener)
     return this.ctx.effect(() => {
       observers.add(listener)
       return () => observers.delete(listener)
@@ -73,6 +77,7 @@ export class Sessions extends Service {
    */
   observeRollback(listener: RollbackObserver) {
     const rollbacks = this.rollbacks
+    listener = original(listener)
     return this.ctx.effect(() => {
       rollbacks.add(listener)
       return () => rollbacks.delete(listener)
