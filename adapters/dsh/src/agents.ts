@@ -100,6 +100,12 @@ export class DshAgentsContract {
     return this.dsh.list().map((agent) => this.view(agent))
   }
 
+  /**
+   * Our host disposes a finished reviewer's agent here; DSH's agents are DSH's own registry, kept and
+   * ended as DSH decides (its sessions list shows them), so Taskward leaves them as they are.
+   */
+  async release(_sessionId: string): Promise<void> {}
+
   async resume(sessionId: string): Promise<AgentView> {
     const live = this.get(sessionId)
     if (live) return live

@@ -217,7 +217,9 @@ export class Reviews {
     if (!mainId) return
     const main = await this.supervisor.resolve(mainId)
     const job = jobOfReviewer(await this.supervisor.state(main), agent.session.id)
-    if (!job || job.status !== 'requested') return
+    // Its review is over (the verdict was applied, or it failed): a reviewer serves one job, so its
+    // agent goes (a host running many tasks would otherwise keep every reviewer it ever started).
+    if (!job || job.status !== 'requested') return this.agents.release(agent.session.id)
     if (!summary.error && !summary.refused && !summary.cancelled && !this.repaired.has(job.jobId) && await this.answeredInText(agent.session)) {
       this.repaired.add(job.jobId)
       agent.followup(VERDICT_REPAIR_PROMPT, { origin: 'controller', jobId: job.jobId, verdictRepair: true })
@@ -229,6 +231,7 @@ export class Reviews {
           : this.repaired.has(job.jobId) ? 'the reviewer did not record a verdict with review_verdict, even when asked again'
             : 'the reviewer ended its turn without a verdict'
     await this.fail(main, job, why)
+    await this.agents.release(agent.session.id)
   }
 
   /**

@@ -1,7 +1,7 @@
 import { expect } from 'chai'
 import type { Session } from '@taskward/host'
 import { defineErrorCode, TaskwardError } from '@taskward/protocol'
-import type { TestHost } from '@taskward/testkit'
+import { waitFor, type TestHost } from '@taskward/testkit'
 import {
   approvedTask, command, ok, refused, reviewsSettled, scriptReviews, supervisorOf, useSupervisedSession, verdict,
 } from './fixtures'
@@ -46,6 +46,23 @@ describe('supervisor: reviews', () => {
     expect(cut).to.include({ type: 'tool/call' })
     expect(job).to.include({ status: 'finished', verdict: 'pass' })
     expect(job.evidenceSeqs).to.deep.equal([0])
+  })
+
+  it('lets a reviewer\'s agent go once its verdict is applied: only reviews in flight keep one', async () => {
+    await command(host, session, '/task new review and let go')
+    const reviewers = () => host.ctx.agents.list().filter((agent) => agent.session.role === 'reviewer')
+    scriptReviews(host, 'revise')
+    await ok(host, session, 'task_submit_plan', { acceptanceCriteria: [], nodes: [{ id: 'a', title: 'a' }] })
+    await reviewsSettled(host, session)
+    scriptReviews(host, 'pass')
+    await ok(host, session, 'task_submit_plan', { acceptanceCriteria: [], nodes: [{ id: 'a', title: 'a' }] })
+    await reviewsSettled(host, session)
+    const jobs = (await state()).reviews
+    expect(jobs.map((job) => job.status)).to.deep.equal(['finished', 'finished'])
+    await waitFor(() => reviewers().length === 0, { what: 'the finished reviewers to be let go' })
+    // The reviewer's session and log stay: a person can still read what it did.
+    const reviewerSession = await host.ctx.sessions.get(jobs[0].reviewerSessionId)
+    expect((await reviewerSession.read({ from: 0, limit: 50 })).some((event) => event.type === 'tool/call')).to.equal(true)
   })
 
   it('refuses evidence after the cutoff and keeps the job open for a corrected verdict', async () => {

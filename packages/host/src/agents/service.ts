@@ -192,6 +192,22 @@ export class Agents extends Service {
     return [...this.live.values()]
   }
 
+  /**
+   * Let a session's agent go once it is idle (its turn and its queue done): disposed and no longer
+   * live here, so a host that ran thousands of short-lived agents (reviewers) does not keep them all.
+   * Its session and log stay; `resume` brings an agent back. A turn queued before it went idle keeps it.
+   */
+  async release(sessionId: string): Promise<void> {
+    const self = original(this)
+    const agent = self.live.get(sessionId)
+    if (!agent) return
+    await agent.whenIdle()
+    // Another turn may have been queued as it went idle: then it is not released.
+    if (self.live.get(sessionId) !== agent || agent.state !== 'idle' || agent.queued) return
+    self.live.delete(sessionId)
+    agent.dispose()
+  }
+
   private spawn(session: Session, model: string, role: string) {
     // `this` may be cordis' tracing view (a call through ctx.agents), which wraps the registry it reads
     // again: hand the agent the object itself.
