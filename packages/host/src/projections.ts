@@ -5,37 +5,9 @@ import { original } from './original'
 import { onExit } from './exit'
 import { eventStoreOf } from './sessions/event-store'
 import { ProjectionMemory } from './projection-memory'
+import { projectionDef, type ProjectionDef, type ProjectionRegistration } from './projection-def'
 
-/**
- * A projection folds a session's log into state. `apply` must be pure and must not mutate its input
- * state: the cached state is shared. `version` names the fold's shape; a cached state of another
- * version is discarded and rebuilt from seq 0.
- */
-export interface ProjectionDef<S = any> {
-  key: string
-  version: number
-  /**
-   * The event types this fold reads; only those are read from the log (through the type index).
-   * Absent: every event. Events handed to `apply` are not frozen: the fold owns them.
-   */
-  types?: readonly string[]
-  /**
-   * With `types`: the log moved on to `seq` through events this fold does not read. Return the state
-   * as folded through `seq` (a state that records its own position moves it here). Absent: the state
-   * is kept as it is.
-   */
-  skipTo?(state: S, seq: number): S
-  init(): S
-  apply(state: S, event: SessionEvent): S
-}
-
-/**
- * What `register` takes: a `ProjectionDef`, or the same with DSH's name `stateVersion` instead of
- * `version` (a documented alias; giving both with different values is refused).
- */
-export type ProjectionRegistration<S = any> =
-  | ProjectionDef<S>
-  | (Omit<ProjectionDef<S>, 'version'> & { stateVersion: number, version?: number })
+export type { ProjectionDef, ProjectionRegistration } from './projection-def'
 
 /** Persist advanced caches this long after the first unsaved event, so a restart folds only the tail. */
 const PERSIST_DELAY_MS = 1000
@@ -391,16 +363,4 @@ export class Projections extends Service {
     if (key) query.key = key
     await this.database.remove('taskward_projection', query)
   }
-}
-
-/** Normalize DSH's `stateVersion` to `version`. */
-function projectionDef<S>(registration: ProjectionRegistration<S>): ProjectionDef<S> {
-  const { stateVersion } = registration as { stateVersion?: number }
-  const version = registration.version ?? stateVersion
-  if (!Number.isSafeInteger(version) || (stateVersion !== undefined && registration.version !== undefined && stateVersion !== registration.version)) {
-    throw new TaskwardError('CONFIG_INVALID',
-      `Projection "${registration.key}" needs one integer version: give \`version\` (or DSH's alias \`stateVersion\`), not two different ones.`)
-  }
-  if (registration.version === version) return registration as ProjectionDef<S>
-  return { ...registration, version: version! } as ProjectionDef<S>
 }
