@@ -1,5 +1,5 @@
 import Schema from 'schemastery'
-import { BudgetsSchema, CheckSpecSchema, configInvalid, strictConfig, validatePins, type Budgets, type CheckSpec } from '@taskward/protocol'
+import { BudgetsSchema, CheckSpecSchema, configInvalid, strictConfig, unpassableArgument, validatePins, type Budgets, type CheckSpec } from '@taskward/protocol'
 
 export interface Config {
   /** Controller-owned checks (argv, never a shell string). `[]` means validation is MISSING. */
@@ -47,6 +47,11 @@ function checkChecks(config: Config) {
     if (!check.argv.length || !check.argv[0]) {
       throw configInvalid('recovery', ['checks', index, 'argv'], check.argv,
         'argv must be a non-empty array whose first element names the program, e.g. ["npm", "test"] (checks never run through a shell)')
+    }
+    const nul = unpassableArgument(check.argv)
+    if (nul >= 0) {
+      throw configInvalid('recovery', ['checks', index, 'argv', nul], check.argv[nul],
+        'an argument holds a NUL byte, which no program can receive; remove it')
     }
     const first = seen.get(check.id)
     if (first !== undefined) {

@@ -3,7 +3,7 @@ import Schema from 'schemastery'
 import { mainSessionOf, type Session } from '@taskward/host'
 import {
   comparePinnedSets, effectiveCycle, effectivePins, EventTypes, latestRecoveryAttempt, PinMatcher, progressDelta, progressSignalOf, TaskwardError,
-  validateCheckSpecs, type SessionEvent, type Task,
+  unpassableArgument, validateCheckSpecs, type SessionEvent, type Task,
 } from '@taskward/protocol'
 import { CompletionGate } from './gate'
 import type { Recovery } from './service'
@@ -93,6 +93,12 @@ function registerChecksCommand(ctx: Context, recovery: Recovery) {
       throw new TaskwardError('CONFIG_INVALID', 'Write the checks as a JSON array, e.g. /task checks [{"id": "test", "argv": ["npm", "test"], "timeoutMs": 600000}].')
     }
     const checks = validateCheckSpecs(parsed)
+    for (const check of checks) {
+      const nul = unpassableArgument(check.argv)
+      if (nul >= 0) {
+        throw new TaskwardError('CONFIG_INVALID', `Check "${check.id}": argument ${nul} holds a NUL byte, which no program can receive. Remove it and set the checks again.`, { id: check.id })
+      }
+    }
     await recovery.exclusive(session, async (resolved) => {
       await recovery.usable(resolved)
       await recovery.append(resolved, 'checks', `${task.id}-checks-${resolved.seq}`, { taskId: task.id, checks, setBy: 'user', at: Date.now() })

@@ -174,6 +174,11 @@ describe('recovery: the completion gate through a real host', () => {
     expect(await command(host, session, '/task checks')).to.deep.include({ source: 'config' })
     const bad = await host.ctx.commands.input(session, '/task checks [{"id": "t", "argv": "npm test"}]')
     expect(bad?.error?.code).to.equal('CONFIG_INVALID')
+    // An argument no process can receive (a NUL byte) is bad input, not a launcher failure later.
+    const nul = await host.ctx.commands.input(session, '/task checks [{"id": "t", "argv": ["sh", "-c", "true\\u0000"]}]')
+    expect(nul?.error?.code).to.equal('CONFIG_INVALID')
+    expect(nul?.error?.message).to.match(/argument 2 holds a NUL byte/)
+    expect(await command(host, session, '/task checks')).to.deep.include({ source: 'config' })
     await command(host, session, '/task checks [{"id": "ok", "argv": ["true"]}]')
     const shown = await command(host, session, '/task checks')
     expect(shown.source).to.equal('task')

@@ -34,6 +34,17 @@ describe('recovery: the sandbox policy', function () {
     return { session, attempt }
   }
 
+  it('refuses a configured check whose argument holds a NUL byte (CONFIG_INVALID naming it)', () => {
+    let refusal: any
+    try {
+      Config({ checks: [{ id: 'nul', argv: ['sh', '-c', 'true\u0000'], timeoutMs: 1000 }] })
+    } catch (error) {
+      refusal = error
+    }
+    expect(refusal?.code).to.equal('CONFIG_INVALID')
+    expect(refusal?.message).to.match(/checks\[0\]\.argv\[2\]/).and.match(/NUL byte/)
+  })
+
   it('defaults to auto, in the configuration schema and in cordis.yml', async () => {
     expect(Config({}).sandbox).to.equal('auto')
     const { readFile } = await import('node:fs/promises')

@@ -103,6 +103,14 @@ export function validateCheckSpec(value: unknown): CheckSpec {
   return { id, argv: [...raw.argv as string[]], timeoutMs, ...pin ? { pin } : {} }
 }
 
+/**
+ * The index of the first argument of `argv` that no process can receive (it holds a NUL byte), or -1.
+ * Asked of new checks only (`/task checks`, the configuration): a recorded one is folded as it was.
+ */
+export function unpassableArgument(argv: readonly string[]): number {
+  return argv.findIndex((arg) => arg.includes('\0'))
+}
+
 /** Validate the configured list of checks; ids must be unique. An empty list is valid: it means MISSING. */
 export function validateCheckSpecs(value: unknown): CheckSpec[] {
   if (!Array.isArray(value)) throw invalid('Recovery checks must be a list of {id, argv, timeoutMs}. Use [] for no checks.')
