@@ -1,9 +1,8 @@
 import { expect } from 'chai'
-import { access, mkdtemp, readFile, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { access, readFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
-import { mockText, OpenAIMock, type MockReply, type MockRequest } from '@taskward/testkit'
-import { DshHome, dshInstall, packedBundle, PASSING_RECOVERY, type DshWeb } from './dsh/dsh-host'
+import { mockText, type OpenAIMock, type MockReply, type MockRequest } from '@taskward/testkit'
+import { PASSING_RECOVERY, useDsh, type DshWeb } from './dsh/dsh-host'
 import { execute, replyJson, waitFor } from './dsh/dsh-api'
 import { contentOf, currentTurn, dshTaskPlayer } from './dsh/dsh-player'
 
@@ -16,25 +15,17 @@ import { contentOf, currentTurn, dshTaskPlayer } from './dsh/dsh-player'
 describe('DSH tool admission binds to the tool, not its name (another plugin next to Taskward)', function () {
   this.timeout(600_000)
   let model: OpenAIMock
-  let home: DshHome
   let web: DshWeb
   let workspace: string
   let completed: string | undefined
 
+  useDsh({
+    player: dshTaskPlayer(), workspace: 'identity', config: PASSING_RECOVERY,
+    plugins: [`link:${resolve('tests/fixtures/dsh-neighbour-plugin')}`],
+  }, (suite) => ({ model, web, workspace } = suite))
+
   before(async function () {
-    const found = await dshInstall()
-    if (!found.paths) {
-      console.log(`      skipped: ${found.skip}`)
-      return this.skip()
-    }
-    model = await OpenAIMock.start()
-    model.fallback = dshTaskPlayer()
-    home = await DshHome.create(found.paths, { baseURL: `http://127.0.0.1:${model.port}` })
-    workspace = await mkdtemp(join(tmpdir(), 'taskward-dsh-identity-'))
-    await home.addBundle(await packedBundle())
-    await home.dsh(['plugin', '--profile', 'web', 'add', `link:${resolve('tests/fixtures/dsh-neighbour-plugin')}`], 300_000)
-    await home.configureTaskward(PASSING_RECOVERY)
-    web = await home.start()
+    if (!web) return this.skip()
     const { sessionId } = await web.api('session.create', { cwd: workspace })
     const status = async () => replyJson(await execute(web, sessionId, '/task'))
     await execute(web, sessionId, '/task new Write a.txt and b.txt')
@@ -42,13 +33,6 @@ describe('DSH tool admission binds to the tool, not its name (another plugin nex
     await execute(web, sessionId, '/task approve')
     await waitFor(async () => (await status()).task?.phase === 'complete', 'the task to complete', 180_000)
     completed = sessionId
-  })
-
-  after(async () => {
-    await web?.stop()
-    await home?.dispose()
-    await model?.close()
-    if (workspace) await rm(workspace, { recursive: true, force: true })
   })
 
   afterEach(function () {

@@ -4,7 +4,7 @@ import { directEmitter, original, type Agent, type Agents, type Projections, typ
 import {
   applySupervisorEvent, isRecordEnvelope, RECORD_EVENT_TYPE, repairReader, reviewJobReader, SUPERVISOR_PROJECTION_KEY,
   SUPERVISOR_PROJECTION_VERSION, SUPERVISOR_EVENT_TYPES, supervisorStateThrough, initSupervisorState, loadedConfig, taskReader, taskStateEnvelope, TaskwardError,
-  taskStatusView, combineProgressSignals, findTask, TASK_NAMESPACE, TASK_STATE_KIND, transitionKind, type TransitionKind, type ProgressSignal, type RecordEnvelope, type RecordReader, type SessionEvent, type TaskStatusView, type SupervisorState, type Task, type TransitionAt,
+  taskStatusView, combineProgressSignals, findTask, TASK_NAMESPACE, TASK_STATE_KIND, transitionKind, type ProgressSignal, type RecordEnvelope, type RecordReader, type SessionEvent, type TaskStatusView, type SupervisorState, type Task, type TransitionAt,
 } from '@taskward/protocol'
 import { holdInputDuringReviews } from './input-hold'
 import { Config } from './config'
@@ -14,6 +14,9 @@ import { Reviews } from './reviews'
 import { registerGuard } from './guard'
 import { registerTaskTools } from './tools'
 import { BUILTIN_SUBCOMMANDS, registerTaskCommand } from './commands'
+import type { CompletionGate, ProgressSource, ResumeGuard, TaskSubcommand, TaskTransition, Transaction } from './extensions'
+
+export type { CompletionGate, ProgressSource, ResumeGuard, TaskSubcommand, TaskTransition, Transaction } from './extensions'
 
 declare module 'cordis' {
   interface Context {
@@ -30,38 +33,8 @@ declare module 'cordis' {
   }
 }
 
-/** Asked before a completion review is requested and again before a completion `pass` is applied. */
 /** How often `transact` decides again when the session moved on under it. */
 const TRANSACT_ATTEMPTS = 5
-
-export type CompletionGate = (session: Session, task: Task) => Promise<TaskwardError | undefined>
-
-/**
- * Asked before `/task resume` resumes a paused task (see `registerResumeGuard`): a refusal leaves the
- * task paused and is the command's answer (a budget that is still used up, say).
- */
-export type ResumeGuard = (session: Session, task: Task) => Promise<TaskwardError | undefined> | TaskwardError | undefined
-
-/** An extra `/task <name> …` subcommand another plugin adds (recovery's `/task checks`). */
-/** Measures objective progress of a task (see `registerProgressSignal`); undefined when it cannot. */
-export type ProgressSource = (session: Session, task: Task) => Promise<ProgressSignal | undefined>
-
-export type TaskSubcommand = (invocation: { session: Session, args: string }) => Promise<unknown> | unknown
-
-/** One committed change of a task: the snapshot before (absent for a new task), the one after, and its kind. */
-export interface TaskTransition {
-  kind: TransitionKind
-  previous?: Task
-  next: Task
-  session: Session
-  /** The seq of the state record that committed `next`. */
-  seq: number
-}
-
-export interface Transaction<T> {
-  records: RecordEnvelope[]
-  result: T
-}
 
 /** The part of the `admission` service the supervisor uses (it is optional, so not imported). */
 interface ReaderRegistry {
