@@ -7,20 +7,34 @@
  *   delay <ms>     wait that long before each answer                → `ok`
  *   capture on     keep every request body, with its session's key   → `ok`
  *   dump <file>    write the kept bodies (JSON) to <file>, stop keeping → `ok`
- *   stats          `stats {served, inTurn: [...], sameSession: [...]}` and start counting afresh
+ *   stats          `stats {served, inTurn: [...], sameSession: [...], cpuMs}` and start counting afresh
  * A request's session is told by its workspace directory and role (from the system message); a gap is
  * the time from the end of a session's answer to that session's next request arriving, "in turn" when
  * that request carries tool results (the next step of the same turn).
  */
 import { createInterface } from 'node:readline'
 import { writeFileSync } from 'node:fs'
-import { OpenAIMock, taskPlayer, type MockRequest } from '@taskward/testkit'
+import { OpenAIMock, renderPrompt, taskPlayer, type MockReply, type MockRequest, type MockStream } from '@taskward/testkit'
 
 const player = taskPlayer({ plan: { acceptanceCriteria: ['a.txt says done'], nodes: [{ id: 'a', title: 'write a' }] } })
+
+/**
+ * Usage at a few characters per token of the prompt as a template renders it. The mock's own count
+ * (a real tokenizer over the whole prompt, every request) costs this process ~5 ms per answer on the
+ * cores the host runs on; a real endpoint's counting costs the host nothing.
+ */
+function withUsage(request: MockRequest, reply: MockReply): MockReply {
+  if (reply.kind !== undefined && reply.kind !== 'stream') return reply
+  const stream: MockStream = reply
+  const output = (stream.text ?? '').length + JSON.stringify(stream.toolCalls ?? []).length
+  return { ...stream, usage: { prompt_tokens: Math.ceil(renderPrompt(request.body).length / 4), completion_tokens: Math.ceil(output / 4) } }
+}
 const mock = await OpenAIMock.start()
 let delayMs = 0
 let captured: { key: string, body: unknown }[] | undefined
 let served = 0
+/** The endpoint's own CPU since the last `stats`: on a shared machine it competes with the host's. */
+let cpuFrom = process.cpuUsage()
 let inTurn: number[] = []
 let sameSession: number[] = []
 const lastAnswer = new Map<string, MockRequest>()
@@ -43,7 +57,7 @@ mock.fallback = async (request) => {
   lastAnswer.set(key, request)
   captured?.push({ key, body: request.body })
   if (delayMs) await new Promise((resolve) => setTimeout(resolve, delayMs))
-  return player(request)
+  return withUsage(request, await player(request))
 }
 
 const say = (line: string) => process.stdout.write(line + '\n')
@@ -61,7 +75,9 @@ for await (const line of createInterface({ input: process.stdin })) {
     captured = undefined
     say('ok')
   } else if (command === 'stats') {
-    say(`stats ${JSON.stringify({ served, inTurn, sameSession })}`)
+    const used = process.cpuUsage(cpuFrom)
+    say(`stats ${JSON.stringify({ served, inTurn, sameSession, cpuMs: (used.user + used.system) / 1000 })}`)
+    cpuFrom = process.cpuUsage()
     served = 0
     inTurn = []
     sameSession = []

@@ -14,7 +14,13 @@
  *      sets alternate for SCALE_RATE_ROUNDS rounds (default 3); the round of the median ratio counts.
  *   3. flat per-session cost (SCALE_DELAY_MS, default 500, per answer; SCALE_FLAT sessions, default
  *      1,10,50,200, full set): in-turn gap p99 at 50 and 200 sessions vs at 1 session (goal ≤ 3×) and host
- *      RSS (peak while the tasks run) growth per live session (goal ≤ 1 MB).
+ *      RSS (peak while the tasks run) growth per live session (goal ≤ 1 MB). Each size runs in a fresh
+ *      process with its own endpoint (benchmarks/scale-flat.ts), so that no run inherits the heap of the
+ *      one before; SCALE_FLAT_SPREAD_MS spreads the task starts over that long (default 0: all at once).
+ *
+ * The endpoint reports usage at ~4 characters per token instead of running a tokenizer over every
+ * prompt (~5 ms of CPU per answer on the host's cores; a real endpoint's counting costs the host
+ * nothing); its CPU per answer is printed with the flat runs. SCALE_PARTS=gap,rate,flat picks sections.
  *
  * `npm run bench -- scale --profile`: a CPU profile of the host during the full set's (first) throughput run,
  * top functions by self time, by the nearest project frame, by the chain of project frames, by package
@@ -24,24 +30,14 @@
  * load average is printed with the figures.
  */
 import { spawn } from 'node:child_process'
-import { createInterface } from 'node:readline'
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { readFile, rm } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
-import OpenAI from 'openai'
 import { Logger } from 'cordis'
-import { storeDriver, type Session } from '@taskward/host'
-import { RECORD_EVENT_TYPE } from '@taskward/protocol'
-import * as OpenAIPlugin from '@taskward/plugin-openai'
-import { SupervisorPlugin } from '@taskward/plugin-supervisor'
-import WorkspacePlugin from '@taskward/plugin-workspace'
-import { AdmissionService } from '@taskward/plugin-admission'
-import { RepairPlugin } from '@taskward/plugin-repair'
-import { RecoveryPlugin } from '@taskward/plugin-recovery'
-import { WebConsole } from '@taskward/plugin-console'
-import { TestHost, tempWorkspace, removeTree } from '@taskward/testkit'
+import { removeTree } from '@taskward/testkit'
+import { bareLoop, bootHost, Endpoint, quantile, runTasks, type PluginSet } from './scale-harness'
+import { flatRun, type FlatResult } from './scale-flat'
 import { Goals } from './goals'
 import { profiled } from './cpu-profile'
 
@@ -64,164 +60,24 @@ if (FLAT.some((n) => !Number.isSafeInteger(n) || n <= 0) || !FLAT.length) {
   process.exit(1)
 }
 const PROFILE = process.argv.includes('--profile')
+/** SCALE_FLAT_SPREAD_MS: the flat runs' task starts spread evenly over that long (0, the default: all at once). */
+const SPREAD_MS = Number(process.env.SCALE_FLAT_SPREAD_MS ?? 0)
+if (!Number.isSafeInteger(SPREAD_MS) || SPREAD_MS < 0) {
+  console.error('SCALE_FLAT_SPREAD_MS must be a whole number of milliseconds (0 or more).')
+  process.exit(1)
+}
+/** SCALE_PARTS: which sections run (gap, rate, flat; default all three). */
+const PARTS = new Set((process.env.SCALE_PARTS ?? 'gap,rate,flat').split(','))
+if (![...PARTS].every((part) => ['gap', 'rate', 'flat'].includes(part))) {
+  console.error('SCALE_PARTS must be a comma-separated list of gap, rate and flat.')
+  process.exit(1)
+}
 /** SCALE_PROFILE_FLAT=<sessions>: also profile the flat run with that many sessions (its longest stretches). */
 const PROFILE_FLAT = process.env.SCALE_PROFILE_FLAT ? number('SCALE_PROFILE_FLAT', 50) : undefined
 
-const quantile = (values: number[], q: number) => {
-  if (!values.length) return NaN
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]
-}
 const ms = (value: number) => `${value.toFixed(1)} ms`
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`
 const load = () => loadavg().map((value) => value.toFixed(2)).join(' ')
-
-// ---- the endpoint, in its own process ----
-
-interface EndpointStats { served: number, inTurn: number[], sameSession: number[] }
-
-class Endpoint {
-  private lines: string[] = []
-  private waiters: ((line: string) => void)[] = []
-  baseURL = ''
-  private readonly child = spawn(process.execPath, ['--import', 'tsx', '--conditions', 'source', fileURLToPath(new URL('./scale-endpoint.ts', import.meta.url))], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  })
-
-  async start() {
-    createInterface({ input: this.child.stdout! }).on('line', (line) => {
-      const waiter = this.waiters.shift()
-      if (waiter) waiter(line)
-      else this.lines.push(line)
-    })
-    const ready = await this.next()
-    if (!ready.startsWith('ready ')) throw new Error(`the endpoint said: ${ready}`)
-    this.baseURL = ready.slice(6)
-    return this
-  }
-
-  private next(): Promise<string> {
-    const line = this.lines.shift()
-    if (line !== undefined) return Promise.resolve(line)
-    return new Promise((resolve) => this.waiters.push(resolve))
-  }
-
-  async send(command: string) {
-    this.child.stdin!.write(command + '\n')
-    const answer = await this.next()
-    if (answer.startsWith('error')) throw new Error(`endpoint: ${answer}`)
-    return answer
-  }
-
-  async stats(): Promise<EndpointStats> {
-    return JSON.parse((await this.send('stats')).slice(6))
-  }
-
-  close() {
-    this.child.stdin!.end()
-    this.child.kill()
-  }
-}
-
-// ---- hosts ----
-
-type PluginSet = 'kernel+supervisor' | 'full'
-
-const routeConfig = (baseURL: string) => ({ routes: [{ route: 'endpoint', baseURL, apiKey: 'sk-scale', model: 'scale', maxRetries: 0, timeoutMs: 600_000 }] })
-const supervisorConfig = { automaticContinuation: true, progressReviewAfterTurns: 3, reviewerModel: 'openai', defaultModel: 'openai' }
-
-/** A host with one plugin set (`full`: the plugins of cordis.yml, with a check recovery can run). */
-async function bootHost(set: PluginSet, baseURL: string, durability: 'fsync' | 'os' = 'fsync') {
-  const dataDir = await mkdtemp(join(tmpdir(), 'taskward-scale-'))
-  const openai = [OpenAIPlugin, routeConfig(baseURL)] as const
-  const supervisor = [SupervisorPlugin, supervisorConfig] as const
-  const plugins: any[] = set === 'kernel+supervisor' ? [openai, supervisor] : [
-    [WorkspacePlugin, { repairMaxFiles: 10000, repairMaxBytes: 268435456 }], [AdmissionService, {}], openai, supervisor,
-    [RepairPlugin, {}], [RecoveryPlugin, { checks: [{ id: 'ok', argv: ['true'] }], sandbox: 'auto', candidateSource: 'workspace' }],
-    [WebConsole, { demo: false }],
-  ]
-  const host = await TestHost.boot({
-    dataDir, plugins,
-    database: { driver: 'sqlite', path: join(dataDir, 'taskward.db'), durability },
-    waitFor: set === 'full' ? ['supervisor', 'workspace', 'repair', 'recovery', 'admission'] : ['supervisor'],
-    timeout: 30_000,
-  })
-  while (!host.ctx.models.routes().includes('openai')) await new Promise((resolve) => setTimeout(resolve, 10))
-  // Appends and phase changes, followed as the host's own observers follow them (no polling).
-  let appends = 0
-  const waiters = new Map<string, () => void>()
-  host.ctx.sessions.observe((session, event) => {
-    appends++
-    if (event.type === RECORD_EVENT_TYPE) waiters.get(session.id)?.()
-  })
-  const reached = (session: Session, wanted: string) => new Promise<void>((resolve, reject) => {
-    const check = () => host.ctx.supervisor.state(session).then(({ current }) => {
-      // A paused task waits for a person: fail the run loudly instead of waiting for ever.
-      if (current?.phase === 'paused' && wanted !== 'paused') {
-        waiters.delete(session.id)
-        return reject(new Error(`a task paused (${current.pauseReason}) instead of reaching ${wanted}: the figures of this run are void`))
-      }
-      if (current?.phase !== wanted) return
-      waiters.delete(session.id)
-      resolve()
-    }, reject)
-    waiters.set(session.id, check)
-    check()
-  })
-  /** One supervised one-node task, start to complete, with its plan, stage and completion reviews. */
-  const runTask = async () => {
-    const cwd = await tempWorkspace({ 'README.md': '# scale\n' })
-    const { session } = await host.ctx.supervisor.startSession({ cwd, model: 'openai' })
-    const plan = reached(session, 'awaiting-approval')
-    await host.ctx.commands.input(session, '/task new write a')
-    await plan
-    const done = reached(session, 'complete')
-    const approved = await host.ctx.commands.input(session, '/task approve')
-    if (approved?.error) throw new Error(`/task approve: ${approved.error.message}`)
-    await done
-    return cwd
-  }
-  const driver = () => storeDriver(host.ctx) as any
-  return {
-    host, runTask, appends: () => appends, writeStats: () => driver().writeStats() as { commits: number, flushes: number, walBytes: number },
-    async dispose() {
-      await host.dispose()
-      await rm(dataDir, { recursive: true, force: true })
-    },
-  }
-}
-
-/**
- * `count` tasks at once; resolves with the wall time, the peak RSS while they ran, and the host's
- * event-loop delay (p99 and max, ms): a stall there delays every session's next request at once.
- */
-async function runTasks(host: Awaited<ReturnType<typeof bootHost>>, count: number) {
-  let peak = process.memoryUsage().rss
-  const sampler = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss) }, 100)
-  const delay = monitorEventLoopDelay({ resolution: 10 })
-  delay.enable()
-  const started = performance.now()
-  const cwds = await Promise.all(Array.from({ length: count }, () => host.runTask()))
-  const wall = performance.now() - started
-  delay.disable()
-  clearInterval(sampler)
-  await Promise.all(cwds.map((cwd) => removeTree(cwd)))
-  return { wall, peak, loopDelay: { p99: delay.percentile(99) / 1e6, max: delay.max / 1e6 } }
-}
-
-// ---- the bare loop: the same SDK, the same requests, no host ----
-
-async function bareLoop(baseURL: string, bodies: any[], loops: number) {
-  const client = new OpenAI({ baseURL, apiKey: 'sk-scale', maxRetries: 0, timeout: 600_000 })
-  const started = performance.now()
-  await Promise.all(Array.from({ length: loops }, async () => {
-    for (const body of bodies) {
-      const stream = await client.chat.completions.create(body)
-      for await (const _ of stream as any);
-    }
-  }))
-  return performance.now() - started
-}
 
 // ---- the run ----
 
@@ -234,7 +90,7 @@ try {
   console.log(`load average at start: ${load()} (2 cores shared: only ratios inside this run count)`)
 
   // 1. The in-turn gap, fsync vs os, one session; and what a step writes.
-  {
+  if (PARTS.has('gap')) {
     const fsyncHost = await bootHost('kernel+supervisor', endpoint.baseURL, 'fsync')
     const osHost = await bootHost('kernel+supervisor', endpoint.baseURL, 'os')
     // Warm both (module caches, JIT), then alternate tasks between them.
@@ -275,7 +131,7 @@ try {
   let profileCordis: string[] | undefined
   let profileLongest: string[] | undefined
   let flatLongest: string[] | undefined
-  {
+  if (PARTS.has('rate')) {
     // The requests of one task of the full set, as the bare loop's script.
     const capture = await bootHost('full', endpoint.baseURL)
     await removeTree(await capture.runTask())
@@ -341,35 +197,21 @@ try {
     goals.check('full plugin set vs kernel+supervisor', full.rate / kernel.rate >= 0.9, `${(full.rate / kernel.rate).toFixed(2)}x, goal >= 0.9x (${full.rate.toFixed(0)} vs ${kernel.rate.toFixed(0)} steps/s)`)
   }
 
-  // 3. Flat per-session cost: a slow endpoint, more and more sessions.
-  {
-    await endpoint.send(`delay ${DELAY_MS}`)
-    const flat: { sessions: number, p50: number, p99: number, peak: number, rate: number, loopDelay: { p99: number, max: number } }[] = []
+  // 3. Flat per-session cost: a slow endpoint, more and more sessions; each size in a fresh process
+  // (its RSS peak is its own, not the high-water of the throughput runs before it).
+  if (PARTS.has('flat')) {
+    const flat: FlatResult[] = []
     for (const sessions of FLAT) {
-      const host = await bootHost('full', endpoint.baseURL)
-      await removeTree(await host.runTask())
-      await endpoint.stats()
-      const run = () => runTasks(host, sessions)
-      let ran: Awaited<ReturnType<typeof run>>
-      if (PROFILE_FLAT === sessions) {
-        const profile = await profiled(run)
-        ran = profile.result
-        flatLongest = profile.longest
-      } else {
-        ran = await run()
-      }
-      const { wall, peak, loopDelay } = ran
-      const stats = await endpoint.stats()
-      await host.dispose()
-      flat.push({ sessions, p50: quantile(stats.inTurn, 0.5), p99: quantile(stats.inTurn, 0.99), peak, rate: stats.served / (wall / 1000), loopDelay })
+      const entry = await flatRun(sessions, DELAY_MS, SPREAD_MS, PROFILE_FLAT === sessions)
+      if (entry.longest) flatLongest = entry.longest
+      flat.push(entry)
     }
-    await endpoint.send('delay 0')
     const one = flat.find((entry) => entry.sessions === 1) ?? flat[0]
     for (const entry of flat) {
-      row(`endpoint ${DELAY_MS} ms/step, ${entry.sessions} sessions: in-turn gap p50 / p99, host RSS peak, event-loop delay p99 / max`,
-        `${ms(entry.p50)} / ${ms(entry.p99)}, ${mb(entry.peak)}, loop ${ms(entry.loopDelay.p99)} / ${ms(entry.loopDelay.max)}`,
-        `${ms(one.p99)} p99 at ${one.sessions}`, `${(entry.p99 / one.p99).toFixed(2)}x, ${entry.rate.toFixed(0)} steps/s`)
-      if (entry.sessions >= 50) goals.check(`in-turn gap p99 at ${entry.sessions} sessions vs ${one.sessions}`, entry.p99 / one.p99 <= 3, `${(entry.p99 / one.p99).toFixed(2)}x, goal <= 3x (${ms(entry.p99)} vs ${ms(one.p99)})`)
+      row(`endpoint ${DELAY_MS} ms/step, ${entry.sessions} sessions${SPREAD_MS ? ` started over ${SPREAD_MS} ms` : ' started at once'}: in-turn gap p50 / p99, host RSS peak (idle), event-loop delay p99 / max`,
+        `${ms(entry.p50)} / ${ms(entry.p99)}, ${mb(entry.peak)} (${mb(entry.idle)}), loop ${ms(entry.loopDelay.p99)} / ${ms(entry.loopDelay.max)}`,
+        `${ms(one.p99)} p99 at ${one.sessions}`, `${(entry.p99 / one.p99).toFixed(2)}x, ${entry.rate.toFixed(0)} steps/s, endpoint CPU ${ms(entry.endpointCpuPerAnswer)}/answer`)
+      if (entry.sessions >= 50 && entry.sessions > one.sessions) goals.check(`in-turn gap p99 at ${entry.sessions} sessions vs ${one.sessions}`, entry.p99 / one.p99 <= 3, `${(entry.p99 / one.p99).toFixed(2)}x, goal <= 3x (${ms(entry.p99)} vs ${ms(one.p99)})`)
     }
     const most = flat.reduce((a, b) => b.sessions > a.sessions ? b : a)
     if (most !== one) {

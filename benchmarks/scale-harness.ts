@@ -1,0 +1,181 @@
+/**
+ * The scale benchmark's harness: its model endpoint (a process of its own, benchmarks/scale-endpoint.ts),
+ * hosts with one plugin set each, concurrent supervised tasks on them, and the bare loop (the same SDK
+ * and requests, no host). benchmarks/scale.bench.ts measures with it.
+ */
+import { spawn } from 'node:child_process'
+import { createInterface } from 'node:readline'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
+import OpenAI from 'openai'
+import { storeDriver, type Session } from '@taskward/host'
+import { RECORD_EVENT_TYPE } from '@taskward/protocol'
+import * as OpenAIPlugin from '@taskward/plugin-openai'
+import { SupervisorPlugin } from '@taskward/plugin-supervisor'
+import WorkspacePlugin from '@taskward/plugin-workspace'
+import { AdmissionService } from '@taskward/plugin-admission'
+import { RepairPlugin } from '@taskward/plugin-repair'
+import { RecoveryPlugin } from '@taskward/plugin-recovery'
+import { WebConsole } from '@taskward/plugin-console'
+import { TestHost, tempWorkspace, removeTree } from '@taskward/testkit'
+
+/** The value at quantile `q` (0..1) of `values`, NaN when there are none. */
+export const quantile = (values: number[], q: number) => {
+  if (!values.length) return NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]
+}
+
+// ---- the endpoint, in its own process ----
+
+export interface EndpointStats { served: number, inTurn: number[], sameSession: number[], cpuMs: number }
+
+export class Endpoint {
+  private lines: string[] = []
+  private waiters: ((line: string) => void)[] = []
+  baseURL = ''
+  private readonly child = spawn(process.execPath, ['--import', 'tsx', '--conditions', 'source', fileURLToPath(new URL('./scale-endpoint.ts', import.meta.url))], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  })
+
+  async start() {
+    createInterface({ input: this.child.stdout! }).on('line', (line) => {
+      const waiter = this.waiters.shift()
+      if (waiter) waiter(line)
+      else this.lines.push(line)
+    })
+    const ready = await this.next()
+    if (!ready.startsWith('ready ')) throw new Error(`the endpoint said: ${ready}`)
+    this.baseURL = ready.slice(6)
+    return this
+  }
+
+  private next(): Promise<string> {
+    const line = this.lines.shift()
+    if (line !== undefined) return Promise.resolve(line)
+    return new Promise((resolve) => this.waiters.push(resolve))
+  }
+
+  async send(command: string) {
+    this.child.stdin!.write(command + '\n')
+    const answer = await this.next()
+    if (answer.startsWith('error')) throw new Error(`endpoint: ${answer}`)
+    return answer
+  }
+
+  async stats(): Promise<EndpointStats> {
+    return JSON.parse((await this.send('stats')).slice(6))
+  }
+
+  close() {
+    this.child.stdin!.end()
+    this.child.kill()
+  }
+}
+
+// ---- hosts ----
+
+export type PluginSet = 'kernel+supervisor' | 'full'
+
+const routeConfig = (baseURL: string) => ({ routes: [{ route: 'endpoint', baseURL, apiKey: 'sk-scale', model: 'scale', maxRetries: 0, timeoutMs: 600_000 }] })
+const supervisorConfig = { automaticContinuation: true, progressReviewAfterTurns: 3, reviewerModel: 'openai', defaultModel: 'openai' }
+
+/** A host with one plugin set (`full`: the plugins of cordis.yml, with a check recovery can run). */
+export async function bootHost(set: PluginSet, baseURL: string, durability: 'fsync' | 'os' = 'fsync') {
+  const dataDir = await mkdtemp(join(tmpdir(), 'taskward-scale-'))
+  const openai = [OpenAIPlugin, routeConfig(baseURL)] as const
+  const supervisor = [SupervisorPlugin, supervisorConfig] as const
+  const plugins: any[] = set === 'kernel+supervisor' ? [openai, supervisor] : [
+    [WorkspacePlugin, { repairMaxFiles: 10000, repairMaxBytes: 268435456 }], [AdmissionService, {}], openai, supervisor,
+    [RepairPlugin, {}], [RecoveryPlugin, { checks: [{ id: 'ok', argv: ['true'] }], sandbox: 'auto', candidateSource: 'workspace' }],
+    [WebConsole, { demo: false }],
+  ]
+  const host = await TestHost.boot({
+    dataDir, plugins,
+    database: { driver: 'sqlite', path: join(dataDir, 'taskward.db'), durability },
+    waitFor: set === 'full' ? ['supervisor', 'workspace', 'repair', 'recovery', 'admission'] : ['supervisor'],
+    timeout: 30_000,
+  })
+  while (!host.ctx.models.routes().includes('openai')) await new Promise((resolve) => setTimeout(resolve, 10))
+  // Appends and phase changes, followed as the host's own observers follow them (no polling).
+  let appends = 0
+  const waiters = new Map<string, () => void>()
+  host.ctx.sessions.observe((session, event) => {
+    appends++
+    if (event.type === RECORD_EVENT_TYPE) waiters.get(session.id)?.()
+  })
+  const reached = (session: Session, wanted: string) => new Promise<void>((resolve, reject) => {
+    const check = () => host.ctx.supervisor.state(session).then(({ current }) => {
+      // A paused task waits for a person: fail the run loudly instead of waiting for ever.
+      if (current?.phase === 'paused' && wanted !== 'paused') {
+        waiters.delete(session.id)
+        return reject(new Error(`a task paused (${current.pauseReason}) instead of reaching ${wanted}: the figures of this run are void`))
+      }
+      if (current?.phase !== wanted) return
+      waiters.delete(session.id)
+      resolve()
+    }, reject)
+    waiters.set(session.id, check)
+    check()
+  })
+  /** One supervised one-node task, start to complete, with its plan, stage and completion reviews. */
+  const runTask = async () => {
+    const cwd = await tempWorkspace({ 'README.md': '# scale\n' })
+    const { session } = await host.ctx.supervisor.startSession({ cwd, model: 'openai' })
+    const plan = reached(session, 'awaiting-approval')
+    await host.ctx.commands.input(session, '/task new write a')
+    await plan
+    const done = reached(session, 'complete')
+    const approved = await host.ctx.commands.input(session, '/task approve')
+    if (approved?.error) throw new Error(`/task approve: ${approved.error.message}`)
+    await done
+    return cwd
+  }
+  const driver = () => storeDriver(host.ctx) as any
+  return {
+    host, runTask, appends: () => appends, writeStats: () => driver().writeStats() as { commits: number, flushes: number, walBytes: number },
+    async dispose() {
+      await host.dispose()
+      await rm(dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
+/**
+ * `count` tasks at once (or started over `spreadMs`); resolves with the wall time, the peak RSS while they ran, and the host's
+ * event-loop delay (p99 and max, ms): a stall there delays every session's next request at once.
+ */
+export async function runTasks(host: Awaited<ReturnType<typeof bootHost>>, count: number, spreadMs = 0) {
+  let peak = process.memoryUsage().rss
+  const sampler = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss) }, 100)
+  const delay = monitorEventLoopDelay({ resolution: 10 })
+  delay.enable()
+  const started = performance.now()
+  // `spreadMs`: the starts spread evenly over that long (sessions that came at different times), else all at once.
+  const cwds = await Promise.all(Array.from({ length: count }, async (_, i) => {
+    if (spreadMs) await new Promise((resolve) => setTimeout(resolve, (i * spreadMs) / count))
+    return host.runTask()
+  }))
+  const wall = performance.now() - started
+  delay.disable()
+  clearInterval(sampler)
+  await Promise.all(cwds.map((cwd) => removeTree(cwd)))
+  return { wall, peak, loopDelay: { p99: delay.percentile(99) / 1e6, max: delay.max / 1e6 } }
+}
+
+// ---- the bare loop: the same SDK, the same requests, no host ----
+
+export async function bareLoop(baseURL: string, bodies: any[], loops: number) {
+  const client = new OpenAI({ baseURL, apiKey: 'sk-scale', maxRetries: 0, timeout: 600_000 })
+  const started = performance.now()
+  await Promise.all(Array.from({ length: loops }, async () => {
+    for (const body of bodies) {
+      const stream = await client.chat.completions.create(body)
+      for await (const _ of stream as any);
+    }
+  }))
+  return performance.now() - started
+}
