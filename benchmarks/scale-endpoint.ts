@@ -7,7 +7,7 @@
  *   delay <ms>     wait that long before each answer                → `ok`
  *   capture on     keep every request body, with its session's key   → `ok`
  *   dump <file>    write the kept bodies (JSON) to <file>, stop keeping → `ok`
- *   stats          `stats {served, inTurn: [...], sameSession: [...], cpuMs}` and start counting afresh
+ *   stats          `stats {served, inTurn: [...], byTool: {name: [...]}, sameSession: [...], cpuMs}` and start counting afresh
  * A request's session is told by its workspace directory and role (from the system message); a gap is
  * the time from the end of a session's answer to that session's next request arriving, "in turn" when
  * that request carries tool results (the next step of the same turn).
@@ -36,6 +36,8 @@ let served = 0
 /** The endpoint's own CPU since the last `stats`: on a shared machine it competes with the host's. */
 let cpuFrom = process.cpuUsage()
 let inTurn: number[] = []
+/** In-turn gaps by the tool whose result the request carries (what the host did in the gap). */
+let byTool: Record<string, number[]> = {}
 let sameSession: number[] = []
 const lastAnswer = new Map<string, MockRequest>()
 
@@ -52,7 +54,13 @@ mock.fallback = async (request) => {
   if (previous?.endedAt !== undefined) {
     const gap = request.receivedAt - previous.endedAt
     sameSession.push(gap)
-    if (request.body?.messages?.at(-1)?.role === 'tool') inTurn.push(gap)
+    const messages = request.body?.messages ?? []
+    if (messages.at(-1)?.role === 'tool') {
+      inTurn.push(gap)
+      const callId = messages.at(-1).tool_call_id
+      const call = messages.findLast((m: any) => m.role === 'assistant' && m.tool_calls?.length)?.tool_calls?.find((c: any) => c.id === callId)
+      ;(byTool[call?.function?.name ?? '?'] ??= []).push(gap)
+    }
   }
   lastAnswer.set(key, request)
   captured?.push({ key, body: request.body })
@@ -76,10 +84,11 @@ for await (const line of createInterface({ input: process.stdin })) {
     say('ok')
   } else if (command === 'stats') {
     const used = process.cpuUsage(cpuFrom)
-    say(`stats ${JSON.stringify({ served, inTurn, sameSession, cpuMs: (used.user + used.system) / 1000 })}`)
+    say(`stats ${JSON.stringify({ served, inTurn, byTool, sameSession, cpuMs: (used.user + used.system) / 1000 })}`)
     cpuFrom = process.cpuUsage()
     served = 0
     inTurn = []
+    byTool = {}
     sameSession = []
     lastAnswer.clear()
   } else {

@@ -31,7 +31,7 @@ export const quantile = (values: number[], q: number) => {
 
 // ---- the endpoint, in its own process ----
 
-export interface EndpointStats { served: number, inTurn: number[], sameSession: number[], cpuMs: number }
+export interface EndpointStats { served: number, inTurn: number[], byTool: Record<string, number[]>, sameSession: number[], cpuMs: number }
 
 export class Endpoint {
   private lines: string[] = []

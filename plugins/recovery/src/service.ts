@@ -32,6 +32,16 @@ interface ReaderRegistry {
   registerReader(reader: RecordReader): unknown
 }
 
+/** One recovery record to append: its kind, record id and payload. */
+export type RecoveryEntry = { [K in RecoveryKind]: { kind: K, recordId: string, payload: RecoveryPayloads[K] } }[RecoveryKind]
+
+/** A candidate-journal record as a recovery entry (its id: the journal id and its stage, or `:receipt`). */
+function journalEntry(record: JournalRecord): RecoveryEntry {
+  return record.kind === 'receipt'
+    ? { kind: 'receipt', recordId: `${record.payload.journalId}:receipt`, payload: record.payload }
+    : { kind: 'candidate', recordId: `${record.payload.journalId}:${record.payload.stage}`, payload: record.payload }
+}
+
 export interface AttemptOptions {
   claim?: AgentClaim
   nodeId?: string
@@ -255,10 +265,18 @@ export class Recovery {
     return decision
   }
 
+  /**
+   * A decision with its candidate-journal records, as ONE append: the promotion and the decision that
+   * makes it are on disk together or not at all (the seed: candidate transitions are atomic), and the
+   * step pays one commit instead of five. Reconciliation still finishes a journal that older hosts,
+   * which appended its records one by one, left open.
+   */
   private async writeDecision(session: Session, state: RecoveryState, decision: RecoveryDecision, at: number) {
-    await this.appendJournal(session, decision.journal)
     const decisionId = `${decision.taskId}-d${(state.tasks[decision.taskId]?.decisions.length ?? 0) + 1}`
-    await this.append(session, 'decision', decisionId, decisionPayload(decision, decisionId, at, resolveBudgets(this.config.budgets)))
+    await this.appendRecords(session, [
+      ...decision.journal.map(journalEntry),
+      { kind: 'decision', recordId: decisionId, payload: decisionPayload(decision, decisionId, at, resolveBudgets(this.config.budgets)) },
+    ])
   }
 
   /** Seq of the task's first state record (0 when the log has none), found by one scan and kept. */
@@ -273,23 +291,33 @@ export class Recovery {
   }
 
   /** Append a recovery record after checking that it folds cleanly; returns the state with it. */
-  async append<K extends RecoveryKind>(session: Session, kind: K, recordId: string, payload: RecoveryPayloads[K]): Promise<RecoveryState> {
-    const state = await this.state(session)
-    const envelope = recoveryRecord(kind, recordId, payload)
-    const trial = foldRecovery(state, { seq: session.seq, type: RECORD_EVENT_TYPE, time: Date.now(), data: JSON.parse(JSON.stringify(envelope)) })
-    if (trial.poisoned) {
-      throw new TaskwardError('INTERNAL', `Recovery did not write ${kind} ${recordId}: ${trial.poisoned.message}. This is a bug in the recovery plugin; report it with the session log.`)
-    }
+  append<K extends RecoveryKind>(session: Session, kind: K, recordId: string, payload: RecoveryPayloads[K]): Promise<RecoveryState> {
+    return this.appendRecords(session, [{ kind, recordId, payload } as unknown as RecoveryEntry])
+  }
+
+  /**
+   * Append recovery records at consecutive seqs in one commit, after checking that each folds cleanly
+   * on the ones before it (a record that would poison the state writes nothing, nor do the others);
+   * returns the state with them.
+   */
+  async appendRecords(session: Session, entries: readonly RecoveryEntry[]): Promise<RecoveryState> {
+    let trial = await this.state(session)
+    const envelopes = entries.map(({ kind, recordId, payload }, i) => {
+      const envelope = recoveryRecord(kind, recordId, payload as never)
+      trial = foldRecovery(trial, { seq: session.seq + i, type: RECORD_EVENT_TYPE, time: Date.now(), data: JSON.parse(JSON.stringify(envelope)) })
+      if (trial.poisoned) {
+        throw new TaskwardError('INTERNAL', `Recovery did not write ${kind} ${recordId}: ${trial.poisoned.message}. This is a bug in the recovery plugin; report it with the session log.`)
+      }
+      return envelope
+    })
     // The recovery namespace is not folded by the supervisor, so it is appended directly.
-    await session.append(RECORD_EVENT_TYPE, envelope)
+    await session.appendBatch(envelopes.map((data) => ({ type: RECORD_EVENT_TYPE, data })))
     return this.state(session)
   }
 
+  /** Journal records (a reconciliation's), appended together. */
   async appendJournal(session: Session, records: readonly JournalRecord[]) {
-    for (const record of records) {
-      const id = record.kind === 'receipt' ? `${record.payload.journalId}:receipt` : `${record.payload.journalId}:${record.payload.stage}`
-      await this.append(session, record.kind, id, record.payload)
-    }
+    if (records.length) await this.appendRecords(session, records.map(journalEntry))
   }
 
   /** The state, refusing when a recovery record poisoned it (a person must look at the log first). */

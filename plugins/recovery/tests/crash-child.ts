@@ -1,7 +1,8 @@
 /*
  * A host process for the crash fixture (not a test): boots on the parent's data directory, asks for
  * completion, and SIGKILLs itself right after the candidate-journal record of the given stage is durable
- * (stage `stop`: right after a STOP decision record, before the pause that acts on it; stage
+ * (stage `before-promotion`: right before the promotion's records are handed to the store, after its
+ * checks ran and its decision was made; stage `stop`: right after a STOP decision record, before the pause that acts on it; stage
  * `review-stop`: the completion reviewer passes after editing README.md, the gate STOPs (pin_changed),
  * and the kill comes right after the task state record the verdict writes, still before the pause;
  * stage `budget-stop`: as `stop`, on a host whose maxAttempts is 1, so the completion request's attempt
@@ -30,6 +31,16 @@ host.ctx.on('session/event', (_session, event) => {
   }
 })
 const session = await host.ctx.sessions.get(sessionId)
+if (stage === 'before-promotion') {
+  // The promotion is one append (its journal records and its decision): die as it is about to start.
+  const appendBatch = session.appendBatch
+  session.appendBatch = function (this: typeof session, entries: any[], options?: any) {
+    if (entries.some(({ data }: any) => data?.namespace === RECOVERY_NAMESPACE && data.kind === 'candidate' && data.payload.stage === 'proposed')) {
+      process.kill(process.pid, 'SIGKILL')
+    }
+    return appendBatch.call(this, entries, options)
+  } as typeof appendBatch
+}
 if (stage === 'review-stop') {
   host.scripted.script('reviewer', [() => {
     writeFileSync(join(session.cwd, 'README.md'), '# rewritten by someone during the review\n')

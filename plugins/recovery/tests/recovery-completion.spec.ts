@@ -81,6 +81,29 @@ describe('recovery: the completion gate through a real host', () => {
     expect(state.journal.filter((r) => r.kind === 'candidate').map((r) => r.payload.stage)).to.deep.equal(['proposed', 'verified', 'committed'])
   })
 
+  it('writes a promotion and its decision as one append, and a batch with a record that would not fold writes none of it', async () => {
+    await boot({}, 'right')
+    const { session, task } = await readyTask(host, cwd, [ANSWER_CHECK])
+    await host.ctx.recovery.runChecks(session, task.id, { claim: 'done' })
+    expect(await host.ctx.recovery.decide(session, task.id, { completionRequested: true })).to.include({ action: 'COMPLETE' })
+    const written = (await recoveryRecords(session)).filter((r) => ['candidate', 'receipt', 'decision'].includes(r.kind))
+    expect(written.map((r) => r.kind)).to.deep.equal(['candidate', 'candidate', 'candidate', 'receipt', 'decision'])
+    // Consecutive seqs: nothing came between them, and they went to the store together.
+    expect(written.map((r) => r.seq - written[0].seq)).to.deep.equal([0, 1, 2, 3, 4])
+
+    const { digest } = (await host.ctx.recovery.state(session)).journal[0].payload
+    const seq = session.seq
+    const refused = await host.ctx.recovery.appendRecords(session, [
+      { kind: 'strategy', recordId: `${task.id}-s-test`, payload: { taskId: task.id, text: 'try another way', proposedBy: 'user', at: Date.now() } },
+      // A second receipt for the same promotion: the journal refuses it.
+      { kind: 'receipt', recordId: 'candidate-1:receipt-again', payload: { journalId: 'candidate-1', digest, at: Date.now() } },
+    ]).then(() => undefined, (error) => error)
+    expect(refused?.code).to.equal('INTERNAL')
+    expect(refused?.message).to.match(/second receipt/)
+    expect(session.seq).to.equal(seq)
+    expect(await recoveryRecords(session, 'strategy')).to.have.length(0)
+  })
+
   it('changes strategy after the identical failure twice and queues a controller follow-up', async () => {
     await boot()
     const { session } = await readyTask(host, cwd, [ANSWER_CHECK])
