@@ -48,7 +48,8 @@ const post = (message) => {
 }
 const { spawn } = require('node:child_process')
 const { accessSync, constants } = require('node:fs')
-const { delimiter, join } = require('node:path')
+const { cp, mkdir, mkdtemp, realpath, rm } = require('node:fs/promises')
+const { delimiter, join, relative } = require('node:path')
 
 const killGroup = (pid) => {
   if (pid === undefined) return
@@ -141,9 +142,32 @@ function run(id, { file, args, cwd, env, timeoutMs, graceMs, outputLimitBytes })
   })
 }
 
+// A check's area: a new directory under base with an empty home and a copy of cwd (symlinks as links,
+// the root .git left out unless keepGit). Here, where the file system's round trips wait for nothing
+// else: on a busy host each of the copy's dozens would wait for its event loop.
+const prepare = async ({ cwd, base, keepGit }) => {
+  const root = await mkdtemp(join(base, 'taskward-check-'))
+  try {
+    await mkdir(join(root, 'home'))
+    await cp(cwd, join(root, 'work'), { recursive: true, verbatimSymlinks: true, filter: (source) => keepGit || relative(cwd, source) !== '.git' })
+    return { root, real: await realpath(root) }
+  } catch (error) {
+    await rm(root, { recursive: true, force: true })
+    throw error
+  }
+}
+const settleWith = (id, work) => work.then(
+  (outcome) => post({ id, kind: 'done', outcome }),
+  (error) => post({ id, kind: 'failed', message: String(error && error.message || error) }),
+)
+
 process.on('message', ({ id, kind, request }) => {
   try {
-    if (kind === 'which') {
+    if (kind === 'prepare') {
+      settleWith(id, prepare(request))
+    } else if (kind === 'remove') {
+      settleWith(id, rm(request.path, { recursive: true, force: true }).then(() => true))
+    } else if (kind === 'which') {
       post({ id, kind: 'done', outcome: request.programs.map((program) => which(program, request.path)) })
     } else if (kind === 'executable') {
       post({ id, kind: 'done', outcome: executable(request.path) })
@@ -217,6 +241,8 @@ class Launcher {
       }
       this.settle(message.id)
       if (message.kind === 'fault') pending.reject(this.fault(message.message!))
+      // The request's own failure (a copy that could not be made), not the launcher's.
+      else if (message.kind === 'failed') pending.reject(new Error(message.message))
       else pending.resolve(message.outcome)
     })
     this.child.on('error', (error) => this.died(error.message))
@@ -261,7 +287,7 @@ class Launcher {
     if (!this.pending.size && !this.dead) this.idle()
   }
 
-  request<T>(kind: 'which' | 'executable' | 'run', request: unknown, onOutput?: OutputSink): Promise<T> {
+  request<T>(kind: 'which' | 'executable' | 'run' | 'prepare' | 'remove', request: unknown, onOutput?: OutputSink): Promise<T> {
     if (this.dead) return Promise.reject(this.fault('the launcher process is gone'))
     const id = this.nextId++
     return new Promise<T>((resolve, reject) => {
@@ -320,6 +346,20 @@ export async function whichAll(programs: string[], path: string): Promise<(strin
 /** Whether `path` is executable by this process (X_OK), asked off the event loop. */
 export function isExecutable(path: string): Promise<boolean> {
   return launcher().request<boolean>('executable', { path })
+}
+
+/**
+ * A new directory under `base` holding `home` (empty) and `work` (a copy of `cwd`: symlinks copied as
+ * links, the root `.git` left out unless `keepGit`), made by the launcher; resolves with the directory
+ * and its real path. Rejects with the file system's error when the copy cannot be made.
+ */
+export function prepareInLauncher(request: { cwd: string, base: string, keepGit: boolean }): Promise<{ root: string, real: string }> {
+  return launcher().request('prepare', request)
+}
+
+/** Remove `path` and everything under it, by the launcher (as `rm -rf`). */
+export function removeInLauncher(path: string): Promise<void> {
+  return launcher().request('remove', { path })
 }
 
 /** Start one check process off the event loop and resolve when it ended (see LAUNCHER_SOURCE). */

@@ -1,9 +1,9 @@
-import { cp, mkdtemp, realpath, rm, mkdir, stat } from 'node:fs/promises'
+import { realpath, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { isAbsolute, join, relative } from 'node:path'
+import { isAbsolute, join } from 'node:path'
 import { dataDirectory } from '@taskward/plugin-database'
 import { TaskwardError, type SandboxKind } from '@taskward/protocol'
-import { isExecutable, whichAll } from './launcher'
+import { isExecutable, prepareInLauncher, removeInLauncher, whichAll } from './launcher'
 
 /** A fresh place for one verification: the candidate's copy and an empty home. */
 export interface CheckArea {
@@ -19,30 +19,21 @@ export interface CheckArea {
 
 /**
  * Copy `cwd` into a new temp area. The root `.git` is left out unless the candidate is a git commit
- * (then checks may need the repository). Symlinks are copied as links, not followed.
+ * (then checks may need the repository). Symlinks are copied as links, not followed. The launcher
+ * process makes it: the copy's dozens of file-system round trips would each wait for a busy host's
+ * event loop (measured at 50 concurrent tasks: 160 ms a copy of two files, 15 ms idle).
  */
 export async function prepareArea(cwd: string, keepGit: boolean): Promise<CheckArea> {
-  const root = await mkdtemp(join(tmpdir(), 'taskward-check-'))
-  try {
-    const work = join(root, 'work')
-    const home = join(root, 'home')
-    await mkdir(home)
-    await cp(cwd, work, {
-      recursive: true,
-      verbatimSymlinks: true,
-      filter: (source) => keepGit || relative(cwd, source) !== '.git',
-    })
-    const real = await realpath(root)
-    const roots = [...new Set([work, home, root, join(real, 'work'), join(real, 'home'), real])]
-    return { root, work, home, roots }
-  } catch (error) {
-    await rm(root, { recursive: true, force: true })
-    throw error
-  }
+  const { root, real } = await prepareInLauncher({ cwd, base: tmpdir(), keepGit })
+  const work = join(root, 'work')
+  const home = join(root, 'home')
+  const roots = [...new Set([work, home, root, join(real, 'work'), join(real, 'home'), real])]
+  return { root, work, home, roots }
 }
 
+/** Remove the area (by the launcher; by the host when the launcher cannot, so no copy is left behind). */
 export async function removeArea(area: CheckArea) {
-  await rm(area.root, { recursive: true, force: true })
+  await removeInLauncher(area.root).catch(() => rm(area.root, { recursive: true, force: true }))
 }
 
 /**

@@ -34,6 +34,41 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
     for (const dir of cleanup.splice(0)) await removeTree(dir)
   })
 
+  it('makes and removes a check\'s copy in the launcher: none of its file-system round trips wait for the host\'s event loop', async () => {
+    const cwd = await tempWorkspace({ 'answer.txt': 'right', 'src/deep/file.txt': 'x', '.git/HEAD': 'ref: refs/heads/main\n' })
+    cleanup.push(cwd)
+    const fsPromises = createRequire(import.meta.url)('node:fs/promises') as typeof import('node:fs/promises')
+    const [cp, rmOriginal] = [fsPromises.cp, fsPromises.rm]
+    let hostCalls = 0
+    ;(fsPromises as any).cp = function (...args: unknown[]) {
+      hostCalls++
+      return (cp as any).apply(this, args)
+    }
+    ;(fsPromises as any).rm = function (...args: unknown[]) {
+      hostCalls++
+      return (rmOriginal as any).apply(this, args)
+    }
+    syncBuiltinESMExports()
+    let area: Awaited<ReturnType<typeof prepareArea>> | undefined
+    try {
+      area = await prepareArea(cwd, false)
+      expect(await readFile(join(area.work, 'src/deep/file.txt'), 'utf8')).to.equal('x')
+      expect(await readFile(join(area.work, '.git/HEAD'), 'utf8').catch(() => 'absent')).to.equal('absent')
+      await removeArea(area)
+      expect(await readFile(join(area.work, 'answer.txt'), 'utf8').catch(() => 'gone')).to.equal('gone')
+      expect(hostCalls).to.equal(0)
+    } finally {
+      ;(fsPromises as any).cp = cp
+      ;(fsPromises as any).rm = rmOriginal
+      syncBuiltinESMExports()
+      if (area) await rm(area.root, { recursive: true, force: true })
+    }
+    // A copy that cannot be made is the file system's error, not the launcher's failure.
+    const missing = await prepareArea(join(cwd, 'no-such-dir'), false).then(() => undefined, (error) => error)
+    expect(missing?.message).to.match(/ENOENT/)
+    expect(missing?.code).to.equal(undefined)
+  })
+
   it('starts a check from the launcher process, never from the host (a fork copies the page tables of the whole host)', async function () {
     const cwd = await tempWorkspace({ 'answer.txt': 'right' })
     cleanup.push(cwd)
