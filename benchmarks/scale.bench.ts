@@ -211,6 +211,8 @@ try {
       row(`endpoint ${DELAY_MS} ms/step, ${entry.sessions} sessions${SPREAD_MS ? ` started over ${SPREAD_MS} ms` : ' started at once'}: in-turn gap p50 / p99, host RSS peak (idle), event-loop delay p99 / max`,
         `${ms(entry.p50)} / ${ms(entry.p99)}, ${mb(entry.peak)} (${mb(entry.idle)}), loop ${ms(entry.loopDelay.p99)} / ${ms(entry.loopDelay.max)}`,
         `${ms(one.p99)} p99 at ${one.sessions}`, `${(entry.p99 / one.p99).toFixed(2)}x, ${entry.rate.toFixed(0)} steps/s, endpoint CPU ${ms(entry.endpointCpuPerAnswer)}/answer`)
+      row(`  … the same gaps by the tool whose result the request carries (p50 / p99)`,
+        Object.entries(entry.byTool).map(([tool, gap]) => `${tool} ×${gap.count}: ${ms(gap.p50)} / ${ms(gap.p99)}`).join('; '), '', '')
       if (entry.sessions >= 50 && entry.sessions > one.sessions) goals.check(`in-turn gap p99 at ${entry.sessions} sessions vs ${one.sessions}`, entry.p99 / one.p99 <= 3, `${(entry.p99 / one.p99).toFixed(2)}x, goal <= 3x (${ms(entry.p99)} vs ${ms(one.p99)})`)
     }
     const most = flat.reduce((a, b) => b.sessions > a.sessions ? b : a)
