@@ -24,7 +24,7 @@ const post = (message) => {
 const { spawn } = require('node:child_process')
 const { accessSync, constants } = require('node:fs')
 const { cp, mkdir, mkdtemp, realpath, rm } = require('node:fs/promises')
-const { delimiter, join, relative } = require('node:path')
+const { delimiter, isAbsolute, join, relative } = require('node:path')
 
 const killGroup = (pid) => {
   if (pid === undefined) return
@@ -33,8 +33,10 @@ const killGroup = (pid) => {
 const executable = (path) => {
   try { accessSync(path, constants.X_OK); return true } catch { return false }
 }
+// Absolute entries only: a relative one would be read against this process's cwd, but a check's
+// against its own (the host passes the check's PATH, which has none; this holds whoever asks).
 const which = (program, path) => {
-  for (const dir of path.split(delimiter).filter(Boolean)) {
+  for (const dir of path.split(delimiter).filter((dir) => isAbsolute(dir))) {
     const candidate = join(dir, program)
     if (executable(candidate)) return candidate
   }

@@ -16,7 +16,7 @@ import { KeyedLock } from '@taskward/host'
 import { runCheck } from './runner'
 import { wireRecovery } from './wiring'
 import { wirePins, type PinWarden } from './pins'
-import { chooseSandbox, hiddenDirectories, prepareArea, removeArea, type CheckArea, type SandboxChoice } from './sandbox'
+import { chooseSandbox, hiddenDirectories, prepareArea, relativePathWarning, removeArea, type CheckArea, type SandboxChoice } from './sandbox'
 
 declare module 'cordis' {
   interface Context {
@@ -95,6 +95,9 @@ export class Recovery {
     this.kernel = { sessions: original(ctx.sessions), projections: original(ctx.projections), supervisor: original(ctx.supervisor) }
     this.config = Config(loadedConfig('recovery', config))
     this.sandboxChoice = this.resolveSandbox()
+    // Once, at start: the checks' PATH leaves the host's relative entries out (see `checkPath`).
+    const pathWarning = relativePathWarning()
+    if (pathWarning) this.logger.warn(pathWarning)
     ctx.projections.register<RecoveryState>({
       key: RECOVERY_PROJECTION_KEY,
       version: RECOVERY_PROJECTION_VERSION,
