@@ -18,6 +18,8 @@
 // SIGKILLed — the IPC channel closes and this process kills every check it runs, then exits.
 export const LAUNCHER_SOURCE = `
 const groups = new Set()
+// Each running check's pid by request id, so its owner can cancel it ('cancel').
+const running = new Map()
 const post = (message) => {
   try { process.send(message) } catch {}
 }
@@ -70,6 +72,7 @@ function run(id, { file, args, cwd, env, timeoutMs, graceMs, outputLimitBytes })
   const child = spawn(file, args, { cwd, env, shell: false, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
   if (child.pid !== undefined) {
     groups.add(child.pid)
+    running.set(id, child.pid)
     post({ id, kind: 'started', pid: child.pid })
   }
   // The head, posted as it comes; then the newest outputLimitBytes (at least) of the rest, and what lay
@@ -112,6 +115,7 @@ function run(id, { file, args, cwd, env, timeoutMs, graceMs, outputLimitBytes })
   })
   child.on('close', (code, signal) => {
     groups.delete(child.pid)
+    running.delete(id)
     if (spawnError) return finish({ spawnError })
     exit ??= { code, signal }
     killGroup(child.pid)
@@ -146,6 +150,10 @@ process.on('message', ({ id, kind, request }) => {
       settleWith(id, rm(request.path, { recursive: true, force: true }).then(() => true))
     } else if (kind === 'which') {
       post({ id, kind: 'done', outcome: request.programs.map((program) => which(program, request.path)) })
+    } else if (kind === 'cancel') {
+      // Killed as on a timeout (its close then reports it); one that already ended is not here.
+      const pid = running.get(id)
+      if (pid !== undefined) killGroup(pid)
     } else if (kind === 'executable') {
       post({ id, kind: 'done', outcome: executable(request.path) })
     } else {

@@ -36,6 +36,10 @@ interface Pending {
   onOutput?: OutputSink
   /** The check process's pid (its group's id), once the launcher started it. */
   pid?: number
+  /** Its owner gave it up (`launch`'s signal): killed, and refused whatever the launcher reports. */
+  cancelled?: boolean
+  /** Stop listening to the owner's signal. */
+  release?: () => void
 }
 
 /**
@@ -76,7 +80,8 @@ class Launcher {
         return
       }
       this.settle(message.id)
-      if (message.kind === 'fault') pending.reject(this.fault(message.message!))
+      if (pending.cancelled) pending.reject(cancelledRun())
+      else if (message.kind === 'fault') pending.reject(this.fault(message.message!))
       // The request's own failure (a copy that could not be made), not the launcher's.
       else if (message.kind === 'failed') pending.reject(new Error(message.message))
       else pending.resolve(message.outcome)
@@ -91,7 +96,7 @@ class Launcher {
       // Its timeout died with the launcher: a check left running would run for ever, unbounded.
       if (pending.pid !== undefined) killGroup(pending.pid)
       this.settle(id)
-      pending.reject(this.fault(why))
+      pending.reject(pending.cancelled ? cancelledRun() : this.fault(why))
     }
   }
 
@@ -119,18 +124,39 @@ class Launcher {
   }
 
   private settle(id: number) {
+    this.pending.get(id)?.release?.()
     this.pending.delete(id)
     if (!this.pending.size && !this.dead) this.idle()
   }
 
-  request<T>(kind: 'which' | 'executable' | 'run' | 'prepare' | 'remove', request: unknown, onOutput?: OutputSink): Promise<T> {
+  request<T>(kind: 'which' | 'executable' | 'run' | 'prepare' | 'remove', request: unknown, onOutput?: OutputSink, signal?: AbortSignal): Promise<T> {
+    if (signal?.aborted) return Promise.reject(cancelledRun())
     if (this.dead) return Promise.reject(this.fault('the launcher process is gone'))
     const id = this.nextId++
     return new Promise<T>((resolve, reject) => {
       if (!this.pending.size) this.busy()
-      this.pending.set(id, { resolve, reject, onOutput })
+      const pending: Pending = { resolve, reject, onOutput }
+      this.pending.set(id, pending)
       this.send({ id, kind, request })
+      if (signal && this.pending.has(id)) {
+        const cancel = () => this.cancel(id)
+        signal.addEventListener('abort', cancel, { once: true })
+        pending.release = () => signal.removeEventListener('abort', cancel)
+      }
     })
+  }
+
+  /**
+   * Kill a run its owner gave up: its group at once from here when its pid is known (the host may be
+   * exiting), and by the launcher in any case (it may not have reported the pid yet). It settles, refused,
+   * when the launcher reports it ended: only then is its copy free to remove.
+   */
+  private cancel(id: number) {
+    const pending = this.pending.get(id)
+    if (!pending || pending.cancelled) return
+    pending.cancelled = true
+    if (pending.pid !== undefined) killGroup(pending.pid)
+    this.send({ id, kind: 'cancel' })
   }
 
   /** Kill every running check's process group, synchronously (the host process is exiting). */
@@ -151,6 +177,12 @@ class Launcher {
   get pid() {
     return this.child.pid
   }
+}
+
+/** A run killed because its owner was disposed: it proves nothing, so no verdict is recorded from it. */
+export function cancelledRun() {
+  return new TaskwardError('ABORTED', 'The recovery check was stopped because the recovery plugin was disposed (unloaded, or its host stopped) while it ran; '
+    + 'it proves nothing either way. Once the plugin is loaded again, run the checks again.', { reason: 'disposed' })
 }
 
 function killGroup(pid: number) {
@@ -198,9 +230,13 @@ export function removeInLauncher(path: string): Promise<void> {
   return launcher().request('remove', { path })
 }
 
-/** Start one check process off the event loop and resolve when it ended (see LAUNCHER_SOURCE). */
-export function launch(request: LaunchRequest, onOutput: OutputSink): Promise<LaunchOutcome> {
-  return launcher().request<LaunchOutcome>('run', request, onOutput)
+/**
+ * Start one check process off the event loop and resolve when it ended (see LAUNCHER_SOURCE). When
+ * `signal` aborts (its owner, one recovery plugin, is disposed) the process group is killed and the run
+ * rejects with `ABORTED` once it has ended; other owners' runs in this launcher go on.
+ */
+export function launch(request: LaunchRequest, onOutput: OutputSink, signal?: AbortSignal): Promise<LaunchOutcome> {
+  return launcher().request<LaunchOutcome>('run', request, onOutput, signal)
 }
 
 /**
