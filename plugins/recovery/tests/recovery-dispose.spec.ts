@@ -1,10 +1,10 @@
 import { expect } from 'chai'
 import { existsSync } from 'node:fs'
-import { mkdtemp, readFile } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { removeTree, type TestHost } from '@taskward/testkit'
-import { RecoveryPlugin } from '../src'
+import { findOnPath, RecoveryPlugin } from '../src'
 import { alive, answerWorkspace, bootRecovery, readyTask, until } from './fixtures'
 
 /** A long check started through a host, with what it reported once running: its pid and its copy. */
@@ -17,6 +17,17 @@ async function startLong(host: TestHost, markers: string, name: string) {
   await until(async () => (await readFile(report, 'utf8').catch(() => '')).includes('\n'), `${name}'s check to start`)
   const [pid, work] = (await readFile(report, 'utf8')).trim().split(' ')
   return { cwd, pid: Number(pid), root: dirname(work), settled }
+}
+
+/** The pids of the processes whose argv is exactly `argv` (seen from outside any sandbox's PID namespace). */
+async function pidsOf(argv: string[]): Promise<number[]> {
+  const found: number[] = []
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '')
+    if (cmdline === `${argv.join('\0')}\0`) found.push(Number(entry))
+  }
+  return found
 }
 
 /*
@@ -77,5 +88,29 @@ describe('recovery: disposing the plugin ends the checks it started', function (
     await until(async () => !(await alive(run.pid)), 'the check to die', 2000)
     expect(((await run.settled) as { error: { code: string } }).error.code).to.equal('ABORTED')
     await until(async () => !existsSync(run.root), 'the copy to be removed', 2000)
+  })
+  it('kills a running check inside bubblewrap on dispose (bwrap\'s group, and with it the sandbox)', async function () {
+    if (!await findOnPath('bwrap')) {
+      if (process.env.CI) throw new Error('bubblewrap (bwrap) must be installed in CI: .ci/run installs it')
+      this.skip()
+    }
+    const host = await bootRecovery({ sandbox: 'bwrap' })
+    hosts.push(host)
+    // Unique: found among the machine's processes, and its copy among the temp directory's.
+    const tag = `${Date.now() % 100_000}${process.pid}`
+    const sleep = ['sleep', `30.${tag}`]
+    const cwd = await answerWorkspace('alpha')
+    cleanup.push(cwd)
+    const { session, task } = await readyTask(host, cwd, [{ id: 'long', argv: ['sh', '-c', `touch started-${tag}; exec ${sleep.join(' ')}`], timeoutMs: 60_000 }])
+    const settled = host.ctx.recovery.runChecks(session, task.id, { claim: 'progress' }).then((attempt) => ({ attempt }), (error) => ({ error }))
+    const copies = async () => (await readdir(tmpdir())).filter((name) => name.startsWith('taskward-check-') && existsSync(join(tmpdir(), name, 'work', `started-${tag}`)))
+    await until(async () => (await copies()).length === 1 && (await pidsOf(sleep)).length === 1, 'the check to start')
+    const [pid] = await pidsOf(sleep)
+    const [root] = await copies()
+    pids.push(pid)
+    await host.dispose()
+    await until(async () => !(await alive(pid)), 'the sandboxed check to die', 2000)
+    expect(((await settled) as { error: { code: string } }).error.code).to.equal('ABORTED')
+    await until(async () => !existsSync(join(tmpdir(), root)), 'the copy to be removed', 2000)
   })
 })
