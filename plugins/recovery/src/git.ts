@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { checkPath } from './sandbox'
 
 /** What one git run ended with; a non-zero exit is an outcome, not an exception. */
 export interface GitOutcome {
@@ -77,13 +78,14 @@ function configEnv(pairs: [string, string][]): Record<string, string> {
  * an empty temp HOME, no pager, no prompts, no optional index writes (and so no post-index-change
  * hook), every program-naming setting neutralised (`NEUTRAL`), and every filter/diff/merge driver the
  * repository's config defines blanked (an empty driver command is no driver). The environment is built
- * from scratch: only PATH passes from the host. Every `git` the host runs goes through here.
+ * from scratch: only PATH passes from the host (its absolute entries: `checkPath`). Every `git` the host runs goes through here.
  */
 export async function runGit(cwd: string, args: string[]): Promise<GitOutcome> {
   const home = await mkdtemp(join(tmpdir(), 'taskward-git-home-'))
   try {
     const base: Record<string, string> = {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      // Its absolute entries only: git runs in the workspace, where a relative entry would find the agent's files.
+      PATH: checkPath(),
       HOME: home,
       XDG_CONFIG_HOME: home,
       LANG: 'C',

@@ -5,7 +5,7 @@ export { Recovery, RECOVERY_PROJECTION_KEY, RECOVERY_PROJECTION_VERSION, type At
 export { CompletionGate } from './gate'
 export { runCheck, bwrapExit, OUTPUT_GRACE_MS, type RunOptions } from './runner'
 export {
-  prepareArea, removeArea, scrubbedEnv, bwrapArgv, findOnPath, chooseSandbox, hiddenDirectories, programExists, type CheckArea, type SandboxChoice,
+  prepareArea, removeArea, scrubbedEnv, checkPath, relativePathWarning, bwrapArgv, findOnPath, chooseSandbox, hiddenDirectories, programExists, type CheckArea, type SandboxChoice,
 } from './sandbox'
 export { BoundedOutput } from './output'
 export { readCandidate, observedParent } from './candidate'

@@ -11,6 +11,8 @@ export interface RunOptions {
   outputLimitBytes: number
   /** bwrap: directories replaced by an empty tmpfs (the data directory). */
   hidden?: string[]
+  /** Aborted when the run's owner (the recovery plugin) is disposed: the check is killed, the run rejects `ABORTED`. */
+  signal?: AbortSignal
 }
 
 /**
@@ -51,7 +53,7 @@ export async function runCheck(spec: CheckSpec, area: CheckArea, options: RunOpt
   const outcome = await launch({
     file: argv[0], args: argv.slice(1), cwd: area.work, env: scrubbedEnv(area.home), timeoutMs: spec.timeoutMs, graceMs: OUTPUT_GRACE_MS,
     outputLimitBytes: options.outputLimitBytes,
-  }, output)
+  }, output, options.signal)
   const durationMs = performance.now() - started
   if (outcome.spawnError !== undefined) {
     const notRunnable = ['ENOENT', 'EACCES', 'ENOTDIR', 'ENOEXEC'].includes(outcome.spawnError)

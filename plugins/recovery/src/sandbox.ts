@@ -1,6 +1,6 @@
 import { realpath, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { isAbsolute, join } from 'node:path'
+import { delimiter, isAbsolute, join } from 'node:path'
 import { dataDirectory } from '@taskward/plugin-database'
 import { TaskwardError, type SandboxKind } from '@taskward/protocol'
 import { isExecutable, prepareInLauncher, removeInLauncher, whichAll } from './launcher'
@@ -36,21 +36,47 @@ export async function removeArea(area: CheckArea) {
   await removeInLauncher(area.root).catch(() => rm(area.root, { recursive: true, force: true }))
 }
 
+/** A check's PATH when the host has none, or none absolute (never empty: execvp reads that as the cwd). */
+const DEFAULT_PATH = ['/usr/bin', '/bin'].join(delimiter)
+
 /**
- * The whole environment of a check: PATH (to find programs), a fixed LANG and TZ, and a temp HOME.
- * Nothing else from the host passes — no credentials, tokens or TASKWARD_* variables.
+ * The PATH of a check, and of every lookup made for one: the host's absolute entries only. A relative
+ * entry (`.`, `bin`, `node_modules/.bin`, or an empty one, which POSIX reads as the cwd) would be looked
+ * up against the host's cwd but resolved by the check against its own — the candidate's copy, files a
+ * model wrote — so a planted `bin/sh` would shadow the system's. `relativePathWarning` says so at start.
  */
-export function scrubbedEnv(home: string, hostPath = process.env.PATH ?? '/usr/bin:/bin'): Record<string, string> {
-  return { PATH: hostPath, LANG: 'C.UTF-8', TZ: 'UTC', HOME: home }
+export function checkPath(hostPath = process.env.PATH ?? DEFAULT_PATH): string {
+  const kept = hostPath.split(delimiter).filter((entry) => isAbsolute(entry))
+  return kept.length ? kept.join(delimiter) : DEFAULT_PATH
+}
+
+/** The warning to log once at plugin start when the host's PATH has entries a check will not get. */
+export function relativePathWarning(hostPath = process.env.PATH ?? DEFAULT_PATH): string | undefined {
+  const dropped = hostPath.split(delimiter).filter((entry) => !isAbsolute(entry))
+  if (!dropped.length) return undefined
+  return `recovery checks do not get the relative PATH entries ${dropped.map((entry) => JSON.stringify(entry)).join(', ')}`
+    + ' (an empty entry means the working directory): a check would resolve them in its copy of the candidate, where the agent\'s files could stand in for '
+    + 'system programs. Put absolute directories on PATH, or name a project-local program by its path in the check\'s argv (e.g. ["./node_modules/.bin/jest"]), '
+    + 'which is resolved in the copy as before.'
 }
 
 /**
- * The absolute path of `program` on PATH, or undefined: looked up afresh on every call (a PATH change
- * or a replaced binary is seen at once), in the launcher process, so a check's lookups cost the event
- * loop one message instead of a file-system round trip per PATH entry.
+ * The whole environment of a check: PATH (to find programs; its absolute entries only, see
+ * `checkPath`), a fixed LANG and TZ, and a temp HOME. Nothing else from the host passes — no
+ * credentials, tokens or TASKWARD_* variables.
  */
-export async function findOnPath(program: string, path = process.env.PATH ?? ''): Promise<string | undefined> {
-  return (await whichAll([program], path))[0]
+export function scrubbedEnv(home: string, hostPath = process.env.PATH ?? DEFAULT_PATH): Record<string, string> {
+  return { PATH: checkPath(hostPath), LANG: 'C.UTF-8', TZ: 'UTC', HOME: home }
+}
+
+/**
+ * The absolute path of `program` on `path` (its absolute entries, as a check gets it: `checkPath`), or
+ * undefined: looked up afresh on every call (a PATH change or a replaced binary is seen at once), in the
+ * launcher process, so a check's lookups cost the event loop one message instead of a file-system round
+ * trip per PATH entry.
+ */
+export async function findOnPath(program: string, path = process.env.PATH ?? DEFAULT_PATH): Promise<string | undefined> {
+  return (await whichAll([program], checkPath(path)))[0]
 }
 
 /** The configured sandbox as it will run, and the warning to log once when that is weaker than asked. */
@@ -95,10 +121,11 @@ export async function hiddenDirectories(): Promise<string[]> {
 }
 
 /**
- * Whether argv[0] can be found the way a spawn would find it (a path relative to `cwd`, or on PATH).
+ * Whether argv[0] can be found the way a spawn would find it (a path relative to `cwd`, or on the
+ * check's PATH: `path`'s absolute entries).
  * bwrap reports a missing program as an ordinary exit status, so this decides `not-runnable` there.
  */
-export async function programExists(program: string, cwd: string, path = process.env.PATH ?? ''): Promise<boolean> {
+export async function programExists(program: string, cwd: string, path = process.env.PATH ?? DEFAULT_PATH): Promise<boolean> {
   if (program.includes('/')) return isExecutable(isAbsolute(program) ? program : join(cwd, program))
   return (await findOnPath(program, path)) !== undefined
 }
@@ -111,7 +138,8 @@ export async function programExists(program: string, cwd: string, path = process
  * would silently weaken the configured policy.
  */
 export async function bwrapArgv(area: CheckArea, argv: string[], hidden: string[] = []): Promise<string[]> {
-  const [bwrap, env] = await whichAll(['bwrap', 'env'], process.env.PATH ?? '')
+  // On the check's PATH: a relative entry would name a directory of the copy (bwrap runs there).
+  const [bwrap, env] = await whichAll(['bwrap', 'env'], checkPath())
   if (!bwrap) {
     throw new TaskwardError('SERVICE_UNAVAILABLE',
       'The recovery checks run in bubblewrap (sandbox: auto or bwrap) but bubblewrap (bwrap) is not installed on this host, so they were refused. '

@@ -1,5 +1,5 @@
 import type { Context } from 'cordis'
-import { provideService } from '@taskward/cordis-compat'
+import { onDispose, provideService } from '@taskward/cordis-compat'
 import { original, type Projections, type Session, type Sessions } from '@taskward/host'
 import type { Supervisor } from '@taskward/plugin-supervisor'
 import type {} from '@taskward/plugin-workspace'
@@ -14,9 +14,10 @@ import { observedParent, readCandidate } from './candidate'
 import { taskStartSeq, turnEvidence } from './evidence'
 import { KeyedLock } from '@taskward/host'
 import { runCheck } from './runner'
+import { cancelledRun } from './launcher'
 import { wireRecovery } from './wiring'
 import { wirePins, type PinWarden } from './pins'
-import { chooseSandbox, hiddenDirectories, prepareArea, removeArea, type CheckArea, type SandboxChoice } from './sandbox'
+import { chooseSandbox, hiddenDirectories, prepareArea, relativePathWarning, removeArea, type CheckArea, type SandboxChoice } from './sandbox'
 
 declare module 'cordis' {
   interface Context {
@@ -82,6 +83,11 @@ export class Recovery {
   /** Pinned checks: the write guard, baselines, and the comparison before a check runs. */
   readonly pins: PinWarden
   /**
+   * Aborted when this plugin is disposed: the checks it started are killed (the launcher is
+   * process-wide, another host's go on) instead of running to their timeout, and recorded as nothing.
+   */
+  private readonly runs = new AbortController()
+  /**
    * Services the per-call paths (the tool and step guards) read, each read once: cordis' context getter
    * costs ~0.1 ms a read. All are required injects, so this plugin restarts when one of them changes.
    * Only for calls: whatever registers something goes through `ctx` (see `original` in @taskward/host).
@@ -95,6 +101,9 @@ export class Recovery {
     this.kernel = { sessions: original(ctx.sessions), projections: original(ctx.projections), supervisor: original(ctx.supervisor) }
     this.config = Config(loadedConfig('recovery', config))
     this.sandboxChoice = this.resolveSandbox()
+    // Once, at start: the checks' PATH leaves the host's relative entries out (see `checkPath`).
+    const pathWarning = relativePathWarning()
+    if (pathWarning) this.logger.warn(pathWarning)
     ctx.projections.register<RecoveryState>({
       key: RECOVERY_PROJECTION_KEY,
       version: RECOVERY_PROJECTION_VERSION,
@@ -104,6 +113,7 @@ export class Recovery {
     ctx.inject(['admission'], (ctx) => {
       (ctx as Context & { admission: ReaderRegistry }).admission.registerReader(recoveryReader)
     })
+    onDispose(ctx, () => this.runs.abort())
     this.pins = wirePins(ctx, this)
     wireRecovery(ctx, this)
     provideService(ctx, 'recovery', this)
@@ -338,6 +348,8 @@ export class Recovery {
     const results: CheckResult[] = []
     const hidden = sandbox === 'bwrap' && specs.length ? await hiddenDirectories() : []
     for (const spec of specs) {
+      // Disposed between two checks: the next would be killed as it started.
+      if (this.runs.signal.aborted) throw cancelledRun()
       let area: CheckArea
       try {
         area = await prepareArea(cwd, this.config.candidateSource === 'git')
@@ -353,7 +365,7 @@ export class Recovery {
           results.push(changed)
           continue
         }
-        const run = await runCheck(spec, area, { sandbox, outputLimitBytes: this.config.outputLimitBytes, hidden })
+        const run = await runCheck(spec, area, { sandbox, outputLimitBytes: this.config.outputLimitBytes, hidden, signal: this.runs.signal })
         results.push(checkResultOf(spec, run, { roots: area.roots }))
       } finally {
         await removeArea(area)

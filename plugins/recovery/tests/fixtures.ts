@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process'
 import { expect } from 'chai'
-import { writeFile } from 'node:fs/promises'
+import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Session, ToolResult } from '@taskward/host'
 import { RECORD_EVENT_TYPE, RECOVERY_NAMESPACE, type SessionEvent, type Task } from '@taskward/protocol'
@@ -35,6 +35,16 @@ export const answerWorkspace = (answer = 'alpha') => tempWorkspace({ 'answer.txt
 
 export async function setAnswer(cwd: string, answer: string) {
   await writeFile(join(cwd, 'answer.txt'), answer)
+}
+
+/** Whether `pid` is a live process (a zombie nobody reaped counts as gone). */
+export async function alive(pid: number) {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z'
+  } catch {
+    return false
+  }
 }
 
 export async function until(check: () => Promise<boolean> | boolean, what = 'condition', timeout = 10_000) {

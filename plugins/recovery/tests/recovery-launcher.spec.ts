@@ -7,16 +7,7 @@ import { delimiter, join } from 'node:path'
 import { removeTree, tempWorkspace } from '@taskward/testkit'
 import { findOnPath, prepareArea, programExists, removeArea, runCheck } from '../src'
 import { isExecutable, launch, launcherPid, stopLauncher } from '../src/launcher'
-
-/** Whether `pid` is a live process (a zombie nobody reaped counts as gone). */
-async function alive(pid: number) {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z'
-  } catch {
-    return false
-  }
-}
+import { alive } from './fixtures'
 
 async function until(condition: () => Promise<boolean>, ms = 10_000) {
   const end = Date.now() + ms
@@ -234,6 +225,27 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
     await stopLauncher()
     expect(await asked).to.equal('INTERNAL')
     expect(await isExecutable('/')).to.equal(true)
+  })
+
+  it('kills a run whose owner aborts it, even before the launcher reported its pid, and rejects it ABORTED once it ended', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'taskward-cancel-'))
+    cleanup.push(dir)
+    const request = { file: 'sh', args: ['-c', 'echo $$ > pid; exec sleep 30'], cwd: dir, env: { PATH: process.env.PATH! }, timeoutMs: 60_000, graceMs: 200, outputLimitBytes: 4096 }
+    const sink = { push: () => {}, skip: () => {} }
+    const owner = new AbortController()
+    const started = Date.now()
+    const running = launch(request, sink, owner.signal).then(() => 'resolved', (error) => error.code)
+    // At once, synchronously: the host has no pid to kill, only the launcher can.
+    owner.abort()
+    expect(await running).to.equal('ABORTED')
+    expect(Date.now() - started).to.be.lessThan(3000)
+    const pid = Number((await readFile(join(dir, 'pid'), 'utf8').catch(() => '')).trim())
+    if (pid) expect(await alive(pid)).to.equal(false)
+    // An owner already gone starts nothing.
+    await rm(join(dir, 'pid'), { force: true })
+    expect(await launch(request, sink, owner.signal).then(() => 'resolved', (error) => error.code)).to.equal('ABORTED')
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(await readFile(join(dir, 'pid'), 'utf8').catch(() => 'not started')).to.equal('not started')
   })
 
   it('kills a running check\'s process group when the launcher process dies, and refuses the check as a runner fault', async () => {
