@@ -52,6 +52,8 @@ class Launcher {
   private readonly child: ChildProcess
   private readonly pending = new Map<number, Pending>()
   private nextId = 0
+  /** The runs each owner's signal cancels (see `request`). */
+  private readonly owners = new WeakMap<AbortSignal, Set<number>>()
   dead = false
 
   constructor() {
@@ -139,9 +141,16 @@ class Launcher {
       this.pending.set(id, pending)
       this.send({ id, kind, request })
       if (signal && this.pending.has(id)) {
-        const cancel = () => this.cancel(id)
-        signal.addEventListener('abort', cancel, { once: true })
-        pending.release = () => signal.removeEventListener('abort', cancel)
+        // One listener per owner, not per run: a plugin's signal serves all its concurrent checks
+        // (a listener each made Node warn of a leak past 10 of them).
+        let runs = this.owners.get(signal)
+        if (!runs) {
+          const owned = runs = new Set<number>()
+          this.owners.set(signal, owned)
+          signal.addEventListener('abort', () => { for (const run of [...owned]) this.cancel(run) }, { once: true })
+        }
+        runs.add(id)
+        pending.release = () => runs.delete(id)
       }
     })
   }

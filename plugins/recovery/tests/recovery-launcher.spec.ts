@@ -248,6 +248,30 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
     expect(await readFile(join(dir, 'pid'), 'utf8').catch(() => 'not started')).to.equal('not started')
   })
 
+
+  it('serves many concurrent runs of one owner without a listener each (no leak warning), and its abort kills them all', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'taskward-owner-'))
+    cleanup.push(dir)
+    const warnings: string[] = []
+    const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`)
+    process.on('warning', onWarning)
+    try {
+      const owner = new AbortController()
+      const sink = { push: () => {}, skip: () => {} }
+      const runs = Array.from({ length: 15 }, (_, i) => launch({
+        file: 'sh', args: ['-c', `echo $$ > pid-${i}; exec sleep 30`], cwd: dir, env: { PATH: process.env.PATH! }, timeoutMs: 60_000, graceMs: 200, outputLimitBytes: 4096,
+      }, sink, owner.signal).then(() => 'resolved', (error) => error.code))
+      await until(async () => (await Promise.all(runs.map((_, i) => readFile(join(dir, `pid-${i}`), 'utf8').catch(() => '')))).every(Boolean))
+      owner.abort()
+      expect(await Promise.all(runs)).to.deep.equal(Array(15).fill('ABORTED'))
+      for (let i = 0; i < 15; i++) expect(await alive(Number((await readFile(join(dir, `pid-${i}`), 'utf8')).trim()))).to.equal(false)
+      // Warnings are emitted on the next tick.
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(warnings.filter((warning) => /MaxListeners/.test(warning))).to.deep.equal([])
+    } finally {
+      process.off('warning', onWarning)
+    }
+  })
   it('kills a running check\'s process group when the launcher process dies, and refuses the check as a runner fault', async () => {
     const cwd = await tempWorkspace({ 'README.md': '# x\n' })
     cleanup.push(cwd)
