@@ -1,5 +1,4 @@
-import type { BigIntStats } from 'node:fs'
-import { lstat, realpath } from 'node:fs/promises'
+import { lstatSync, realpathSync, type BigIntStats } from 'node:fs'
 import { TaskwardError, workspaceKeyOf, type StampLimits, type StampOptions, type WorkspaceStamp } from '@taskward/protocol'
 import { captureTree, type CaptureResult } from './capture'
 import { changedError, throwIfAborted, unavailableError } from './fs-errors'
@@ -12,9 +11,11 @@ interface Root {
 
 /**
  * Resolve the root to its real path and identity. Missing, not a directory, or unreadable is
- * `ARTIFACT_UNAVAILABLE`: there is no workspace to stamp.
+ * `ARTIFACT_UNAVAILABLE`: there is no workspace to stamp. Synchronous like the walk (see pacer.ts): a
+ * thread-pool round trip waits behind whatever holds the pool (fsyncs, a slow disk) and, on a busy
+ * host, for the event loop; at 50 concurrent tasks a stamp of two files took 47 ms p50, 321 ms p90.
  */
-async function openRoot(root: string): Promise<Root> {
+function openRoot(root: string): Root {
   if (typeof root !== 'string' || !root) {
     throw new TaskwardError('ARTIFACT_UNAVAILABLE',
       'No workspace directory is bound, so there is nothing to stamp. Give the session a working directory, then try again.',
@@ -23,8 +24,8 @@ async function openRoot(root: string): Promise<Root> {
   let real: Buffer
   let stats: BigIntStats
   try {
-    real = await realpath(root, { encoding: 'buffer' })
-    stats = await lstat(real, { bigint: true })
+    real = realpathSync.native(root, { encoding: 'buffer' })
+    stats = lstatSync(real, { bigint: true })
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
     const reason = code === 'ENOENT' ? 'it does not exist' : code === 'ENOTDIR' ? 'a part of its path is not a directory' : 'it could not be resolved'
@@ -59,13 +60,13 @@ function sameCapture(a: CaptureResult, b: CaptureResult) {
 export async function stampWorkspace(root: string, limits: StampLimits, options: StampOptions = {}): Promise<WorkspaceStamp> {
   const { signal, onProgress } = options
   throwIfAborted(signal)
-  const before = await openRoot(root)
+  const before = openRoot(root)
   const first = await capturing(root, 1, () => captureTree(before.real, before.stats, { capture: 1, limits, signal, onProgress }))
   const second = await capturing(root, 2, () => captureTree(before.real, before.stats, {
     capture: 2, limits, signal, onProgress, expected: { entries: first.entries, bytes: first.bytes },
   }))
   throwIfAborted(signal)
-  const after = await openRoot(root)
+  const after = openRoot(root)
   if (after.key !== before.key) {
     throw inCapture(root, 2, changedError('.', 'root-replaced', 'the root directory was replaced by another directory'))
   }

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto'
-import { appendFileSync, unlinkSync, writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { appendFileSync, closeSync, constants, openSync, unlinkSync, writeFileSync } from 'node:fs'
+import { open } from 'node:fs/promises'
 import { join } from 'node:path'
 import { expect } from 'chai'
 import type { Context } from 'cordis'
@@ -142,6 +144,27 @@ describe('workspace stamp: double capture, aborts and the event loop', () => {
       caught = error
     }
     expect(caught).to.equal(boom)
+  })
+
+  it('needs no thread-pool round trip: a stamp completes while every pool thread is blocked (a slow disk, fsyncs, lookups)', async function () {
+    // A read of a FIFO that has no writer yet blocks a libuv pool thread until one opens it.
+    const pool = Number(process.env.UV_THREADPOOL_SIZE) || 4
+    const fifos = Array.from({ length: pool }, (_, i) => join(root, `..`, `taskward-fifo-${process.pid}-${i}`))
+    for (const fifo of fifos) execFileSync('mkfifo', [fifo])
+    const blocked = fifos.map((fifo) => open(fifo, 'r').then((handle) => handle.close()))
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      const stamped = await Promise.race([
+        ctx.workspace.stamp(root).then((stamp) => stamp.files),
+        new Promise((resolve) => setTimeout(() => resolve('stuck behind the blocked pool'), 3000)),
+      ])
+      expect(stamped).to.equal(3)
+    } finally {
+      // Release the pool threads: open each FIFO for writing.
+      for (const fifo of fifos) closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK))
+      await Promise.all(blocked)
+      for (const fifo of fifos) unlinkSync(fifo)
+    }
   })
 
   it('keeps the event loop turning while a large file is hashed', async () => {
