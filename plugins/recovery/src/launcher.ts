@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { rm } from 'node:fs/promises'
 import { TaskwardError } from '@taskward/protocol'
 
 /**
@@ -145,8 +146,10 @@ function run(id, { file, args, cwd, env, timeoutMs, graceMs, outputLimitBytes })
 // A check's area: a new directory under base with an empty home and a copy of cwd (symlinks as links,
 // the root .git left out unless keepGit). Here, where the file system's round trips wait for nothing
 // else: on a busy host each of the copy's dozens would wait for its event loop.
-const prepare = async ({ cwd, base, keepGit }) => {
+const prepare = async (id, { cwd, base, keepGit }) => {
   const root = await mkdtemp(join(base, 'taskward-check-'))
+  // The host removes it should this process die before the copy is done (it cannot, then).
+  post({ id, kind: 'made', root })
   try {
     await mkdir(join(root, 'home'))
     await cp(cwd, join(root, 'work'), { recursive: true, verbatimSymlinks: true, filter: (source) => keepGit || relative(cwd, source) !== '.git' })
@@ -164,7 +167,7 @@ const settleWith = (id, work) => work.then(
 process.on('message', ({ id, kind, request }) => {
   try {
     if (kind === 'prepare') {
-      settleWith(id, prepare(request))
+      settleWith(id, prepare(id, request))
     } else if (kind === 'remove') {
       settleWith(id, rm(request.path, { recursive: true, force: true }).then(() => true))
     } else if (kind === 'which') {
@@ -200,6 +203,8 @@ interface Pending {
   onOutput?: OutputSink
   /** The check process's pid (its group's id), once the launcher started it. */
   pid?: number
+  /** The area a 'prepare' made, until it is done: the host removes it if the launcher dies first. */
+  made?: string
 }
 
 /**
@@ -224,9 +229,13 @@ class Launcher {
       env: {}, detached: true, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'advanced',
     })
     this.idle()
-    this.child.on('message', (message: { id: number, kind: string, outcome?: unknown, chunk?: Uint8Array, message?: string, pid?: number, bytes?: number }) => {
+    this.child.on('message', (message: { id: number, kind: string, outcome?: unknown, chunk?: Uint8Array, message?: string, pid?: number, bytes?: number, root?: string }) => {
       const pending = this.pending.get(message.id)
       if (!pending) return
+      if (message.kind === 'made') {
+        pending.made = message.root
+        return
+      }
       if (message.kind === 'started') {
         pending.pid = message.pid
         return
@@ -255,7 +264,9 @@ class Launcher {
       // Its timeout died with the launcher: a check left running would run for ever, unbounded.
       if (pending.pid !== undefined) killGroup(pending.pid)
       this.settle(id)
-      pending.reject(this.fault(why))
+      // A copy it was making would be left behind, the host never told where: removed, then refused.
+      if (pending.made === undefined) pending.reject(this.fault(why))
+      else void rm(pending.made, { recursive: true, force: true }).catch(() => {}).then(() => pending.reject(this.fault(why)))
     }
   }
 

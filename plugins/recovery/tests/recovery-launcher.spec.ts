@@ -1,7 +1,7 @@
 import { expect } from 'chai'
 import { execFile } from 'node:child_process'
 import { createRequire, syncBuiltinESMExports } from 'node:module'
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { removeTree, tempWorkspace } from '@taskward/testkit'
@@ -256,6 +256,29 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
       expect(next).to.include({ exitCode: 0 })
     } finally {
       await removeArea(area)
+    }
+  })
+
+  it('leaves no copy behind when the launcher dies while it makes one (the copy is refused as the launcher\'s fault)', async function () {
+    this.timeout(60_000)
+    const files: Record<string, string> = {}
+    for (let i = 0; i < 3000; i++) files[`d${i % 30}/f${i}.txt`] = `${i}\n`
+    const cwd = await tempWorkspace(files)
+    const base = await mkdtemp(join(tmpdir(), 'taskward-base-'))
+    cleanup.push(cwd, base)
+    const previous = process.env.TMPDIR
+    process.env.TMPDIR = base
+    try {
+      const making = prepareArea(cwd, false).then(() => 'made', (error) => error.code)
+      // Mid-copy: the area exists and its copy has begun.
+      await until(async () => (await readdir(base).catch(() => [] as string[])).some((name) => name.startsWith('taskward-check-'))
+        && (await readdir(join(base, (await readdir(base))[0], 'work')).catch(() => [] as string[])).length > 0, 10_000)
+      await stopLauncher()
+      expect(await making).to.equal('INTERNAL')
+      expect(await readdir(base)).to.deep.equal([])
+    } finally {
+      if (previous === undefined) delete process.env.TMPDIR
+      else process.env.TMPDIR = previous
     }
   })
 
