@@ -147,12 +147,15 @@ function run(id, { file, args, cwd, env, timeoutMs, graceMs, outputLimitBytes })
 // the root .git left out unless keepGit). Here, where the file system's round trips wait for nothing
 // else: on a busy host each of the copy's dozens would wait for its event loop.
 const prepare = async (id, { cwd, base, keepGit }) => {
+  // The directory cwd names: cp copies a path that is a symlink as the link, and a check would run
+  // in the workspace itself.
+  const source = await realpath(cwd)
   const root = await mkdtemp(join(base, 'taskward-check-'))
   // The host removes it should this process die before the copy is done (it cannot, then).
   post({ id, kind: 'made', root })
   try {
     await mkdir(join(root, 'home'))
-    await cp(cwd, join(root, 'work'), { recursive: true, verbatimSymlinks: true, filter: (source) => keepGit || relative(cwd, source) !== '.git' })
+    await cp(source, join(root, 'work'), { recursive: true, verbatimSymlinks: true, filter: (path) => keepGit || relative(source, path) !== '.git' })
     return { root, real: await realpath(root) }
   } catch (error) {
     await rm(root, { recursive: true, force: true })
@@ -360,7 +363,7 @@ export function isExecutable(path: string): Promise<boolean> {
 }
 
 /**
- * A new directory under `base` holding `home` (empty) and `work` (a copy of `cwd`: symlinks copied as
+ * A new directory under `base` holding `home` (empty) and `work` (a copy of the directory `cwd` names: symlinks copied as
  * links, the root `.git` left out unless `keepGit`), made by the launcher; resolves with the directory
  * and its real path. Rejects with the file system's error when the copy cannot be made.
  */

@@ -1,7 +1,7 @@
 import { expect } from 'chai'
 import { execFile } from 'node:child_process'
 import { createRequire, syncBuiltinESMExports } from 'node:module'
-import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { chmod, lstat, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { removeTree, tempWorkspace } from '@taskward/testkit'
@@ -67,6 +67,25 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
     const missing = await prepareArea(join(cwd, 'no-such-dir'), false).then(() => undefined, (error) => error)
     expect(missing?.message).to.match(/ENOENT/)
     expect(missing?.code).to.equal(undefined)
+  })
+
+  it('copies the directory a workspace path that is a symlink names, never the link (a check must not run in the workspace itself)', async () => {
+    const cwd = await tempWorkspace({ 'answer.txt': 'right', '.git/HEAD': 'ref: refs/heads/main\n' })
+    const links = await mkdtemp(join(tmpdir(), 'taskward-links-'))
+    cleanup.push(cwd, links)
+    const link = join(links, 'workspace')
+    await symlink(cwd, link)
+    const area = await prepareArea(link, false)
+    try {
+      expect((await lstat(area.work)).isDirectory()).to.equal(true)
+      expect(await readFile(join(area.work, 'answer.txt'), 'utf8')).to.equal('right')
+      expect(await readFile(join(area.work, '.git/HEAD'), 'utf8').catch(() => 'absent')).to.equal('absent')
+      await writeFile(join(area.work, 'answer.txt'), 'written by a check')
+      expect(await readFile(join(cwd, 'answer.txt'), 'utf8')).to.equal('right')
+    } finally {
+      await removeArea(area)
+    }
+    expect(await readFile(join(cwd, 'answer.txt'), 'utf8')).to.equal('right')
   })
 
   it('starts a check from the launcher process, never from the host (a fork copies the page tables of the whole host)', async function () {
