@@ -32,6 +32,17 @@ export interface FlatResult {
   longest?: string[]
 }
 
+/** What `runTasks` measured of one round. */
+export interface RoundResult { wall: number, peak: number, loopDelay: { p99: number, max: number } }
+
+/** The rounds of one flat run as one measurement: their summed wall time, the highest peak and loop delays. */
+export function combineRounds(each: RoundResult[]): RoundResult {
+  return {
+    wall: each.reduce((sum, r) => sum + r.wall, 0), peak: Math.max(...each.map((r) => r.peak)),
+    loopDelay: { p99: Math.max(...each.map((r) => r.loopDelay.p99)), max: Math.max(...each.map((r) => r.loopDelay.max)) },
+  }
+}
+
 /** Run one flat measurement in a fresh Node process; rejects with what it printed when it fails. */
 export function flatRun(sessions: number, delayMs: number, spreadMs: number, profile: boolean): Promise<FlatResult> {
   const child = spawn(process.execPath, ['--import', 'tsx', '--conditions', 'source', '--expose-gc', fileURLToPath(import.meta.url),
@@ -66,12 +77,9 @@ async function main([sessionsArg, delayArg, spreadArg, profileArg]: string[]) {
     // time), so that a p99 is not the maximum of a handful of gaps: one task has only 4 in-turn gaps.
     const rounds = Math.ceil(10 / sessions)
     const run = async () => {
-      const each = []
+      const each: RoundResult[] = []
       for (let round = 0; round < rounds; round++) each.push(await runTasks(host, sessions, spreadMs))
-      return {
-        wall: each.reduce((sum, r) => sum + r.wall, 0), peak: Math.max(...each.map((r) => r.peak)),
-        loopDelay: { p99: Math.max(...each.map((r) => r.loopDelay.p99)), max: Math.max(...each.map((r) => r.loopDelay.max)) },
-      }
+      return combineRounds(each)
     }
     let longest: string[] | undefined
     let ran: Awaited<ReturnType<typeof run>>
