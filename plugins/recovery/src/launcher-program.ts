@@ -126,11 +126,16 @@ function run(id, { file, args, cwd, env, timeoutMs, graceMs, outputLimitBytes })
 // A check's area: a new directory under base with an empty home and a copy of cwd (symlinks as links,
 // the root .git left out unless keepGit). Here, where the file system's round trips wait for nothing
 // else: on a busy host each of the copy's dozens would wait for its event loop.
-const prepare = async ({ cwd, base, keepGit }) => {
+const prepare = async (id, { cwd, base, keepGit }) => {
+  // The directory cwd names: cp copies a path that is a symlink as the link, and a check would run
+  // in the workspace itself.
+  const source = await realpath(cwd)
   const root = await mkdtemp(join(base, 'taskward-check-'))
+  // The host removes it should this process die before the copy is done (it cannot, then).
+  post({ id, kind: 'made', root })
   try {
     await mkdir(join(root, 'home'))
-    await cp(cwd, join(root, 'work'), { recursive: true, verbatimSymlinks: true, filter: (source) => keepGit || relative(cwd, source) !== '.git' })
+    await cp(source, join(root, 'work'), { recursive: true, verbatimSymlinks: true, filter: (path) => keepGit || relative(source, path) !== '.git' })
     return { root, real: await realpath(root) }
   } catch (error) {
     await rm(root, { recursive: true, force: true })
@@ -145,7 +150,7 @@ const settleWith = (id, work) => work.then(
 process.on('message', ({ id, kind, request }) => {
   try {
     if (kind === 'prepare') {
-      settleWith(id, prepare(request))
+      settleWith(id, prepare(id, request))
     } else if (kind === 'remove') {
       settleWith(id, rm(request.path, { recursive: true, force: true }).then(() => true))
     } else if (kind === 'which') {

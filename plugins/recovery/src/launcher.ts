@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { rm } from 'node:fs/promises'
 import { TaskwardError } from '@taskward/protocol'
 import { LAUNCHER_SOURCE } from './launcher-program'
 
@@ -36,6 +37,8 @@ interface Pending {
   onOutput?: OutputSink
   /** The check process's pid (its group's id), once the launcher started it. */
   pid?: number
+  /** The area a 'prepare' made, until it is done: the host removes it if the launcher dies first. */
+  made?: string
   /** Its owner gave it up (`launch`'s signal): killed, and refused whatever the launcher reports. */
   cancelled?: boolean
   /** Stop listening to the owner's signal. */
@@ -66,9 +69,13 @@ class Launcher {
       env: {}, detached: true, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'advanced',
     })
     this.idle()
-    this.child.on('message', (message: { id: number, kind: string, outcome?: unknown, chunk?: Uint8Array, message?: string, pid?: number, bytes?: number }) => {
+    this.child.on('message', (message: { id: number, kind: string, outcome?: unknown, chunk?: Uint8Array, message?: string, pid?: number, bytes?: number, root?: string }) => {
       const pending = this.pending.get(message.id)
       if (!pending) return
+      if (message.kind === 'made') {
+        pending.made = message.root
+        return
+      }
       if (message.kind === 'started') {
         pending.pid = message.pid
         return
@@ -98,7 +105,10 @@ class Launcher {
       // Its timeout died with the launcher: a check left running would run for ever, unbounded.
       if (pending.pid !== undefined) killGroup(pending.pid)
       this.settle(id)
-      pending.reject(pending.cancelled ? cancelledRun() : this.fault(why))
+      const refusal = pending.cancelled ? cancelledRun() : this.fault(why)
+      // A copy it was making would be left behind, the host never told where: removed, then refused.
+      if (pending.made === undefined) pending.reject(refusal)
+      else void rm(pending.made, { recursive: true, force: true }).catch(() => {}).then(() => pending.reject(refusal))
     }
   }
 
@@ -226,7 +236,7 @@ export function isExecutable(path: string): Promise<boolean> {
 }
 
 /**
- * A new directory under `base` holding `home` (empty) and `work` (a copy of `cwd`: symlinks copied as
+ * A new directory under `base` holding `home` (empty) and `work` (a copy of the directory `cwd` names: symlinks copied as
  * links, the root `.git` left out unless `keepGit`), made by the launcher; resolves with the directory
  * and its real path. Rejects with the file system's error when the copy cannot be made.
  */

@@ -1,7 +1,7 @@
 import { expect } from 'chai'
 import { execFile } from 'node:child_process'
 import { createRequire, syncBuiltinESMExports } from 'node:module'
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { chmod, lstat, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { removeTree, tempWorkspace } from '@taskward/testkit'
@@ -58,6 +58,25 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
     const missing = await prepareArea(join(cwd, 'no-such-dir'), false).then(() => undefined, (error) => error)
     expect(missing?.message).to.match(/ENOENT/)
     expect(missing?.code).to.equal(undefined)
+  })
+
+  it('copies the directory a workspace path that is a symlink names, never the link (a check must not run in the workspace itself)', async () => {
+    const cwd = await tempWorkspace({ 'answer.txt': 'right', '.git/HEAD': 'ref: refs/heads/main\n' })
+    const links = await mkdtemp(join(tmpdir(), 'taskward-links-'))
+    cleanup.push(cwd, links)
+    const link = join(links, 'workspace')
+    await symlink(cwd, link)
+    const area = await prepareArea(link, false)
+    try {
+      expect((await lstat(area.work)).isDirectory()).to.equal(true)
+      expect(await readFile(join(area.work, 'answer.txt'), 'utf8')).to.equal('right')
+      expect(await readFile(join(area.work, '.git/HEAD'), 'utf8').catch(() => 'absent')).to.equal('absent')
+      await writeFile(join(area.work, 'answer.txt'), 'written by a check')
+      expect(await readFile(join(cwd, 'answer.txt'), 'utf8')).to.equal('right')
+    } finally {
+      await removeArea(area)
+    }
+    expect(await readFile(join(cwd, 'answer.txt'), 'utf8')).to.equal('right')
   })
 
   it('starts a check from the launcher process, never from the host (a fork copies the page tables of the whole host)', async function () {
@@ -292,6 +311,29 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
       expect(next).to.include({ exitCode: 0 })
     } finally {
       await removeArea(area)
+    }
+  })
+
+  it('leaves no copy behind when the launcher dies while it makes one (the copy is refused as the launcher\'s fault)', async function () {
+    this.timeout(60_000)
+    const files: Record<string, string> = {}
+    for (let i = 0; i < 3000; i++) files[`d${i % 30}/f${i}.txt`] = `${i}\n`
+    const cwd = await tempWorkspace(files)
+    const base = await mkdtemp(join(tmpdir(), 'taskward-base-'))
+    cleanup.push(cwd, base)
+    const previous = process.env.TMPDIR
+    process.env.TMPDIR = base
+    try {
+      const making = prepareArea(cwd, false).then(() => 'made', (error) => error.code)
+      // Mid-copy: the area exists and its copy has begun.
+      await until(async () => (await readdir(base).catch(() => [] as string[])).some((name) => name.startsWith('taskward-check-'))
+        && (await readdir(join(base, (await readdir(base))[0], 'work')).catch(() => [] as string[])).length > 0, 10_000)
+      await stopLauncher()
+      expect(await making).to.equal('INTERNAL')
+      expect(await readdir(base)).to.deep.equal([])
+    } finally {
+      if (previous === undefined) delete process.env.TMPDIR
+      else process.env.TMPDIR = previous
     }
   })
 
