@@ -25,7 +25,7 @@ const post = (message) => {
 }
 const { spawn } = require('node:child_process')
 const { accessSync, constants } = require('node:fs')
-const { cp, mkdir, mkdtemp, realpath, rm } = require('node:fs/promises')
+const { chmod, cp, mkdir, mkdtemp, readdir, realpath, rm } = require('node:fs/promises')
 const { delimiter, isAbsolute, join, relative } = require('node:path')
 
 const killGroup = (pid) => {
@@ -142,6 +142,22 @@ const prepare = async (id, { cwd, base, keepGit }) => {
     throw error
   }
 }
+// A check may leave its copy unremovable (a directory chmod 000 with files in it): give every real
+// directory below back to its owner (symlinks are not followed: readdir's types are lstat's), then
+// remove again. A removal that fails leaks the copy and, before, failed the attempt with it.
+const grantAll = async (dir) => {
+  await chmod(dir, 0o700).catch(() => {})
+  const entries = await readdir(dir, { withFileTypes: true }).catch(() => [])
+  for (const entry of entries) if (entry.isDirectory()) await grantAll(join(dir, entry.name))
+}
+const removeTree = async (path) => {
+  try {
+    await rm(path, { recursive: true, force: true })
+  } catch {
+    await grantAll(path)
+    await rm(path, { recursive: true, force: true })
+  }
+}
 const settleWith = (id, work) => work.then(
   (outcome) => post({ id, kind: 'done', outcome }),
   (error) => post({ id, kind: 'failed', message: String(error && error.message || error) }),
@@ -152,7 +168,7 @@ process.on('message', ({ id, kind, request }) => {
     if (kind === 'prepare') {
       settleWith(id, prepare(id, request))
     } else if (kind === 'remove') {
-      settleWith(id, rm(request.path, { recursive: true, force: true }).then(() => true))
+      settleWith(id, removeTree(request.path).then(() => true))
     } else if (kind === 'which') {
       post({ id, kind: 'done', outcome: request.programs.map((program) => which(program, request.path)) })
     } else if (kind === 'cancel') {

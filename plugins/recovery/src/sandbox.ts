@@ -31,9 +31,17 @@ export async function prepareArea(cwd: string, keepGit: boolean): Promise<CheckA
   return { root, work, home, roots }
 }
 
-/** Remove the area (by the launcher; by the host when the launcher cannot, so no copy is left behind). */
-export async function removeArea(area: CheckArea) {
-  await removeInLauncher(area.root).catch(() => rm(area.root, { recursive: true, force: true }))
+/**
+ * Remove the area (by the launcher; by the host when the launcher cannot, so no copy is left behind).
+ * Never rejects: the checks' verdicts stand whatever became of their copy; a copy that could not be
+ * removed resolves with the error, for the caller to log.
+ */
+export async function removeArea(area: CheckArea): Promise<Error | undefined> {
+  try {
+    await removeInLauncher(area.root).catch(() => rm(area.root, { recursive: true, force: true }))
+  } catch (error) {
+    return error as Error
+  }
 }
 
 /** A check's PATH when the host has none, or none absolute (never empty: execvp reads that as the cwd). */

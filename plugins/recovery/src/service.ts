@@ -368,7 +368,8 @@ export class Recovery {
         const run = await runCheck(spec, area, { sandbox, outputLimitBytes: this.config.outputLimitBytes, hidden, signal: this.runs.signal })
         results.push(checkResultOf(spec, run, { roots: area.roots }))
       } finally {
-        await removeArea(area)
+        const left = await removeArea(area)
+        if (left) this.logger.warn('could not remove the copy of check %s at %s (remove it by hand): %s', spec.id, area.root, left.message)
       }
     }
     return results

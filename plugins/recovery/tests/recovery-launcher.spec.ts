@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { execFile } from 'node:child_process'
+import { execFile, spawnSync } from 'node:child_process'
 import { createRequire, syncBuiltinESMExports } from 'node:module'
 import { chmod, lstat, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -77,6 +77,25 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
       await removeArea(area)
     }
     expect(await readFile(join(cwd, 'answer.txt'), 'utf8')).to.equal('right')
+  })
+
+  it('removes a copy the check left unremovable (a directory chmod 000 with files in it), as a user without root\'s override', async function () {
+    // Root removes anything whatever its mode: run it as nobody when the suite runs as root.
+    const as = process.getuid?.() === 0 ? 65534 : undefined
+    const root = join(import.meta.dirname, '../../..')
+    if (as !== undefined) {
+      const probe = spawnSync(process.execPath, ['-e', `require('fs').accessSync(${JSON.stringify(join(root, 'node_modules', 'tsx', 'package.json'))})`], { cwd: '/', uid: as, gid: as, stdio: 'ignore' })
+      // A checkout only root can enter cannot be run as another user.
+      if (probe.status !== 0) return this.skip()
+    }
+    const child = spawnSync(process.execPath, ['--import', 'tsx', '--conditions', 'source', join(import.meta.dirname, 'recovery-unremovable.child.ts')], {
+      cwd: root, encoding: 'utf8', timeout: 30_000, env: { ...process.env, HOME: '/tmp' }, ...as !== undefined ? { uid: as, gid: as } : {},
+    })
+    const line = child.stdout.split('\n').find((text) => text.startsWith('{'))
+    expect(line, `${child.stdout}\n${child.stderr}`).to.be.a('string')
+    const result = JSON.parse(line!)
+    cleanup.push(result.cwd)
+    expect(result).to.include({ exitCode: 0, left: null, exists: false })
   })
 
   it('starts a check from the launcher process, never from the host (a fork copies the page tables of the whole host)', async function () {

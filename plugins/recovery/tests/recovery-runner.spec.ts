@@ -29,6 +29,20 @@ describe('recovery: the check runner (real processes through the plugin)', () =>
     if (cwd) await removeTree(cwd)
   })
 
+  for (const sandbox of ['copy', 'bwrap'] as const) {
+    it(`records the verdict of a check that leaves its copy unremovable (a directory chmod 000 with files in it), and removes the copy (${sandbox})`, async function () {
+      if (sandbox === 'bwrap' && !await findOnPath('bwrap')) this.skip()
+      const tag = `locked-${process.pid}-${Date.now()}`
+      const { attempt } = await attemptWith([{ id: 'locks', argv: ['sh', '-c', `touch ${tag} && mkdir -p locked/sub && touch locked/sub/f && chmod 000 locked`], timeoutMs: 10_000 }], { sandbox })
+      expect(attempt.checks[0]).to.include({ checkId: 'locks', verdict: 'PASS' })
+      const left = []
+      for (const name of (await readdir(tmpdir())).filter((name) => name.startsWith('taskward-check-'))) {
+        if ((await readdir(join(tmpdir(), name, 'work')).catch(() => [] as string[])).includes(tag)) left.push(name)
+      }
+      expect(left).to.deep.equal([])
+    })
+  }
+
   it('runs a check with a scrubbed environment: no host credential, no TASKWARD_* variable, a temp HOME', async () => {
     process.env.TASKWARD_FAKE_SECRET = 'fake-secret-value-1234'
     process.env.AWS_SECRET_ACCESS_KEY = 'aws-fake-secret-5678'
