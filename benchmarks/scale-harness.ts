@@ -88,15 +88,18 @@ export async function bootHost(set: PluginSet, baseURL: string, durability: 'fsy
   const dataDir = await mkdtemp(join(tmpdir(), 'taskward-scale-'))
   const openai = [OpenAIPlugin, routeConfig(baseURL)] as const
   const supervisor = [SupervisorPlugin, supervisorConfig] as const
-  const plugins: any[] = set === 'kernel+supervisor' ? [openai, supervisor] : [
-    [WorkspacePlugin, { repairMaxFiles: 10000, repairMaxBytes: 268435456 }], [AdmissionService, {}], openai, supervisor,
-    [RepairPlugin, {}], [RecoveryPlugin, { checks: [{ id: 'ok', argv: ['true'] }], sandbox: 'auto', candidateSource: 'workspace' }],
-    [WebConsole, { demo: false }],
+  const full: [string, any][] = [
+    ['workspace', [WorkspacePlugin, { repairMaxFiles: 10000, repairMaxBytes: 268435456 }]], ['admission', [AdmissionService, {}]], ['openai', openai], ['supervisor', supervisor],
+    ['repair', [RepairPlugin, {}]], ['recovery', [RecoveryPlugin, { checks: [{ id: 'ok', argv: ['true'] }], sandbox: 'auto', candidateSource: 'workspace' }]],
+    ['console', [WebConsole, { demo: false }]],
   ]
+  // SCALE_FULL_WITHOUT=recovery,console: the full set less those plugins (what each one costs).
+  const without = new Set((process.env.SCALE_FULL_WITHOUT ?? '').split(',').filter(Boolean))
+  const plugins: any[] = set === 'kernel+supervisor' ? [openai, supervisor] : full.filter(([name]) => !without.has(name)).map(([, plugin]) => plugin)
   const host = await TestHost.boot({
     dataDir, plugins,
     database: { driver: 'sqlite', path: join(dataDir, 'taskward.db'), durability },
-    waitFor: set === 'full' ? ['supervisor', 'workspace', 'repair', 'recovery', 'admission'] : ['supervisor'],
+    waitFor: set === 'full' ? ['supervisor', 'workspace', 'repair', 'recovery', 'admission'].filter((name) => !without.has(name)) : ['supervisor'],
     timeout: 30_000,
   })
   while (!host.ctx.models.routes().includes('openai')) await new Promise((resolve) => setTimeout(resolve, 10))

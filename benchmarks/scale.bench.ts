@@ -18,6 +18,9 @@
  *      process with its own endpoint (benchmarks/scale-flat.ts), so that no run inherits the heap of the
  *      one before; SCALE_FLAT_SPREAD_MS spreads the task starts over that long (default 0: all at once).
  *
+ * SCALE_FULL_WITHOUT=recovery (a comma-separated list of workspace, admission, repair, recovery,
+ * console) drops those plugins from the full set: what each one costs.
+ *
  * The endpoint reports usage at ~4 characters per token instead of running a tokenizer over every
  * prompt (~5 ms of CPU per answer on the host's cores; a real endpoint's counting costs the host
  * nothing); its CPU per answer is printed with the flat runs. SCALE_PARTS=gap,rate,flat picks sections.
