@@ -33,6 +33,7 @@
  * load average is printed with the figures.
  */
 import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { readFile, rm } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -78,6 +79,20 @@ if (![...PARTS].every((part) => ['gap', 'rate', 'flat'].includes(part))) {
 /** SCALE_PROFILE_FLAT=<sessions>: also profile the flat run with that many sessions (its longest stretches). */
 const PROFILE_FLAT = process.env.SCALE_PROFILE_FLAT ? number('SCALE_PROFILE_FLAT', 50) : undefined
 
+/**
+ * CPU time every process of the machine has used (ms; /proc/stat's busy fields), NaN where there is no
+ * /proc: the endpoint, the launcher and the checks share the cores with the host.
+ */
+function machineBusyMs(): number {
+  try {
+    const [, ...fields] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).map(Number)
+    // user nice system idle iowait irq softirq steal: all but idle and iowait are busy.
+    const busy = fields.slice(0, 8).reduce((sum, value, i) => i === 3 || i === 4 ? sum : sum + value, 0)
+    return (busy * 1000) / 100
+  } catch {
+    return NaN
+  }
+}
 const ms = (value: number) => `${value.toFixed(1)} ms`
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`
 const load = () => loadavg().map((value) => value.toFixed(2)).join(' ')
@@ -149,15 +164,18 @@ try {
 
     await bareLoop(endpoint.baseURL, bodies, 5)
     await endpoint.stats()
+    const bareMachine = machineBusyMs()
     const bareWall = await bareLoop(endpoint.baseURL, bodies, SESSIONS)
     const bareSteps = (await endpoint.stats()).served
     const bareRate = bareSteps / (bareWall / 1000)
+    const bareMachinePerStep = (machineBusyMs() - bareMachine) / bareSteps
 
     const rate = async (set: PluginSet, profile: boolean) => {
       const host = await bootHost(set, endpoint.baseURL)
       await removeTree(await host.runTask())
       await endpoint.stats()
       const cpuBefore = process.cpuUsage()
+      const machineBefore = machineBusyMs()
       const run = () => runTasks(host, SESSIONS)
       let ran: Awaited<ReturnType<typeof run>>
       if (profile) {
@@ -174,9 +192,10 @@ try {
       }
       const { wall, loopDelay } = ran
       const cpu = process.cpuUsage(cpuBefore)
+      const machine = machineBusyMs() - machineBefore
       const steps = (await endpoint.stats()).served
       await host.dispose()
-      return { rate: steps / (wall / 1000), cpuPerStep: (cpu.user + cpu.system) / 1000 / steps, steps, loopDelay }
+      return { rate: steps / (wall / 1000), cpuPerStep: (cpu.user + cpu.system) / 1000 / steps, machinePerStep: machine / steps, steps, loopDelay }
     }
     // SCALE_PROFILE_SET=kernel+supervisor profiles the baseline set instead (to set the two side by side).
     const profiledSet: PluginSet = process.env.SCALE_PROFILE_SET === 'kernel+supervisor' ? 'kernel+supervisor' : 'full'
@@ -195,6 +214,8 @@ try {
     row(`steps/s, ${SESSIONS} concurrent one-node tasks, full set (cordis.yml)`, `${full.rate.toFixed(0)} steps/s (${full.steps} steps)`, `${bareRate.toFixed(0)} steps/s bare loop (same SDK and requests, no host)`, `${(full.rate / bareRate).toFixed(2)}x (goal ≥ 0.5x)`)
     row(`steps/s, ${SESSIONS} concurrent, full set vs kernel+supervisor`, `${full.rate.toFixed(0)} steps/s`, `${kernel.rate.toFixed(0)} steps/s kernel+supervisor`, `${(full.rate / kernel.rate).toFixed(2)}x (goal ≥ 0.9x)`)
     row(`host CPU per model step, ${SESSIONS} concurrent`, `${ms(full.cpuPerStep)} full set`, `${ms(kernel.cpuPerStep)} kernel+supervisor`, '')
+    row(`machine CPU per model step (every process: host, endpoint, launcher, checks), ${SESSIONS} concurrent`, `${ms(full.machinePerStep)} full set`, `${ms(kernel.machinePerStep)} kernel+supervisor, ${ms(bareMachinePerStep)} bare loop`,
+      `${(kernel.machinePerStep / full.machinePerStep).toFixed(2)}x: the ratio of steps/s when the cores are the limit`)
     row(`host event-loop delay p99 / max, ${SESSIONS} concurrent`, `${ms(full.loopDelay.p99)} / ${ms(full.loopDelay.max)} full set`, `${ms(kernel.loopDelay.p99)} / ${ms(kernel.loopDelay.max)} kernel+supervisor`, '')
     goals.check('full plugin set vs a bare loop', full.rate / bareRate >= 0.5, `${(full.rate / bareRate).toFixed(2)}x, goal >= 0.5x (${full.rate.toFixed(0)} vs ${bareRate.toFixed(0)} steps/s)`)
     goals.check('full plugin set vs kernel+supervisor', full.rate / kernel.rate >= 0.9, `${(full.rate / kernel.rate).toFixed(2)}x, goal >= 0.9x (${full.rate.toFixed(0)} vs ${kernel.rate.toFixed(0)} steps/s)`)
