@@ -1,6 +1,7 @@
 import { expect } from 'chai'
 import { spawn } from 'node:child_process'
-import { open } from 'node:fs/promises'
+import { chmod, open } from 'node:fs/promises'
+import { delimiter, join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { diagnose } from '@taskward/host'
@@ -8,6 +9,7 @@ import { TestHost, tempWorkspace, removeTree } from '@taskward/testkit'
 import Admission from '@taskward/plugin-admission'
 import { appendRecord, readerPlugin, REPAIR, tasksReader, TASKS } from '../plugins/admission/tests/fixtures'
 import { hostProcess } from '../plugins/database/tests/store-processes'
+import { bootRecovery } from '../plugins/recovery/tests/fixtures'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
@@ -64,6 +66,28 @@ describe('store: npm run doctor', function () {
     } finally {
       host.child.kill('SIGKILL')
       await host.exited
+    }
+  })
+
+  it('looks bwrap up as the recovery checks do: a relative PATH entry (which checks never get) does not count', async () => {
+    // A bwrap found only through a relative entry: the checks' lookups skip it (they would resolve it in
+    // the candidate's copy), so the doctor must not report it as the sandbox.
+    const dir = await tempWorkspace({ 'relbin/bwrap': '#!/bin/sh\nexit 0\n' }, 'taskward-doctor-path-')
+    await chmod(join(dir, 'relbin/bwrap'), 0o755)
+    const saved = { path: process.env.PATH, cwd: process.cwd() }
+    process.env.PATH = `relbin${delimiter}/nonexistent-taskward-bin`
+    process.chdir(dir)
+    let host: TestHost | undefined
+    try {
+      host = await bootRecovery({ sandbox: 'auto' })
+      const sandbox = (await diagnose(host.ctx)).find((f) => f.check === 'recovery sandbox')!
+      expect(sandbox.verdict, sandbox.detail).to.equal('fail')
+      expect(sandbox.detail).to.match(/not installed/)
+    } finally {
+      process.env.PATH = saved.path
+      process.chdir(saved.cwd)
+      await host?.dispose()
+      await removeTree(dir)
     }
   })
 

@@ -1,6 +1,6 @@
 import type { Context } from 'cordis'
 import { access, constants } from 'node:fs/promises'
-import { delimiter, dirname, join } from 'node:path'
+import { delimiter, dirname, isAbsolute, join } from 'node:path'
 import { storeDriver, storeHealth } from './health'
 
 export type Verdict = 'ok' | 'warn' | 'fail'
@@ -14,9 +14,13 @@ export interface Finding {
 
 const TABLES = ['taskward_session', 'taskward_event', 'taskward_projection']
 
+/**
+ * Where `program` is on PATH, looking only at absolute entries — as the recovery checks' lookups do:
+ * a relative one would be resolved in the check's copy of the candidate, so it never counts there.
+ */
 async function onPath(program: string) {
   for (const dir of (process.env.PATH ?? '').split(delimiter)) {
-    if (!dir) continue
+    if (!isAbsolute(dir)) continue
     try {
       await access(join(dir, program), constants.X_OK)
       return join(dir, program)
