@@ -121,7 +121,12 @@ describe('host: a step commit on MySQL carries the lease token', function () {
     const rows = await query('SELECT `type` FROM `taskward_event` WHERE `sessionId` = ? ORDER BY `seq`', [agent.session.id])
     expect(rows.map((row: any) => row.type)).to.not.include('agent/cancelled')
     expect(response.status, 'not a 200 for a record that was never written').to.equal(409)
-    expect((await response.json() as any).code).to.equal('LEASE_LOST')
+    const body = await response.json() as any
+    expect(body.code).to.equal('LEASE_LOST')
+    // The turn did stop: the answer says so, rather than "nothing was written" alone.
+    expect(body.error).to.match(/stopped its turn/)
+    expect(body.details).to.include({ stopped: true, dropped: 0 })
+    expect(agent.state).to.equal('idle')
   })
 
   it('forgets caches that folded a refused step: once the log grows back past them, they are not taken for current', async () => {

@@ -144,7 +144,14 @@ export class Operator extends Service {
     agent?.cancel()
     if (running || dropped.length) {
       // Committed at once, not staged with the running step: the operator is answered only once it is written.
-      await session.append('agent/cancelled', { by: 'operator', running, dropped: dropped.length }, { commit: true })
+      await session.append('agent/cancelled', { by: 'operator', running, dropped: dropped.length }, { commit: true }).catch((error) => {
+        // The stop itself cannot be taken back: say that it happened, and that only its record is missing.
+        if (!TaskwardError.is(error, 'LEASE_LOST')) throw error
+        throw new TaskwardError('LEASE_LOST',
+          `This host stopped its turn of session ${session.id}${dropped.length ? ` and dropped ${dropped.length} queued turn(s)` : ''}, `
+          + 'but another host holds the session\'s lease, so the cancel was not recorded. Cancel again on the host that holds it.',
+          { ...error.details, stopped: running, dropped: dropped.length })
+      })
     }
     return { running, dropped }
   }
