@@ -45,6 +45,11 @@ describe('host: the event log hot paths', () => {
     const stored = await session.read({ from: 0, limit: 100 })
     expect(stored.map((e) => [e.seq, e.type])).to.deep.equal([[0, 'a'], [1, 'b'], [2, 'c'], [3, 'd']])
     expect(stored[3].data).to.deep.equal({ s: 'é\u0000x' })
+    // An empty batch is the caller's mistake, and says so (it used to blame a missing type).
+    const empty = await session.appendBatch([]).then(() => undefined, (error) => error)
+    expect(empty?.code).to.equal('BAD_REQUEST')
+    expect(empty?.message).to.match(/at least one event/)
+    expect(session.seq).to.equal(4)
   })
 
   it('reads only the types asked for, in seq order, with paging', async () => {

@@ -312,6 +312,7 @@ export class Recovery {
    */
   async appendRecords(session: Session, entries: readonly RecoveryEntry[]): Promise<RecoveryState> {
     let trial = await this.state(session)
+    if (!entries.length) return trial
     const envelopes = entries.map(({ kind, recordId, payload }, i) => {
       const envelope = recoveryRecord(kind, recordId, payload as never)
       trial = foldRecovery(trial, { seq: session.seq + i, type: RECORD_EVENT_TYPE, time: Date.now(), data: JSON.parse(JSON.stringify(envelope)) })

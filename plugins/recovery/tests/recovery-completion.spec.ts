@@ -102,6 +102,10 @@ describe('recovery: the completion gate through a real host', () => {
     expect(refused?.message).to.match(/second receipt/)
     expect(session.seq).to.equal(seq)
     expect(await recoveryRecords(session, 'strategy')).to.have.length(0)
+    // Nothing to append is nothing written, not a refusal.
+    const journal = (await host.ctx.recovery.state(session)).journal
+    expect((await host.ctx.recovery.appendRecords(session, [])).journal).to.deep.equal(journal)
+    expect(session.seq).to.equal(seq)
   })
 
   it('changes strategy after the identical failure twice and queues a controller follow-up', async () => {

@@ -87,8 +87,11 @@ export class Session {
    * answered before it is durable nor go down with the step's commit.
    */
   appendBatch<D = any>(entries: { type: string, data: D }[], options: AppendOptions = {}): Promise<SessionEvent<D>[]> {
-    if (!entries.length || entries.some((entry) => typeof entry.type !== 'string' || !entry.type)) {
-      return Promise.reject(new TaskwardError('BAD_REQUEST', 'Every event needs a non-empty type.'))
+    if (!entries.length) {
+      return Promise.reject(new TaskwardError('BAD_REQUEST', 'An append needs at least one event; nothing was written.'))
+    }
+    if (entries.some((entry) => typeof entry.type !== 'string' || !entry.type)) {
+      return Promise.reject(new TaskwardError('BAD_REQUEST', 'Every event needs a non-empty type; nothing was written.'))
     }
     // An idle log starts the commit at once (no extra turn of the promise queue on the hot path).
     const run = this.pending ? this.tail.then(() => this.commitBatch(entries, options)) : this.commitBatch(entries, options)
