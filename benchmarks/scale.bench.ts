@@ -33,7 +33,6 @@
  * load average is printed with the figures.
  */
 import { spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
 import { readFile, rm } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -43,6 +42,7 @@ import { removeTree } from '@taskward/testkit'
 import { bareLoop, bootHost, Endpoint, quantile, runTasks, type PluginSet } from './scale-harness'
 import { flatRun, type FlatResult } from './scale-flat'
 import { Goals } from './goals'
+import { machineBusyMs } from './machine-cpu'
 import { profiled } from './cpu-profile'
 
 const number = (name: string, fallback: number) => {
@@ -79,20 +79,6 @@ if (![...PARTS].every((part) => ['gap', 'rate', 'flat'].includes(part))) {
 /** SCALE_PROFILE_FLAT=<sessions>: also profile the flat run with that many sessions (its longest stretches). */
 const PROFILE_FLAT = process.env.SCALE_PROFILE_FLAT ? number('SCALE_PROFILE_FLAT', 50) : undefined
 
-/**
- * CPU time every process of the machine has used (ms; /proc/stat's busy fields), NaN where there is no
- * /proc: the endpoint, the launcher and the checks share the cores with the host.
- */
-function machineBusyMs(): number {
-  try {
-    const [, ...fields] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).map(Number)
-    // user nice system idle iowait irq softirq steal: all but idle and iowait are busy.
-    const busy = fields.slice(0, 8).reduce((sum, value, i) => i === 3 || i === 4 ? sum : sum + value, 0)
-    return (busy * 1000) / 100
-  } catch {
-    return NaN
-  }
-}
 const ms = (value: number) => `${value.toFixed(1)} ms`
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`
 const load = () => loadavg().map((value) => value.toFixed(2)).join(' ')
