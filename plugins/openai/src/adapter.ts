@@ -1,10 +1,10 @@
-import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai'
+import OpenAI, { APIUserAbortError } from 'openai'
 import type { Context } from 'cordis'
 import type { ModelAdapter, ModelRequest, Session } from '@taskward/host'
 import { TaskwardError, type SessionEvent } from '@taskward/protocol'
 import type { ContextConfig, RouteConfig } from './config'
-import { cut, layoutMessages, type ChatMessage, type Layout, type StateNote } from './context'
-import { bodyMessage, contextRefusal } from './context-limit'
+import { layoutMessages, type ChatMessage, type Layout, type StateNote } from './context'
+import { modelFault, safeString } from './model-fault'
 import { discoverContext } from './discovery'
 import { judgePromptReport, RouteContext } from './route-context'
 import { SAFETY_MARGIN, TokenCounter } from './tokens'
@@ -330,7 +330,7 @@ export class OpenAIRoute implements ModelAdapter {
       return step
     } catch (error) {
       if (request.signal.aborted) throw new TaskwardError('MODEL_UNAVAILABLE', 'The model request was cancelled.', { route: this.config.route, cancelled: true })
-      throw this.fault(error, stalled, refused.body, plan)
+      throw modelFault(error, this.config, { stalled, body: refused.body, estimate: plan.estimate })
     } finally {
       clearTimeout(timer)
       this.refusals.delete(stepId)
@@ -355,56 +355,5 @@ export class OpenAIRoute implements ModelAdapter {
     this.ctx.logger('openai').warn('MODEL_CONTEXT_TRUNCATED: %s', message)
     await request.session.append('model/warning', { code: 'MODEL_CONTEXT_TRUNCATED', route: this.config.route, message, reported, sent: plan.estimate })
       .catch(() => {})
-  }
-
-  /** A coded, key-free error for any failure of a step. */
-  private fault(error: unknown, stalled: boolean, body: string | undefined, plan: Plan): TaskwardError {
-    const route = this.config.route
-    const scrub = (text: string) => redact(text, this.config.apiKey)
-    if (stalled) {
-      return new TaskwardError('MODEL_UNAVAILABLE',
-        `Model route "${route}" sent nothing for ${this.config.timeoutMs} ms; the step was stopped. Retry the turn, or raise timeoutMs.`,
-        { route, reason: 'stalled' })
-    }
-    if (error instanceof APIConnectionError) {
-      return new TaskwardError('MODEL_UNAVAILABLE',
-        `Model route "${route}" could not be reached (${scrub(error.message)}) after ${this.config.maxRetries} retries; check baseURL and the network, then retry the turn.`,
-        { route, reason: 'connection' })
-    }
-    if (error instanceof APIError) {
-      const status = error.status
-      const text = body ?? (error.error ? safeString(error.error) : '')
-      const refusal = contextRefusal(status, `${text}\n${error.message}\n${error.code ?? ''}`)
-      if (refusal) {
-        const limit = refusal.limit
-        return new TaskwardError('MODEL_CONTEXT_EXCEEDED',
-          `Model route "${route}" refused the request as longer than its context (${limit ? `limit ${limit} tokens` : 'no limit named'}, `
-          + `request ${refusal.requested ?? `≈${plan.estimate}`} tokens). Nothing is lost: send a shorter message, or use a model with a larger context, then /task resume.`,
-          { route, status, reason: 'context', ...(limit ? { limit } : {}), requested: refusal.requested ?? plan.estimate, ...(refusal.completion ? { completion: refusal.completion } : {}) })
-      }
-      // The SDK's message is empty when the endpoint's body is not `{error: {message}}` (vLLM's flat errors).
-      const said = error.error ? error.message : body ? bodyMessage(body) : error.message
-      const hint = status === 401 || status === 403 ? 'the endpoint refused the API key; check it'
-        : status === 404 ? 'check the model name and baseURL'
-          : status === 429 ? 'the endpoint is rate limiting; wait and retry the turn'
-            : status && status >= 500 ? 'the endpoint failed; retry the turn later'
-              : 'the endpoint refused the request'
-      return new TaskwardError('MODEL_UNAVAILABLE',
-        `Model route "${route}" answered ${status ?? 'an error'}: ${cut(scrub(said), 500)} — ${hint}.`,
-        { route, status, reason: 'status' })
-    }
-    if (error instanceof TaskwardError) return error
-    return new TaskwardError('MODEL_UNAVAILABLE',
-      `Model route "${route}" failed: ${scrub(error instanceof Error ? error.message : String(error)).slice(0, 500)}. Retry the turn.`,
-      { route, reason: 'stream' })
-  }
-}
-
-function safeString(value: unknown) {
-  if (value instanceof Error) return value.message
-  try {
-    return JSON.stringify(value)
-  } catch {
-    return String(value)
   }
 }
