@@ -7,8 +7,10 @@ import { readFileSync } from 'node:fs'
  */
 export function busyMsOfStat(statText: string): number {
   const [, ...fields] = statText.split('\n')[0].trim().split(/\s+/).map(Number)
-  // user nice system idle iowait irq softirq steal: all but idle and iowait are busy.
-  const busy = fields.slice(0, 8).reduce((sum, value, i) => i === 3 || i === 4 ? sum : sum + value, 0)
+  // user nice system idle iowait irq softirq: all but idle and iowait are busy. Not steal (the 8th):
+  // time the hypervisor ran other machines while this one waited, which no process here used; guest
+  // time (9th, 10th) is inside user and nice already.
+  const busy = fields.slice(0, 7).reduce((sum, value, i) => i === 3 || i === 4 ? sum : sum + value, 0)
   return (busy * 1000) / 100
 }
 
