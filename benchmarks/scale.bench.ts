@@ -19,7 +19,8 @@
  *      one before; SCALE_FLAT_SPREAD_MS spreads the task starts over that long (default 0: all at once).
  *
  * SCALE_FULL_WITHOUT=recovery (a comma-separated list of workspace, admission, repair, recovery,
- * console) drops those plugins from the full set: what each one costs.
+ * console; another name is refused) drops those plugins from the full set: what each one costs. The
+ * rows and goals then name the set measured ('full set without recovery').
  *
  * The endpoint reports usage at ~4 characters per token instead of running a tokenizer over every
  * prompt (~5 ms of CPU per answer on the host's cores; a real endpoint's counting costs the host
