@@ -83,6 +83,28 @@ export type PluginSet = 'kernel+supervisor' | 'full'
 const routeConfig = (baseURL: string) => ({ routes: [{ route: 'endpoint', baseURL, apiKey: 'sk-scale', model: 'scale', maxRetries: 0, timeoutMs: 600_000 }] })
 const supervisorConfig = { automaticContinuation: true, progressReviewAfterTurns: 3, reviewerModel: 'openai', defaultModel: 'openai' }
 
+/** The plugins SCALE_FULL_WITHOUT may drop from the full set. */
+export const DROPPABLE = ['workspace', 'admission', 'repair', 'recovery', 'console']
+
+/**
+ * The plugins `value` (SCALE_FULL_WITHOUT: comma-separated) drops from the full set, sorted. A name that
+ * is not in DROPPABLE is refused: a typo would measure the whole set and print it as the reduced one.
+ */
+export function droppedPlugins(value = process.env.SCALE_FULL_WITHOUT ?? ''): string[] {
+  const names = [...new Set(value.split(',').map((name) => name.trim()).filter(Boolean))].sort()
+  const unknown = names.filter((name) => !DROPPABLE.includes(name))
+  if (unknown.length) {
+    throw new Error(`SCALE_FULL_WITHOUT names ${unknown.map((name) => JSON.stringify(name)).join(', ')}; it takes a comma-separated list of ${DROPPABLE.join(', ')}.`)
+  }
+  return names
+}
+
+/** What rows and goals call the full set as measured: `full set`, or `full set without <dropped>`. */
+export function fullSetName(value = process.env.SCALE_FULL_WITHOUT ?? ''): string {
+  const dropped = droppedPlugins(value)
+  return dropped.length ? `full set without ${dropped.join(', ')}` : 'full set'
+}
+
 /** A host with one plugin set (`full`: the plugins of cordis.yml, with a check recovery can run). */
 export async function bootHost(set: PluginSet, baseURL: string, durability: 'fsync' | 'os' = 'fsync') {
   const dataDir = await mkdtemp(join(tmpdir(), 'taskward-scale-'))
@@ -94,7 +116,7 @@ export async function bootHost(set: PluginSet, baseURL: string, durability: 'fsy
     ['console', [WebConsole, { demo: false }]],
   ]
   // SCALE_FULL_WITHOUT=recovery,console: the full set less those plugins (what each one costs).
-  const without = new Set((process.env.SCALE_FULL_WITHOUT ?? '').split(',').filter(Boolean))
+  const without = new Set(droppedPlugins())
   const plugins: any[] = set === 'kernel+supervisor' ? [openai, supervisor] : full.filter(([name]) => !without.has(name)).map(([, plugin]) => plugin)
   const host = await TestHost.boot({
     dataDir, plugins,

@@ -113,4 +113,25 @@ describe('recovery: SIGKILL of the host during a candidate promotion', function 
       await resumeAndComplete(session.id, { c0, c1, survivor: survivor === 'previous' ? c0 : c1, receipts: survivor === 'previous' ? 1 : 2, reconciled: 1 })
     })
   }
+
+  // Under DSH one append is one flush of a line file: a crash may keep any prefix of it. The prefixes
+  // that end inside the journal are the older hosts' logs above; this one keeps the whole promotion
+  // and its receipt but not the decision.
+  it('a log that kept the promotion and its receipt but not the decision: the new candidate stands, nothing to reconcile, completion promotes nothing twice', async () => {
+    const { session, c0, c1 } = await promotedOnce()
+    const state = await host.ctx.recovery.state(session)
+    const journalId = `candidate-${summarizeJournal(state.journal).length + 1}`
+    const at = Date.now()
+    await host.ctx.recovery.appendRecords(session, [
+      ...(['proposed', 'verified', 'committed'] as const).map((stage) => ({ kind: 'candidate' as const, recordId: `${journalId}:${stage}`, payload: { journalId, stage, digest: c1, parent: c0, at } })),
+      { kind: 'receipt', recordId: `${journalId}:receipt`, payload: { journalId, digest: c1, previous: c0, at } },
+    ])
+    const decisions = (await recoveryRecords(session, 'decision')).length
+    await host.stop()
+    await host.start()
+    const restored = await host.ctx.sessions.get(session.id)
+    expect((await host.ctx.recovery.state(restored)).authoritative).to.equal(c1)
+    expect(await recoveryRecords(restored, 'decision')).to.have.length(decisions)
+    await resumeAndComplete(session.id, { c0, c1, survivor: c1, receipts: 2, reconciled: 0 })
+  })
 })

@@ -10,6 +10,7 @@ import Admission from '@taskward/plugin-admission'
 import { appendRecord, readerPlugin, REPAIR, tasksReader, TASKS } from '../plugins/admission/tests/fixtures'
 import { hostProcess } from '../plugins/database/tests/store-processes'
 import { bootRecovery } from '../plugins/recovery/tests/fixtures'
+import { findOnPath } from '@taskward/plugin-recovery'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
@@ -88,6 +89,25 @@ describe('store: npm run doctor', function () {
       process.chdir(saved.cwd)
       await host?.dispose()
       await removeTree(dir)
+    }
+  })
+
+  it('looks bwrap up on the PATH the checks get when the host\'s PATH has no absolute entry (their default, /usr/bin and /bin)', async function () {
+    // The checks' PATH is never empty: without an absolute entry it is /usr/bin:/bin, where their
+    // bwrap is found; a doctor that saw no directory at all reported it missing (checks refused).
+    const saved = { path: process.env.PATH, cwd: process.cwd() }
+    process.env.PATH = 'relbin'
+    let host: TestHost | undefined
+    try {
+      const bwrap = await findOnPath('bwrap')
+      if (!bwrap) return this.skip()
+      host = await bootRecovery({ sandbox: 'auto' })
+      const sandbox = (await diagnose(host.ctx)).find((f) => f.check === 'recovery sandbox')!
+      expect(sandbox.verdict, sandbox.detail).to.equal('ok')
+      expect(sandbox.detail).to.equal(`bubblewrap (${bwrap})`)
+    } finally {
+      process.env.PATH = saved.path
+      await host?.dispose()
     }
   })
 

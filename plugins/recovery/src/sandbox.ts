@@ -2,7 +2,7 @@ import { realpath, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { delimiter, isAbsolute, join } from 'node:path'
 import { dataDirectory } from '@taskward/plugin-database'
-import { TaskwardError, type SandboxKind } from '@taskward/protocol'
+import { CHECK_DEFAULT_PATH, checkSearchPath, TaskwardError, type SandboxKind } from '@taskward/protocol'
 import { isExecutable, prepareInLauncher, removeInLauncher, whichAll } from './launcher'
 
 /** A fresh place for one verification: the candidate's copy and an empty home. */
@@ -45,7 +45,7 @@ export async function removeArea(area: CheckArea): Promise<Error | undefined> {
 }
 
 /** A check's PATH when the host has none, or none absolute (never empty: execvp reads that as the cwd). */
-const DEFAULT_PATH = ['/usr/bin', '/bin'].join(delimiter)
+const DEFAULT_PATH = CHECK_DEFAULT_PATH
 
 /**
  * The PATH of a check, and of every lookup made for one: the host's absolute entries only. A relative
@@ -54,8 +54,7 @@ const DEFAULT_PATH = ['/usr/bin', '/bin'].join(delimiter)
  * model wrote — so a planted `bin/sh` would shadow the system's. `relativePathWarning` says so at start.
  */
 export function checkPath(hostPath = process.env.PATH ?? DEFAULT_PATH): string {
-  const kept = hostPath.split(delimiter).filter((entry) => isAbsolute(entry))
-  return kept.length ? kept.join(delimiter) : DEFAULT_PATH
+  return checkSearchPath(hostPath)
 }
 
 /** The warning to log once at plugin start when the host's PATH has entries a check will not get. */

@@ -1,6 +1,7 @@
 import type { Context } from 'cordis'
 import { access, constants } from 'node:fs/promises'
-import { delimiter, dirname, isAbsolute, join } from 'node:path'
+import { delimiter, dirname, join } from 'node:path'
+import { checkSearchPath } from '@taskward/protocol'
 import { storeDriver, storeHealth } from './health'
 
 export type Verdict = 'ok' | 'warn' | 'fail'
@@ -15,12 +16,12 @@ export interface Finding {
 const TABLES = ['taskward_session', 'taskward_event', 'taskward_projection']
 
 /**
- * Where `program` is on PATH, looking only at absolute entries — as the recovery checks' lookups do:
- * a relative one would be resolved in the check's copy of the candidate, so it never counts there.
+ * Where `program` is on the PATH the recovery checks get (`checkSearchPath`: PATH's absolute entries,
+ * else /usr/bin and /bin): a relative entry would be resolved in the check's copy of the candidate, so
+ * it never counts there, and a PATH without an absolute entry is not an empty one to them.
  */
 async function onPath(program: string) {
-  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
-    if (!isAbsolute(dir)) continue
+  for (const dir of checkSearchPath(process.env.PATH).split(delimiter)) {
     try {
       await access(join(dir, program), constants.X_OK)
       return join(dir, program)
