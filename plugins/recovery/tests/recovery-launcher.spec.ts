@@ -1,5 +1,6 @@
 import { expect } from 'chai'
 import { execFile, spawnSync } from 'node:child_process'
+import { getEventListeners } from 'node:events'
 import { createRequire, syncBuiltinESMExports } from 'node:module'
 import { chmod, lstat, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -310,6 +311,44 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
       process.off('warning', onWarning)
     }
   })
+  it('leaves no abort listener on its owner\'s signal once the owner\'s runs ended, however often the launcher was replaced (no leak warning)', async function () {
+    this.timeout(30_000)
+    const dir = await mkdtemp(join(tmpdir(), 'taskward-owner-'))
+    cleanup.push(dir)
+    const warnings: string[] = []
+    const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`)
+    process.on('warning', onWarning)
+    try {
+      // One signal for the plugin's life; a launcher that dies (a crash, a copy-mode check killing its
+      // parent) is replaced, and each new one must not add a listener the old one left behind.
+      const owner = new AbortController()
+      const sink = { push: () => {}, skip: () => {} }
+      const request = { file: 'sh', args: ['-c', 'exit 0'], cwd: dir, env: { PATH: process.env.PATH! }, timeoutMs: 10_000, graceMs: 200, outputLimitBytes: 4096 }
+      for (let i = 0; i < 12; i++) {
+        expect(await launch(request, sink, owner.signal)).to.deep.include({ exit: { code: 0, signal: null } })
+        expect(getEventListeners(owner.signal, 'abort')).to.have.length(0)
+        await stopLauncher()
+      }
+      // A run killed with its launcher lets go of the signal too.
+      const dying = launch({ ...request, args: ['-c', 'exec sleep 30'] }, sink, owner.signal).then(() => 'resolved', (error) => error.code)
+      expect(getEventListeners(owner.signal, 'abort')).to.have.length(1)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      await stopLauncher()
+      expect(await dying).to.equal('INTERNAL')
+      expect(getEventListeners(owner.signal, 'abort')).to.have.length(0)
+      // The owner's abort still kills what it runs now.
+      const running = launch({ ...request, args: ['-c', 'echo $$ > pid; exec sleep 30'] }, sink, owner.signal).then(() => 'resolved', (error) => error.code)
+      await until(async () => (await readFile(join(dir, 'pid'), 'utf8').catch(() => '')).trim().length > 0)
+      owner.abort()
+      expect(await running).to.equal('ABORTED')
+      expect(await alive(Number((await readFile(join(dir, 'pid'), 'utf8')).trim()))).to.equal(false)
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(warnings.filter((warning) => /MaxListeners|memory leak/.test(warning))).to.deep.equal([])
+    } finally {
+      process.off('warning', onWarning)
+    }
+  })
+
   it('kills a running check\'s process group when the launcher process dies, and refuses the check as a runner fault', async () => {
     const cwd = await tempWorkspace({ 'README.md': '# x\n' })
     cleanup.push(cwd)
