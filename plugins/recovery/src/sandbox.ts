@@ -139,7 +139,8 @@ export async function programExists(program: string, cwd: string, path = process
 }
 
 /**
- * The argv that runs `argv` in bubblewrap: every namespace unshared (no network), the host read-only,
+ * The argv that runs `argv` in bubblewrap: every namespace unshared (no network), no capabilities
+ * (also when the host runs as root), the host read-only,
  * a fresh /dev, /proc and /tmp, `hidden` directories replaced by empty tmpfs (the data directory), and
  * only the copy and the temp home writable. $HOME stays visible read-only: programs may live there.
  * Refused when bwrap is not installed (`SERVICE_UNAVAILABLE`): running the check unsandboxed instead
@@ -155,7 +156,9 @@ export async function bwrapArgv(area: CheckArea, argv: string[], hidden: string[
       { reason: 'bwrap-missing' })
   }
   return [
-    bwrap, '--unshare-all', '--die-with-parent', '--new-session',
+    // No capabilities: run as root, bubblewrap keeps them all, and with CAP_SYS_ADMIN a check remounts
+    // the host read-write (`mount -o remount,bind,rw /`) and unmounts the private /tmp over it.
+    bwrap, '--unshare-all', '--die-with-parent', '--new-session', '--cap-drop', 'ALL',
     '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp',
     // Before the binds of the area, so an area inside a hidden directory stays reachable.
     ...hidden.flatMap((dir) => ['--tmpfs', dir]),
