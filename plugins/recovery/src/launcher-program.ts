@@ -25,8 +25,8 @@ const post = (message) => {
 }
 const { spawn } = require('node:child_process')
 const { accessSync, constants } = require('node:fs')
-const { chmod, cp, mkdir, mkdtemp, readdir, realpath, rm } = require('node:fs/promises')
-const { delimiter, isAbsolute, join, relative } = require('node:path')
+const { chmod, copyFile, lstat, mkdir, mkdtemp, open, readdir, readlink, realpath, rm, symlink } = require('node:fs/promises')
+const { delimiter, isAbsolute, join } = require('node:path')
 
 const killGroup = (pid) => {
   if (pid === undefined) return
@@ -123,6 +123,52 @@ function run(id, { file, args, cwd, env, timeoutMs, graceMs, outputLimitBytes })
   })
 }
 
+// A regular file's content and mode. Opened without following a link and without blocking, then checked
+// to be a regular file still: a workspace entry listed as a file can be swapped for a FIFO (by a process
+// the agent left running) before it is opened, and a blocking open of a FIFO waits for a writer for ever,
+// holding one of this process's few file-system threads (every copy and removal waits behind them).
+// On Linux the content is copied from the opened file itself (/proc/self/fd names it), elsewhere read.
+const copyRegular = async (from, to) => {
+  const source = await open(from, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+  try {
+    const stats = await source.stat()
+    if (!stats.isFile()) throw new Error('cannot copy ' + from + ': it is no longer a regular file (it changed while it was copied)')
+    if (process.platform === 'linux') return await copyFile('/proc/self/fd/' + source.fd, to)
+    const target = await open(to, 'wx', stats.mode & 0o7777)
+    try {
+      const buffer = Buffer.allocUnsafe(1 << 20)
+      for (;;) {
+        const { bytesRead } = await source.read(buffer, 0, buffer.length, null)
+        if (!bytesRead) break
+        await target.write(buffer, 0, bytesRead)
+      }
+      await target.chmod(stats.mode & 0o7777)
+    } finally {
+      await target.close()
+    }
+  } finally {
+    await source.close()
+  }
+}
+// Directories, regular files and symbolic links (copied as links, never followed: readdir's types are
+// lstat's); anything else (a FIFO, a socket, a device) fails the copy, naming it. A directory gets its
+// mode once it is filled (a read-only one could not be filled).
+const copyTree = async (from, to, skipGit) => {
+  const mode = (await lstat(from)).mode & 0o7777
+  await mkdir(to, { mode: 0o700 })
+  for (const entry of await readdir(from, { withFileTypes: true })) {
+    if (skipGit && entry.name === '.git') continue
+    const source = join(from, entry.name)
+    const target = join(to, entry.name)
+    if (entry.isDirectory()) await copyTree(source, target, false)
+    else if (entry.isSymbolicLink()) await symlink(await readlink(source), target)
+    else if (entry.isFile()) await copyRegular(source, target)
+    else throw new Error('cannot copy ' + source + ': only regular files, directories and symbolic links are copied, and this is a '
+      + (entry.isFIFO() ? 'FIFO' : entry.isSocket() ? 'socket' : 'device'))
+  }
+  await chmod(to, mode)
+}
+
 // A check's area: a new directory under base with an empty home and a copy of cwd (symlinks as links,
 // the root .git left out unless keepGit). Here, where the file system's round trips wait for nothing
 // else: on a busy host each of the copy's dozens would wait for its event loop.
@@ -135,7 +181,7 @@ const prepare = async (id, { cwd, base, keepGit }) => {
   post({ id, kind: 'made', root })
   try {
     await mkdir(join(root, 'home'))
-    await cp(source, join(root, 'work'), { recursive: true, verbatimSymlinks: true, filter: (path) => keepGit || relative(source, path) !== '.git' })
+    await copyTree(source, join(root, 'work'), !keepGit)
     return { root, real: await realpath(root) }
   } catch (error) {
     await rm(root, { recursive: true, force: true })

@@ -2,7 +2,7 @@ import { expect } from 'chai'
 import { execFile, spawnSync } from 'node:child_process'
 import { getEventListeners } from 'node:events'
 import { createRequire, syncBuiltinESMExports } from 'node:module'
-import { chmod, lstat, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises'
+import { chmod, lstat, mkdtemp, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { removeTree, tempWorkspace } from '@taskward/testkit'
@@ -78,6 +78,71 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
       await removeArea(area)
     }
     expect(await readFile(join(cwd, 'answer.txt'), 'utf8')).to.equal('right')
+  })
+
+  it('never hangs copying a workspace where a process keeps swapping a FIFO in for a file (an open of a FIFO waits for a writer for ever)', async function () {
+    this.timeout(60_000)
+    const files: Record<string, string> = {}
+    for (let i = 0; i < 40; i++) files[`f${i}.txt`] = `${i}\n`
+    const cwd = await tempWorkspace(files)
+    const side = await mkdtemp(join(tmpdir(), 'taskward-swap-'))
+    cleanup.push(cwd, side)
+    for (let i = 0; i < 12; i++) spawnSync('mkfifo', [join(side, `p${i}`)])
+    // What an agent can leave running: t<i> is a regular file, then for an instant a FIFO, again and again.
+    const swapper = childProcess.spawn(process.execPath, ['-e', `
+      const { renameSync, writeFileSync } = require('node:fs')
+      const { join } = require('node:path')
+      const [cwd, side] = process.argv.slice(1)
+      const pause = new Int32Array(new SharedArrayBuffer(4))
+      for (;;) {
+        for (let i = 0; i < 12; i++) {
+          renameSync(join(side, 'p' + i), join(cwd, 't' + i))
+          renameSync(join(cwd, 't' + i), join(side, 'p' + i))
+          writeFileSync(join(side, 'r' + i), 'x')
+          renameSync(join(side, 'r' + i), join(cwd, 't' + i))
+        }
+        Atomics.wait(pause, 0, 0, 2)
+      }`, cwd, side], { stdio: 'ignore' })
+    const outcomes: Record<string, number> = {}
+    try {
+      const end = Date.now() + 15_000
+      for (let copies = 0; copies < 250 && Date.now() < end; copies++) {
+        const copy = prepareArea(cwd, false).then(async (area) => { await removeArea(area); return 'made' }, (error) => /FIFO|no longer a regular file/.test(error.message) ? 'refused' : 'vanished')
+        const outcome = await Promise.race([copy, new Promise<string>((resolve) => setTimeout(() => resolve('hung'), 5000))])
+        outcomes[outcome] = (outcomes[outcome] ?? 0) + 1
+        if (outcome === 'hung') break
+      }
+    } finally {
+      swapper.kill('SIGKILL')
+      // A hung copy holds one of the launcher's threads for ever: only its end frees it.
+      if (outcomes.hung) await stopLauncher()
+    }
+    expect(outcomes.hung ?? 0, JSON.stringify(outcomes)).to.equal(0)
+    expect(outcomes.made, JSON.stringify(outcomes)).to.be.greaterThan(0)
+  })
+
+  it('copies directories, files and symbolic links with their modes, and refuses a FIFO (any special file) by name', async () => {
+    const cwd = await tempWorkspace({ 'bin/run.sh': 'exit 0\n', 'ro/inside.txt': 'x', 'data.txt': 'd' })
+    cleanup.push(cwd)
+    await chmod(join(cwd, 'bin/run.sh'), 0o755)
+    await chmod(join(cwd, 'ro'), 0o555)
+    await symlink('../data.txt', join(cwd, 'bin/link'))
+    await symlink('/nonexistent/target', join(cwd, 'dangling'))
+    const area = await prepareArea(cwd, false)
+    try {
+      expect((await lstat(join(area.work, 'bin/run.sh'))).mode & 0o7777).to.equal(0o755)
+      expect((await lstat(join(area.work, 'ro'))).mode & 0o7777).to.equal(0o555)
+      expect(await readFile(join(area.work, 'ro/inside.txt'), 'utf8')).to.equal('x')
+      expect(await readlink(join(area.work, 'bin/link'))).to.equal('../data.txt')
+      expect(await readlink(join(area.work, 'dangling'))).to.equal('/nonexistent/target')
+    } finally {
+      await chmod(join(area.work, 'ro'), 0o755).catch(() => {})
+      await removeArea(area)
+    }
+    await chmod(join(cwd, 'ro'), 0o755)
+    spawnSync('mkfifo', [join(cwd, 'ro/pipe')])
+    const refused = await prepareArea(cwd, false).then(() => 'made', (error) => error.message)
+    expect(refused).to.match(/pipe/).and.to.match(/FIFO/)
   })
 
   it('removes a copy the check left unremovable (a directory chmod 000 with files in it), as a user without root\'s override', async function () {
