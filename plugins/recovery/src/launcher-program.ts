@@ -18,6 +18,8 @@
 // SIGKILLed — the IPC channel closes and this process kills every check it runs, then exits.
 export const LAUNCHER_SOURCE = `
 const groups = new Set()
+// The areas 'prepare' made that no 'remove' has removed yet (the host's until then).
+const areas = new Set()
 // Each running check's pid by request id, so its owner can cancel it ('cancel').
 const running = new Map()
 const post = (message) => {
@@ -157,6 +159,8 @@ const copyTree = async (from, to, skipGit) => {
   const mode = (await lstat(from)).mode & 0o7777
   await mkdir(to, { mode: 0o700 })
   for (const entry of await readdir(from, { withFileTypes: true })) {
+    // The host is gone: the copy is being removed (hostGone), no use making more of it.
+    if (gone) throw new Error('the host is gone')
     if (skipGit && entry.name === '.git') continue
     const source = join(from, entry.name)
     const target = join(to, entry.name)
@@ -179,12 +183,14 @@ const prepare = async (id, { cwd, base, keepGit }) => {
   const root = await mkdtemp(join(base, 'taskward-check-'))
   // The host removes it should this process die before the copy is done (it cannot, then).
   post({ id, kind: 'made', root })
+  areas.add(root)
   try {
     await mkdir(join(root, 'home'))
     await copyTree(source, join(root, 'work'), !keepGit)
     return { root, real: await realpath(root) }
   } catch (error) {
     await rm(root, { recursive: true, force: true })
+    areas.delete(root)
     throw error
   }
 }
@@ -214,7 +220,7 @@ process.on('message', ({ id, kind, request }) => {
     if (kind === 'prepare') {
       settleWith(id, prepare(id, request))
     } else if (kind === 'remove') {
-      settleWith(id, removeTree(request.path).then(() => true))
+      settleWith(id, removeTree(request.path).then(() => { areas.delete(request.path); return true }))
     } else if (kind === 'which') {
       post({ id, kind: 'done', outcome: request.programs.map((program) => which(program, request.path)) })
     } else if (kind === 'cancel') {
@@ -232,9 +238,14 @@ process.on('message', ({ id, kind, request }) => {
 })
 // The host is gone (exited, crashed or SIGKILLed): nothing is left to time the checks out. A write to
 // it can fail (EPIPE, emitted on process) before the channel's end is read: the same news, not a crash.
+// Nor is anything left to remove the copies it was given: removed here (once the checks are killed),
+// or every crashed host would leave whole workspaces behind in the temp directory.
+let gone = false
 const hostGone = () => {
+  if (gone) return
+  gone = true
   for (const pid of groups) killGroup(pid)
-  process.exit(0)
+  Promise.all([...areas].map((root) => removeTree(root).catch(() => {}))).finally(() => process.exit(0))
 }
 process.on('disconnect', hostGone)
 process.on('error', hostGone)

@@ -483,7 +483,7 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
   })
 
   for (const [how, what] of [['exit', 'exits (nothing is left to time it out)'], ['SIGKILL', 'is SIGKILLed (the launcher sees it gone)']] as const) {
-    it(`kills a running check's process group when the host process ${what}`, async () => {
+    it(`kills a running check's process group and removes its copy when the host process ${what}`, async () => {
       const cwd = await tempWorkspace({ 'README.md': '# x\n' })
       cleanup.push(cwd)
       const child = join(import.meta.dirname, 'recovery-launcher-exit.child.ts')
@@ -495,6 +495,8 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
       try {
         expect(pid).to.be.greaterThan(0)
         await until(async () => !(await alive(pid)), 5000)
+        // Nor is anything left to remove its copy: the launcher removes it before it exits.
+        await until(async () => !(await lstat(area.root).then(() => true, () => false)), 5000)
       } finally {
         await removeArea(area)
       }
@@ -516,6 +518,7 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
       process.kill(launcher, 'SIGCONT')
       await until(async () => !(await alive(pid)), 5000)
       await until(async () => !(await alive(launcher)), 5000)
+      expect(await lstat(area.root).then(() => 'left behind', () => 'removed')).to.equal('removed')
     } finally {
       try { process.kill(launcher, 'SIGCONT') } catch {}
       if (await alive(pid)) process.kill(pid, 'SIGKILL')
