@@ -365,7 +365,7 @@ export class Recovery {
           results.push(changed)
           continue
         }
-        const run = await runCheck(spec, area, { sandbox, outputLimitBytes: this.config.outputLimitBytes, hidden, signal: this.runs.signal })
+        const run = await runCheck(spec, area, { sandbox, outputLimitBytes: this.config.outputLimitBytes, hidden, workspace: cwd, signal: this.runs.signal })
         results.push(checkResultOf(spec, run, { roots: area.roots }))
       } finally {
         const left = await removeArea(area)
