@@ -28,7 +28,7 @@ const post = (message) => {
 const { spawn } = require('node:child_process')
 const { accessSync, constants } = require('node:fs')
 const { chmod, copyFile, lstat, mkdir, mkdtemp, open, readdir, readlink, realpath, rm, symlink } = require('node:fs/promises')
-const { delimiter, isAbsolute, join } = require('node:path')
+const { delimiter, isAbsolute, join, relative } = require('node:path')
 
 const killGroup = (pid) => {
   if (pid === undefined) return
@@ -180,6 +180,11 @@ const prepare = async (id, { cwd, base, keepGit }) => {
   // The directory cwd names: cp copies a path that is a symlink as the link, and a check would run
   // in the workspace itself.
   const source = await realpath(cwd)
+  // A temp directory inside the workspace: the copy would copy itself, level after level.
+  const within = relative(source, await realpath(base))
+  if (within === '' || !(within === '..' || within.startsWith('../') || isAbsolute(within))) {
+    throw new Error('cannot copy the workspace ' + source + ' into the temp directory ' + base + ', which is inside it: set TMPDIR to a directory outside the workspace')
+  }
   const root = await mkdtemp(join(base, 'taskward-check-'))
   // The host removes it should this process die before the copy is done (it cannot, then).
   post({ id, kind: 'made', root })

@@ -1,7 +1,7 @@
 import { realpathSync } from 'node:fs'
 import { realpath, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { delimiter, isAbsolute, join, relative, resolve } from 'node:path'
+import { delimiter, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { dataDirectory } from '@taskward/plugin-database'
 import { TaskwardError, type SandboxKind } from '@taskward/protocol'
 import { isExecutable, prepareInLauncher, removeInLauncher, whichAll } from './launcher'
@@ -61,7 +61,7 @@ function namesOf(path: string): string[] {
 function inside(entry: string, workspace: string[]): boolean {
   return namesOf(entry).some((name) => workspace.some((root) => {
     const rest = relative(root, name)
-    return rest === '' || (!rest.startsWith('..') && !isAbsolute(rest))
+    return rest === '' || (rest !== '..' && !rest.startsWith(`..${sep}`) && !isAbsolute(rest))
   }))
 }
 

@@ -2,7 +2,7 @@ import { expect } from 'chai'
 import { execFile, spawnSync } from 'node:child_process'
 import { getEventListeners } from 'node:events'
 import { createRequire, syncBuiltinESMExports } from 'node:module'
-import { chmod, lstat, mkdtemp, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises'
+import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { removeTree, tempWorkspace } from '@taskward/testkit'
@@ -143,6 +143,27 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
     spawnSync('mkfifo', [join(cwd, 'ro/pipe')])
     const refused = await prepareArea(cwd, false).then(() => 'made', (error) => error.message)
     expect(refused).to.match(/pipe/).and.to.match(/FIFO/)
+  })
+
+  it('refuses to copy a workspace into itself (a temp directory inside the workspace) and leaves nothing behind', async function () {
+    this.timeout(20_000)
+    const cwd = await tempWorkspace({ 'answer.txt': 'right', 'src/a.txt': 'a' })
+    cleanup.push(cwd)
+    const base = join(cwd, 'tmp')
+    await mkdir(base)
+    const previous = process.env.TMPDIR
+    process.env.TMPDIR = base
+    try {
+      const refused = await Promise.race([
+        prepareArea(cwd, false).then(async (area) => { await removeArea(area); return 'made' }, (error) => error.message),
+        new Promise<string>((resolve) => setTimeout(() => resolve('still copying'), 10_000)),
+      ])
+      expect(refused).to.match(/inside/).and.include('TMPDIR')
+      expect(await readdir(base)).to.deep.equal([])
+    } finally {
+      if (previous === undefined) delete process.env.TMPDIR
+      else process.env.TMPDIR = previous
+    }
   })
 
   it('removes a copy the check left unremovable (a directory chmod 000 with files in it), as a user without root\'s override', async function () {
