@@ -130,12 +130,21 @@ function run(id, { file, args, cwd, env, timeoutMs, graceMs, outputLimitBytes })
 // the agent left running) before it is opened, and a blocking open of a FIFO waits for a writer for ever,
 // holding one of this process's few file-system threads (every copy and removal waits behind them).
 // On Linux the content is copied from the opened file itself (/proc/self/fd names it), elsewhere read.
+let procFd = true
 const copyRegular = async (from, to) => {
   const source = await open(from, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
   try {
     const stats = await source.stat()
     if (!stats.isFile()) throw new Error('cannot copy ' + from + ': it is no longer a regular file (it changed while it was copied)')
-    if (process.platform === 'linux') return await copyFile('/proc/self/fd/' + source.fd, to)
+    // Without /proc (not mounted) the content is read instead.
+    if (process.platform === 'linux' && procFd) {
+      try {
+        return await copyFile('/proc/self/fd/' + source.fd, to)
+      } catch (error) {
+        if (error.code !== 'ENOENT' || executable('/proc/self/fd')) throw error
+        procFd = false
+      }
+    }
     const target = await open(to, 'wx', stats.mode & 0o7777)
     try {
       const buffer = Buffer.allocUnsafe(1 << 20)
