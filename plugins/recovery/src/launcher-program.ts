@@ -164,7 +164,7 @@ const copyRegular = async (from, to) => {
 // Directories, regular files and symbolic links (copied as links, never followed: readdir's types are
 // lstat's); anything else (a FIFO, a socket, a device) fails the copy, naming it. A directory gets its
 // mode once it is filled (a read-only one could not be filled).
-const copyTree = async (from, to, skipGit) => {
+const copyTree = async (from, to, skipGit, exclude) => {
   const mode = (await lstat(from)).mode & 0o7777
   await mkdir(to, { mode: 0o700 })
   for (const entry of await readdir(from, { withFileTypes: true })) {
@@ -172,8 +172,9 @@ const copyTree = async (from, to, skipGit) => {
     if (gone) throw new Error('the host is gone')
     if (skipGit && entry.name === '.git') continue
     const source = join(from, entry.name)
+    if (exclude.has(source)) continue
     const target = join(to, entry.name)
-    if (entry.isDirectory()) await copyTree(source, target, false)
+    if (entry.isDirectory()) await copyTree(source, target, false, exclude)
     else if (entry.isSymbolicLink()) await symlink(await readlink(source), target)
     else if (entry.isFile()) await copyRegular(source, target)
     else throw new Error('cannot copy ' + source + ': only regular files, directories and symbolic links are copied, and this is a '
@@ -183,9 +184,9 @@ const copyTree = async (from, to, skipGit) => {
 }
 
 // A check's area: a new directory under base with an empty home and a copy of cwd (symlinks as links,
-// the root .git left out unless keepGit). Here, where the file system's round trips wait for nothing
+// the root .git left out unless keepGit, and the real paths in exclude: the data directory). Here, where the file system's round trips wait for nothing
 // else: on a busy host each of the copy's dozens would wait for its event loop.
-const prepare = async (id, { cwd, base, keepGit }) => {
+const prepare = async (id, { cwd, base, keepGit, exclude = [] }) => {
   // The directory cwd names: cp copies a path that is a symlink as the link, and a check would run
   // in the workspace itself.
   const source = await realpath(cwd)
@@ -200,7 +201,7 @@ const prepare = async (id, { cwd, base, keepGit }) => {
   areas.add(root)
   try {
     await mkdir(join(root, 'home'))
-    await copyTree(source, join(root, 'work'), !keepGit)
+    await copyTree(source, join(root, 'work'), !keepGit, new Set(exclude))
     return { root, real: await realpath(root) }
   } catch (error) {
     await rm(root, { recursive: true, force: true })

@@ -245,10 +245,10 @@ export function isExecutable(path: string): Promise<boolean> {
 
 /**
  * A new directory under `base` holding `home` (empty) and `work` (a copy of the directory `cwd` names: symlinks copied as
- * links, the root `.git` left out unless `keepGit`), made by the launcher; resolves with the directory
+ * links, the root `.git` left out unless `keepGit`, and the directories `exclude` names by their real paths), made by the launcher; resolves with the directory
  * and its real path. Rejects with the file system's error when the copy cannot be made.
  */
-export function prepareInLauncher(request: { cwd: string, base: string, keepGit: boolean }): Promise<{ root: string, real: string }> {
+export function prepareInLauncher(request: { cwd: string, base: string, keepGit: boolean, exclude?: string[] }): Promise<{ root: string, real: string }> {
   return launcher().request('prepare', request)
 }
 

@@ -20,12 +20,14 @@ export interface CheckArea {
 
 /**
  * Copy `cwd` into a new temp area. The root `.git` is left out unless the candidate is a git commit
- * (then checks may need the repository). Symlinks are copied as links, not followed. The launcher
+ * (then checks may need the repository). Symlinks are copied as links, not followed. `exclude` (real
+ * paths: `hiddenDirectories`) is left out — a data directory inside the workspace (the default `data/`
+ * of a host run there) would hand a sandboxed check the session database and tokens in its own copy. The launcher
  * process makes it: the copy's dozens of file-system round trips would each wait for a busy host's
  * event loop (measured at 50 concurrent tasks: 160 ms a copy of two files, 15 ms idle).
  */
-export async function prepareArea(cwd: string, keepGit: boolean): Promise<CheckArea> {
-  const { root, real } = await prepareInLauncher({ cwd, base: tmpdir(), keepGit })
+export async function prepareArea(cwd: string, keepGit: boolean, exclude: string[] = []): Promise<CheckArea> {
+  const { root, real } = await prepareInLauncher({ cwd, base: tmpdir(), keepGit, exclude })
   const work = join(root, 'work')
   const home = join(root, 'home')
   const roots = [...new Set([work, home, root, join(real, 'work'), join(real, 'home'), real])]
