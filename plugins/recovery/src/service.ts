@@ -355,6 +355,9 @@ export class Recovery {
       try {
         area = await prepareArea(cwd, this.config.candidateSource === 'git', hidden)
       } catch (error) {
+        // The launcher itself failed (it died, or could not start): refused as an internal error like a
+        // check it was running, nothing recorded — not a round of the task's (budgets, reruns).
+        if (TaskwardError.is(error)) throw error
         // The copy failed: the check never ran, which proves nothing either way.
         results.push(checkResultOf(spec, { runnerError: 'runner-fault', durationMs: 0, output: `copy failed: ${(error as Error).message}` }))
         continue

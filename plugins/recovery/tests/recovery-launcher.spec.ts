@@ -8,7 +8,7 @@ import { delimiter, join } from 'node:path'
 import { removeTree, tempWorkspace } from '@taskward/testkit'
 import { findOnPath, prepareArea, programExists, removeArea, runCheck } from '../src'
 import { isExecutable, launch, launcherPid, stopLauncher } from '../src/launcher'
-import { alive } from './fixtures'
+import { alive, bootRecovery, readyTask, recoveryRecords } from './fixtures'
 
 async function until(condition: () => Promise<boolean>, ms = 10_000) {
   const end = Date.now() + ms
@@ -478,6 +478,33 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
     } finally {
       if (previous === undefined) delete process.env.TMPDIR
       else process.env.TMPDIR = previous
+    }
+  })
+
+  it('refuses an attempt whose copy the launcher died making as an internal error, and records nothing (never an inconclusive round)', async function () {
+    this.timeout(60_000)
+    const files: Record<string, string> = { 'answer.txt': 'alpha' }
+    for (let i = 0; i < 3000; i++) files[`d${i % 30}/f${i}.txt`] = `${i}\n`
+    const cwd = await tempWorkspace(files)
+    const base = await mkdtemp(join(tmpdir(), 'taskward-base-'))
+    cleanup.push(cwd, base)
+    const host = await bootRecovery({ sandbox: 'copy' })
+    const previous = process.env.TMPDIR
+    try {
+      const { session, task } = await readyTask(host, cwd, [{ id: 'ok', argv: ['sh', '-c', 'exit 0'], timeoutMs: 20_000 }])
+      process.env.TMPDIR = base
+      const attempt = host.ctx.recovery.runChecks(session, task.id, { claim: 'progress' }).then(() => 'recorded', (error) => error.code)
+      await until(async () => (await readdir(base).catch(() => [] as string[])).some((name) => name.startsWith('taskward-check-'))
+        && (await readdir(join(base, (await readdir(base))[0], 'work')).catch(() => [] as string[])).length > 0, 30_000)
+      await stopLauncher()
+      expect(await attempt).to.equal('INTERNAL')
+      expect(await recoveryRecords(session, 'attempt')).to.deep.equal([])
+      expect(await readdir(base)).to.deep.equal([])
+    } finally {
+      if (previous === undefined) delete process.env.TMPDIR
+      else process.env.TMPDIR = previous
+      await host.ctx.recovery.settled()
+      await host.dispose()
     }
   })
 
