@@ -178,14 +178,15 @@ const copyTree = async (from, to, skipGit, exclude) => {
     else if (entry.isSymbolicLink()) await symlink(await readlink(source), target)
     else if (entry.isFile()) await copyRegular(source, target)
     else throw new Error('cannot copy ' + source + ': only regular files, directories and symbolic links are copied, and this is a '
-      + (entry.isFIFO() ? 'FIFO' : entry.isSocket() ? 'socket' : 'device'))
+      + (entry.isFIFO() ? 'FIFO' : entry.isSocket() ? 'socket' : 'device') + '; remove it from the workspace (the checks cannot run on it)')
   }
   await chmod(to, mode)
 }
 
 // A check's area: a new directory under base with an empty home and a copy of cwd (symlinks as links,
-// the root .git left out unless keepGit, and the real paths in exclude: the data directory). Here, where the file system's round trips wait for nothing
-// else: on a busy host each of the copy's dozens would wait for its event loop.
+// the root .git left out unless keepGit, and the real paths in exclude: the data directory). Here,
+// where the file system's round trips wait for nothing else: on a busy host each of the copy's dozens
+// would wait for its event loop.
 const prepare = async (id, { cwd, base, keepGit, exclude = [] }) => {
   // The directory cwd names: cp copies a path that is a symlink as the link, and a check would run
   // in the workspace itself.
