@@ -84,8 +84,9 @@ export async function runGit(cwd: string, args: string[]): Promise<GitOutcome> {
   const home = await mkdtemp(join(tmpdir(), 'taskward-git-home-'))
   try {
     const base: Record<string, string> = {
-      // Its absolute entries only: git runs in the workspace, where a relative entry would find the agent's files.
-      PATH: checkPath(),
+      // Its absolute entries outside the workspace only: git runs there, where a relative entry, or one
+      // inside it, would find the agent's files.
+      PATH: checkPath(undefined, cwd),
       HOME: home,
       XDG_CONFIG_HOME: home,
       LANG: 'C',

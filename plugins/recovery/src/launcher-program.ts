@@ -18,6 +18,8 @@
 // SIGKILLed — the IPC channel closes and this process kills every check it runs, then exits.
 export const LAUNCHER_SOURCE = `
 const groups = new Set()
+// The areas 'prepare' made that no 'remove' has removed yet (the host's until then).
+const areas = new Set()
 // Each running check's pid by request id, so its owner can cancel it ('cancel').
 const running = new Map()
 const post = (message) => {
@@ -25,7 +27,7 @@ const post = (message) => {
 }
 const { spawn } = require('node:child_process')
 const { accessSync, constants } = require('node:fs')
-const { chmod, cp, mkdir, mkdtemp, readdir, realpath, rm } = require('node:fs/promises')
+const { chmod, copyFile, lstat, mkdir, mkdtemp, open, readdir, readlink, realpath, rm, symlink } = require('node:fs/promises')
 const { delimiter, isAbsolute, join, relative } = require('node:path')
 
 const killGroup = (pid) => {
@@ -123,22 +125,88 @@ function run(id, { file, args, cwd, env, timeoutMs, graceMs, outputLimitBytes })
   })
 }
 
+// A regular file's content and mode. Opened without following a link and without blocking, then checked
+// to be a regular file still: a workspace entry listed as a file can be swapped for a FIFO (by a process
+// the agent left running) before it is opened, and a blocking open of a FIFO waits for a writer for ever,
+// holding one of this process's few file-system threads (every copy and removal waits behind them).
+// On Linux the content is copied from the opened file itself (/proc/self/fd names it), elsewhere read.
+let procFd = true
+const copyRegular = async (from, to) => {
+  const source = await open(from, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+  try {
+    const stats = await source.stat()
+    if (!stats.isFile()) throw new Error('cannot copy ' + from + ': it is no longer a regular file (it changed while it was copied)')
+    // Without /proc (not mounted) the content is read instead.
+    if (process.platform === 'linux' && procFd) {
+      try {
+        return await copyFile('/proc/self/fd/' + source.fd, to)
+      } catch (error) {
+        if (error.code !== 'ENOENT' || executable('/proc/self/fd')) throw error
+        procFd = false
+      }
+    }
+    const target = await open(to, 'wx', stats.mode & 0o7777)
+    try {
+      const buffer = Buffer.allocUnsafe(1 << 20)
+      for (;;) {
+        const { bytesRead } = await source.read(buffer, 0, buffer.length, null)
+        if (!bytesRead) break
+        await target.write(buffer, 0, bytesRead)
+      }
+      await target.chmod(stats.mode & 0o7777)
+    } finally {
+      await target.close()
+    }
+  } finally {
+    await source.close()
+  }
+}
+// Directories, regular files and symbolic links (copied as links, never followed: readdir's types are
+// lstat's); anything else (a FIFO, a socket, a device) fails the copy, naming it. A directory gets its
+// mode once it is filled (a read-only one could not be filled).
+const copyTree = async (from, to, skipGit, exclude) => {
+  const mode = (await lstat(from)).mode & 0o7777
+  await mkdir(to, { mode: 0o700 })
+  for (const entry of await readdir(from, { withFileTypes: true })) {
+    // The host is gone: the copy is being removed (hostGone), no use making more of it.
+    if (gone) throw new Error('the host is gone')
+    if (skipGit && entry.name === '.git') continue
+    const source = join(from, entry.name)
+    if (exclude.has(source)) continue
+    const target = join(to, entry.name)
+    if (entry.isDirectory()) await copyTree(source, target, false, exclude)
+    else if (entry.isSymbolicLink()) await symlink(await readlink(source), target)
+    else if (entry.isFile()) await copyRegular(source, target)
+    else throw new Error('cannot copy ' + source + ': only regular files, directories and symbolic links are copied, and this is a '
+      + (entry.isFIFO() ? 'FIFO' : entry.isSocket() ? 'socket' : 'device') + '; remove it from the workspace (the checks cannot run on it)')
+  }
+  await chmod(to, mode)
+}
+
 // A check's area: a new directory under base with an empty home and a copy of cwd (symlinks as links,
-// the root .git left out unless keepGit). Here, where the file system's round trips wait for nothing
-// else: on a busy host each of the copy's dozens would wait for its event loop.
-const prepare = async (id, { cwd, base, keepGit }) => {
+// the root .git left out unless keepGit, and the real paths in exclude: the data directory). Here,
+// where the file system's round trips wait for nothing else: on a busy host each of the copy's dozens
+// would wait for its event loop.
+const prepare = async (id, { cwd, base, keepGit, exclude = [] }) => {
   // The directory cwd names: cp copies a path that is a symlink as the link, and a check would run
   // in the workspace itself.
   const source = await realpath(cwd)
+  // A temp directory inside the workspace: the copy would copy itself, level after level.
+  const within = relative(source, await realpath(base))
+  if (within === '' || !(within === '..' || within.startsWith('../') || isAbsolute(within))) {
+    throw new Error('cannot copy the workspace ' + source + ' into the temp directory ' + base + ', which is inside it: set TMPDIR to a directory outside the workspace')
+  }
   const root = await mkdtemp(join(base, 'taskward-check-'))
   // The host removes it should this process die before the copy is done (it cannot, then).
   post({ id, kind: 'made', root })
+  areas.add(root)
   try {
     await mkdir(join(root, 'home'))
-    await cp(source, join(root, 'work'), { recursive: true, verbatimSymlinks: true, filter: (path) => keepGit || relative(source, path) !== '.git' })
+    await copyTree(source, join(root, 'work'), !keepGit, new Set(exclude))
     return { root, real: await realpath(root) }
   } catch (error) {
     await rm(root, { recursive: true, force: true })
+    areas.delete(root)
     throw error
   }
 }
@@ -168,7 +236,7 @@ process.on('message', ({ id, kind, request }) => {
     if (kind === 'prepare') {
       settleWith(id, prepare(id, request))
     } else if (kind === 'remove') {
-      settleWith(id, removeTree(request.path).then(() => true))
+      settleWith(id, removeTree(request.path).then(() => { areas.delete(request.path); return true }))
     } else if (kind === 'which') {
       post({ id, kind: 'done', outcome: request.programs.map((program) => which(program, request.path)) })
     } else if (kind === 'cancel') {
@@ -186,9 +254,14 @@ process.on('message', ({ id, kind, request }) => {
 })
 // The host is gone (exited, crashed or SIGKILLed): nothing is left to time the checks out. A write to
 // it can fail (EPIPE, emitted on process) before the channel's end is read: the same news, not a crash.
+// Nor is anything left to remove the copies it was given: removed here (once the checks are killed),
+// or every crashed host would leave whole workspaces behind in the temp directory.
+let gone = false
 const hostGone = () => {
+  if (gone) return
+  gone = true
   for (const pid of groups) killGroup(pid)
-  process.exit(0)
+  Promise.all([...areas].map((root) => removeTree(root).catch(() => {}))).finally(() => process.exit(0))
 }
 process.on('disconnect', hostGone)
 process.on('error', hostGone)

@@ -55,8 +55,8 @@ class Launcher {
   private readonly child: ChildProcess
   private readonly pending = new Map<number, Pending>()
   private nextId = 0
-  /** The runs each owner's signal cancels (see `request`). */
-  private readonly owners = new WeakMap<AbortSignal, Set<number>>()
+  /** The runs each owner's signal cancels, and its listener while it has any (see `request`). */
+  private readonly owners = new WeakMap<AbortSignal, { runs: Set<number>, listener: () => void }>()
   dead = false
 
   constructor() {
@@ -152,15 +152,23 @@ class Launcher {
       this.send({ id, kind, request })
       if (signal && this.pending.has(id)) {
         // One listener per owner, not per run: a plugin's signal serves all its concurrent checks
-        // (a listener each made Node warn of a leak past 10 of them).
-        let runs = this.owners.get(signal)
-        if (!runs) {
-          const owned = runs = new Set<number>()
-          this.owners.set(signal, owned)
-          signal.addEventListener('abort', () => { for (const run of [...owned]) this.cancel(run) }, { once: true })
+        // (a listener each made Node warn of a leak past 10 of them). Removed with the owner's last run:
+        // the signal lives as long as the plugin, and outlives this launcher when it dies and is replaced.
+        let owner = this.owners.get(signal)
+        if (!owner) {
+          const runs = new Set<number>()
+          owner = { runs, listener: () => { for (const run of [...runs]) this.cancel(run) } }
+          this.owners.set(signal, owner)
+          signal.addEventListener('abort', owner.listener, { once: true })
         }
-        runs.add(id)
-        pending.release = () => runs.delete(id)
+        const owned = owner
+        owned.runs.add(id)
+        pending.release = () => {
+          owned.runs.delete(id)
+          if (owned.runs.size || this.owners.get(signal) !== owned) return
+          signal.removeEventListener('abort', owned.listener)
+          this.owners.delete(signal)
+        }
       }
     })
   }
@@ -237,10 +245,10 @@ export function isExecutable(path: string): Promise<boolean> {
 
 /**
  * A new directory under `base` holding `home` (empty) and `work` (a copy of the directory `cwd` names: symlinks copied as
- * links, the root `.git` left out unless `keepGit`), made by the launcher; resolves with the directory
+ * links, the root `.git` left out unless `keepGit`, and the directories `exclude` names by their real paths), made by the launcher; resolves with the directory
  * and its real path. Rejects with the file system's error when the copy cannot be made.
  */
-export function prepareInLauncher(request: { cwd: string, base: string, keepGit: boolean }): Promise<{ root: string, real: string }> {
+export function prepareInLauncher(request: { cwd: string, base: string, keepGit: boolean, exclude?: string[] }): Promise<{ root: string, real: string }> {
   return launcher().request('prepare', request)
 }
 

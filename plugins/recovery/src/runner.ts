@@ -11,6 +11,8 @@ export interface RunOptions {
   outputLimitBytes: number
   /** bwrap: directories replaced by an empty tmpfs (the data directory). */
   hidden?: string[]
+  /** The workspace the area is a copy of: PATH entries inside it are left out (`checkPath`). */
+  workspace?: string
   /** Aborted when the run's owner (the recovery plugin) is disposed: the check is killed, the run rejects `ABORTED`. */
   signal?: AbortSignal
 }
@@ -44,14 +46,14 @@ export function bwrapExit(code: number | null, signal: NodeJS.Signals | null): {
 export async function runCheck(spec: CheckSpec, area: CheckArea, options: RunOptions): Promise<CheckRun> {
   const started = performance.now()
   // bwrap is required before anything else: a check never runs unsandboxed instead.
-  const argv = options.sandbox === 'bwrap' ? await bwrapArgv(area, spec.argv, options.hidden) : spec.argv
-  if (options.sandbox === 'bwrap' && !await programExists(spec.argv[0], area.work)) {
+  const argv = options.sandbox === 'bwrap' ? await bwrapArgv(area, spec.argv, options.hidden, options.workspace) : spec.argv
+  if (options.sandbox === 'bwrap' && !await programExists(spec.argv[0], area.work, undefined, options.workspace)) {
     // Inside bubblewrap a missing program is only an exit status; outside it is ENOENT. Same verdict.
     return { runnerError: 'not-runnable', durationMs: performance.now() - started, output: `ENOENT: cannot start ${spec.argv[0]}` }
   }
   const output = new BoundedOutput(options.outputLimitBytes)
   const outcome = await launch({
-    file: argv[0], args: argv.slice(1), cwd: area.work, env: scrubbedEnv(area.home), timeoutMs: spec.timeoutMs, graceMs: OUTPUT_GRACE_MS,
+    file: argv[0], args: argv.slice(1), cwd: area.work, env: scrubbedEnv(area.home, undefined, options.workspace), timeoutMs: spec.timeoutMs, graceMs: OUTPUT_GRACE_MS,
     outputLimitBytes: options.outputLimitBytes,
   }, output, options.signal)
   const durationMs = performance.now() - started

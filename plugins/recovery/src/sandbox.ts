@@ -1,6 +1,7 @@
+import { realpathSync } from 'node:fs'
 import { realpath, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { delimiter, isAbsolute, join } from 'node:path'
+import { delimiter, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { dataDirectory } from '@taskward/plugin-database'
 import { CHECK_DEFAULT_PATH, checkSearchPath, TaskwardError, type SandboxKind } from '@taskward/protocol'
 import { isExecutable, prepareInLauncher, removeInLauncher, whichAll } from './launcher'
@@ -19,12 +20,14 @@ export interface CheckArea {
 
 /**
  * Copy `cwd` into a new temp area. The root `.git` is left out unless the candidate is a git commit
- * (then checks may need the repository). Symlinks are copied as links, not followed. The launcher
+ * (then checks may need the repository). Symlinks are copied as links, not followed. `exclude` (real
+ * paths: `hiddenDirectories`) is left out — a data directory inside the workspace (the default `data/`
+ * of a host run there) would hand a sandboxed check the session database and tokens in its own copy. The launcher
  * process makes it: the copy's dozens of file-system round trips would each wait for a busy host's
  * event loop (measured at 50 concurrent tasks: 160 ms a copy of two files, 15 ms idle).
  */
-export async function prepareArea(cwd: string, keepGit: boolean): Promise<CheckArea> {
-  const { root, real } = await prepareInLauncher({ cwd, base: tmpdir(), keepGit })
+export async function prepareArea(cwd: string, keepGit: boolean, exclude: string[] = []): Promise<CheckArea> {
+  const { root, real } = await prepareInLauncher({ cwd, base: tmpdir(), keepGit, exclude })
   const work = join(root, 'work')
   const home = join(root, 'home')
   const roots = [...new Set([work, home, root, join(real, 'work'), join(real, 'home'), real])]
@@ -47,14 +50,36 @@ export async function removeArea(area: CheckArea): Promise<Error | undefined> {
 /** A check's PATH when the host has none, or none absolute (never empty: execvp reads that as the cwd). */
 const DEFAULT_PATH = CHECK_DEFAULT_PATH
 
+/** `path` and its real path (when it has one). */
+function namesOf(path: string): string[] {
+  try {
+    return [resolve(path), realpathSync(path)]
+  } catch {
+    return [resolve(path)]
+  }
+}
+
+/** Whether `entry` (an absolute PATH entry) is `workspace` or lies inside it, as written or resolved. */
+function inside(entry: string, workspace: string[]): boolean {
+  return namesOf(entry).some((name) => workspace.some((root) => {
+    const rest = relative(root, name)
+    return rest === '' || (rest !== '..' && !rest.startsWith(`..${sep}`) && !isAbsolute(rest))
+  }))
+}
+
 /**
  * The PATH of a check, and of every lookup made for one: the host's absolute entries only. A relative
  * entry (`.`, `bin`, `node_modules/.bin`, or an empty one, which POSIX reads as the cwd) would be looked
  * up against the host's cwd but resolved by the check against its own — the candidate's copy, files a
  * model wrote — so a planted `bin/sh` would shadow the system's. `relativePathWarning` says so at start.
+ * With `workspace`, an absolute entry inside it is left out too: its programs are the candidate's files
+ * (a host started by `npx` or `npm run` in the workspace has `<workspace>/node_modules/.bin` first on
+ * PATH), and the host itself would run a planted `bwrap` or `git` from there, outside any sandbox.
  */
-export function checkPath(hostPath = process.env.PATH ?? DEFAULT_PATH): string {
-  return checkSearchPath(hostPath)
+export function checkPath(hostPath = process.env.PATH ?? DEFAULT_PATH, workspace?: string): string {
+  const roots = workspace === undefined ? [] : namesOf(workspace)
+  const kept = checkSearchPath(hostPath).split(delimiter).filter((entry) => !(roots.length && inside(entry, roots)))
+  return kept.length ? kept.join(delimiter) : DEFAULT_PATH
 }
 
 /** The warning to log once at plugin start when the host's PATH has entries a check will not get. */
@@ -72,8 +97,8 @@ export function relativePathWarning(hostPath = process.env.PATH ?? DEFAULT_PATH)
  * `checkPath`), a fixed LANG and TZ, and a temp HOME. Nothing else from the host passes — no
  * credentials, tokens or TASKWARD_* variables.
  */
-export function scrubbedEnv(home: string, hostPath = process.env.PATH ?? DEFAULT_PATH): Record<string, string> {
-  return { PATH: checkPath(hostPath), LANG: 'C.UTF-8', TZ: 'UTC', HOME: home }
+export function scrubbedEnv(home: string, hostPath = process.env.PATH ?? DEFAULT_PATH, workspace?: string): Record<string, string> {
+  return { PATH: checkPath(hostPath, workspace), LANG: 'C.UTF-8', TZ: 'UTC', HOME: home }
 }
 
 /**
@@ -82,8 +107,8 @@ export function scrubbedEnv(home: string, hostPath = process.env.PATH ?? DEFAULT
  * launcher process, so a check's lookups cost the event loop one message instead of a file-system round
  * trip per PATH entry.
  */
-export async function findOnPath(program: string, path = process.env.PATH ?? DEFAULT_PATH): Promise<string | undefined> {
-  return (await whichAll([program], checkPath(path)))[0]
+export async function findOnPath(program: string, path = process.env.PATH ?? DEFAULT_PATH, workspace?: string): Promise<string | undefined> {
+  return (await whichAll([program], checkPath(path, workspace)))[0]
 }
 
 /** The configured sandbox as it will run, and the warning to log once when that is weaker than asked. */
@@ -132,21 +157,23 @@ export async function hiddenDirectories(): Promise<string[]> {
  * check's PATH: `path`'s absolute entries).
  * bwrap reports a missing program as an ordinary exit status, so this decides `not-runnable` there.
  */
-export async function programExists(program: string, cwd: string, path = process.env.PATH ?? DEFAULT_PATH): Promise<boolean> {
+export async function programExists(program: string, cwd: string, path = process.env.PATH ?? DEFAULT_PATH, workspace?: string): Promise<boolean> {
   if (program.includes('/')) return isExecutable(isAbsolute(program) ? program : join(cwd, program))
-  return (await findOnPath(program, path)) !== undefined
+  return (await findOnPath(program, path, workspace)) !== undefined
 }
 
 /**
- * The argv that runs `argv` in bubblewrap: every namespace unshared (no network), the host read-only,
+ * The argv that runs `argv` in bubblewrap: every namespace unshared (no network), no capabilities
+ * (also when the host runs as root), the host read-only,
  * a fresh /dev, /proc and /tmp, `hidden` directories replaced by empty tmpfs (the data directory), and
  * only the copy and the temp home writable. $HOME stays visible read-only: programs may live there.
  * Refused when bwrap is not installed (`SERVICE_UNAVAILABLE`): running the check unsandboxed instead
  * would silently weaken the configured policy.
  */
-export async function bwrapArgv(area: CheckArea, argv: string[], hidden: string[] = []): Promise<string[]> {
-  // On the check's PATH: a relative entry would name a directory of the copy (bwrap runs there).
-  const [bwrap, env] = await whichAll(['bwrap', 'env'], checkPath())
+export async function bwrapArgv(area: CheckArea, argv: string[], hidden: string[] = [], workspace?: string): Promise<string[]> {
+  // On the check's PATH: a relative entry would name a directory of the copy (bwrap runs there), an
+  // entry inside the workspace (`workspace`, the directory copied) the candidate's own files.
+  const [bwrap, env] = await whichAll(['bwrap', 'env'], checkPath(undefined, workspace))
   if (!bwrap) {
     throw new TaskwardError('SERVICE_UNAVAILABLE',
       'The recovery checks run in bubblewrap (sandbox: auto or bwrap) but bubblewrap (bwrap) is not installed on this host, so they were refused. '
@@ -154,7 +181,9 @@ export async function bwrapArgv(area: CheckArea, argv: string[], hidden: string[
       { reason: 'bwrap-missing' })
   }
   return [
-    bwrap, '--unshare-all', '--die-with-parent', '--new-session',
+    // No capabilities: run as root, bubblewrap keeps them all, and with CAP_SYS_ADMIN a check remounts
+    // the host read-write (`mount -o remount,bind,rw /`) and unmounts the private /tmp over it.
+    bwrap, '--unshare-all', '--die-with-parent', '--new-session', '--cap-drop', 'ALL',
     '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp',
     // Before the binds of the area, so an area inside a hidden directory stays reachable.
     ...hidden.flatMap((dir) => ['--tmpfs', dir]),

@@ -347,14 +347,18 @@ export class Recovery {
   /** Each check in its own fresh copy, so one check's writes cannot change what the next one sees. */
   private async runAll(cwd: string, specs: CheckSpec[], sandbox: SandboxKind, state: RecoveryState, taskId: string): Promise<CheckResult[]> {
     const results: CheckResult[] = []
-    const hidden = sandbox === 'bwrap' && specs.length ? await hiddenDirectories() : []
+    // Never copied, and hidden from a bwrap check: the data directory (the session database, tokens).
+    const hidden = specs.length ? await hiddenDirectories() : []
     for (const spec of specs) {
       // Disposed between two checks: the next would be killed as it started.
       if (this.runs.signal.aborted) throw cancelledRun()
       let area: CheckArea
       try {
-        area = await prepareArea(cwd, this.config.candidateSource === 'git')
+        area = await prepareArea(cwd, this.config.candidateSource === 'git', hidden)
       } catch (error) {
+        // The launcher itself failed (it died, or could not start): refused as an internal error like a
+        // check it was running, nothing recorded — not a round of the task's (budgets, reruns).
+        if (TaskwardError.is(error)) throw error
         // The copy failed: the check never ran, which proves nothing either way.
         results.push(checkResultOf(spec, { runnerError: 'runner-fault', durationMs: 0, output: `copy failed: ${(error as Error).message}` }))
         continue
@@ -366,7 +370,7 @@ export class Recovery {
           results.push(changed)
           continue
         }
-        const run = await runCheck(spec, area, { sandbox, outputLimitBytes: this.config.outputLimitBytes, hidden, signal: this.runs.signal })
+        const run = await runCheck(spec, area, { sandbox, outputLimitBytes: this.config.outputLimitBytes, hidden: sandbox === 'bwrap' ? hidden : [], workspace: cwd, signal: this.runs.signal })
         results.push(checkResultOf(spec, run, { roots: area.roots }))
       } finally {
         const left = await removeArea(area)

@@ -50,6 +50,16 @@ describe('recovery: the bwrap sandbox', function () {
     expect(copied.answer).to.equal('hacked\n')
   })
 
+  it('gives a check no capabilities, so a host running as root cannot be escaped by remounting the host read-write', async () => {
+    // As root, bubblewrap keeps every capability unless told otherwise: with CAP_SYS_ADMIN a check
+    // remounts the host read-write and unmounts the sandbox's private /tmp.
+    const escape = (root: string) => ['sh', '-c', `grep CapEff /proc/self/status; mount -o remount,bind,rw / && umount -l /tmp && echo hacked > "${root}/answer.txt"`]
+    const sandboxed = await verdictOf(escape, { sandbox: 'bwrap' })
+    expect(sandboxed.check.outputExcerpt).to.match(/CapEff:\s+0+\n/)
+    expect(sandboxed.check.verdict).to.equal('FAIL')
+    expect(sandboxed.answer).to.equal('alpha')
+  })
+
   it('gives a check no network, not even loopback', async () => {
     server = createServer((socket) => socket.end())
     await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve))

@@ -1,13 +1,14 @@
 import { expect } from 'chai'
 import { execFile, spawnSync } from 'node:child_process'
+import { getEventListeners } from 'node:events'
 import { createRequire, syncBuiltinESMExports } from 'node:module'
-import { chmod, lstat, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises'
+import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { removeTree, tempWorkspace } from '@taskward/testkit'
 import { findOnPath, prepareArea, programExists, removeArea, runCheck } from '../src'
 import { isExecutable, launch, launcherPid, stopLauncher } from '../src/launcher'
-import { alive } from './fixtures'
+import { alive, bootRecovery, readyTask, recoveryRecords } from './fixtures'
 
 async function until(condition: () => Promise<boolean>, ms = 10_000) {
   const end = Date.now() + ms
@@ -77,6 +78,92 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
       await removeArea(area)
     }
     expect(await readFile(join(cwd, 'answer.txt'), 'utf8')).to.equal('right')
+  })
+
+  it('never hangs copying a workspace where a process keeps swapping a FIFO in for a file (an open of a FIFO waits for a writer for ever)', async function () {
+    this.timeout(60_000)
+    const files: Record<string, string> = {}
+    for (let i = 0; i < 40; i++) files[`f${i}.txt`] = `${i}\n`
+    const cwd = await tempWorkspace(files)
+    const side = await mkdtemp(join(tmpdir(), 'taskward-swap-'))
+    cleanup.push(cwd, side)
+    for (let i = 0; i < 12; i++) spawnSync('mkfifo', [join(side, `p${i}`)])
+    // What an agent can leave running: t<i> is a regular file, then for an instant a FIFO, again and again.
+    const swapper = childProcess.spawn(process.execPath, ['-e', `
+      const { renameSync, writeFileSync } = require('node:fs')
+      const { join } = require('node:path')
+      const [cwd, side] = process.argv.slice(1)
+      const pause = new Int32Array(new SharedArrayBuffer(4))
+      for (;;) {
+        for (let i = 0; i < 12; i++) {
+          renameSync(join(side, 'p' + i), join(cwd, 't' + i))
+          renameSync(join(cwd, 't' + i), join(side, 'p' + i))
+          writeFileSync(join(side, 'r' + i), 'x')
+          renameSync(join(side, 'r' + i), join(cwd, 't' + i))
+        }
+        Atomics.wait(pause, 0, 0, 2)
+      }`, cwd, side], { stdio: 'ignore' })
+    const outcomes: Record<string, number> = {}
+    try {
+      const end = Date.now() + 15_000
+      for (let copies = 0; copies < 250 && Date.now() < end; copies++) {
+        const copy = prepareArea(cwd, false).then(async (area) => { await removeArea(area); return 'made' }, (error) => /FIFO|no longer a regular file/.test(error.message) ? 'refused' : 'vanished')
+        const outcome = await Promise.race([copy, new Promise<string>((resolve) => setTimeout(() => resolve('hung'), 5000))])
+        outcomes[outcome] = (outcomes[outcome] ?? 0) + 1
+        if (outcome === 'hung') break
+      }
+    } finally {
+      swapper.kill('SIGKILL')
+      // A hung copy holds one of the launcher's threads for ever: only its end frees it.
+      if (outcomes.hung) await stopLauncher()
+    }
+    expect(outcomes.hung ?? 0, JSON.stringify(outcomes)).to.equal(0)
+    expect(outcomes.made, JSON.stringify(outcomes)).to.be.greaterThan(0)
+  })
+
+  it('copies directories, files and symbolic links with their modes, and refuses a FIFO (any special file) by name', async () => {
+    const cwd = await tempWorkspace({ 'bin/run.sh': 'exit 0\n', 'ro/inside.txt': 'x', 'data.txt': 'd' })
+    cleanup.push(cwd)
+    await chmod(join(cwd, 'bin/run.sh'), 0o755)
+    await chmod(join(cwd, 'ro'), 0o555)
+    await symlink('../data.txt', join(cwd, 'bin/link'))
+    await symlink('/nonexistent/target', join(cwd, 'dangling'))
+    const area = await prepareArea(cwd, false)
+    try {
+      expect((await lstat(join(area.work, 'bin/run.sh'))).mode & 0o7777).to.equal(0o755)
+      expect((await lstat(join(area.work, 'ro'))).mode & 0o7777).to.equal(0o555)
+      expect(await readFile(join(area.work, 'ro/inside.txt'), 'utf8')).to.equal('x')
+      expect(await readlink(join(area.work, 'bin/link'))).to.equal('../data.txt')
+      expect(await readlink(join(area.work, 'dangling'))).to.equal('/nonexistent/target')
+    } finally {
+      await chmod(join(area.work, 'ro'), 0o755).catch(() => {})
+      await removeArea(area)
+    }
+    await chmod(join(cwd, 'ro'), 0o755)
+    spawnSync('mkfifo', [join(cwd, 'ro/pipe')])
+    const refused = await prepareArea(cwd, false).then(() => 'made', (error) => error.message)
+    expect(refused).to.match(/pipe/).and.to.match(/FIFO/)
+  })
+
+  it('refuses to copy a workspace into itself (a temp directory inside the workspace) and leaves nothing behind', async function () {
+    this.timeout(20_000)
+    const cwd = await tempWorkspace({ 'answer.txt': 'right', 'src/a.txt': 'a' })
+    cleanup.push(cwd)
+    const base = join(cwd, 'tmp')
+    await mkdir(base)
+    const previous = process.env.TMPDIR
+    process.env.TMPDIR = base
+    try {
+      const refused = await Promise.race([
+        prepareArea(cwd, false).then(async (area) => { await removeArea(area); return 'made' }, (error) => error.message),
+        new Promise<string>((resolve) => setTimeout(() => resolve('still copying'), 10_000)),
+      ])
+      expect(refused).to.match(/inside/).and.include('TMPDIR')
+      expect(await readdir(base)).to.deep.equal([])
+    } finally {
+      if (previous === undefined) delete process.env.TMPDIR
+      else process.env.TMPDIR = previous
+    }
   })
 
   it('removes a copy the check left unremovable (a directory chmod 000 with files in it), as a user without root\'s override', async function () {
@@ -310,6 +397,44 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
       process.off('warning', onWarning)
     }
   })
+  it('leaves no abort listener on its owner\'s signal once the owner\'s runs ended, however often the launcher was replaced (no leak warning)', async function () {
+    this.timeout(30_000)
+    const dir = await mkdtemp(join(tmpdir(), 'taskward-owner-'))
+    cleanup.push(dir)
+    const warnings: string[] = []
+    const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`)
+    process.on('warning', onWarning)
+    try {
+      // One signal for the plugin's life; a launcher that dies (a crash, a copy-mode check killing its
+      // parent) is replaced, and each new one must not add a listener the old one left behind.
+      const owner = new AbortController()
+      const sink = { push: () => {}, skip: () => {} }
+      const request = { file: 'sh', args: ['-c', 'exit 0'], cwd: dir, env: { PATH: process.env.PATH! }, timeoutMs: 10_000, graceMs: 200, outputLimitBytes: 4096 }
+      for (let i = 0; i < 12; i++) {
+        expect(await launch(request, sink, owner.signal)).to.deep.include({ exit: { code: 0, signal: null } })
+        expect(getEventListeners(owner.signal, 'abort')).to.have.length(0)
+        await stopLauncher()
+      }
+      // A run killed with its launcher lets go of the signal too.
+      const dying = launch({ ...request, args: ['-c', 'exec sleep 30'] }, sink, owner.signal).then(() => 'resolved', (error) => error.code)
+      expect(getEventListeners(owner.signal, 'abort')).to.have.length(1)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      await stopLauncher()
+      expect(await dying).to.equal('INTERNAL')
+      expect(getEventListeners(owner.signal, 'abort')).to.have.length(0)
+      // The owner's abort still kills what it runs now.
+      const running = launch({ ...request, args: ['-c', 'echo $$ > pid; exec sleep 30'] }, sink, owner.signal).then(() => 'resolved', (error) => error.code)
+      await until(async () => (await readFile(join(dir, 'pid'), 'utf8').catch(() => '')).trim().length > 0)
+      owner.abort()
+      expect(await running).to.equal('ABORTED')
+      expect(await alive(Number((await readFile(join(dir, 'pid'), 'utf8')).trim()))).to.equal(false)
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(warnings.filter((warning) => /MaxListeners|memory leak/.test(warning))).to.deep.equal([])
+    } finally {
+      process.off('warning', onWarning)
+    }
+  })
+
   it('kills a running check\'s process group when the launcher process dies, and refuses the check as a runner fault', async () => {
     const cwd = await tempWorkspace({ 'README.md': '# x\n' })
     cleanup.push(cwd)
@@ -356,6 +481,33 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
     }
   })
 
+  it('refuses an attempt whose copy the launcher died making as an internal error, and records nothing (never an inconclusive round)', async function () {
+    this.timeout(60_000)
+    const files: Record<string, string> = { 'answer.txt': 'alpha' }
+    for (let i = 0; i < 3000; i++) files[`d${i % 30}/f${i}.txt`] = `${i}\n`
+    const cwd = await tempWorkspace(files)
+    const base = await mkdtemp(join(tmpdir(), 'taskward-base-'))
+    cleanup.push(cwd, base)
+    const host = await bootRecovery({ sandbox: 'copy' })
+    const previous = process.env.TMPDIR
+    try {
+      const { session, task } = await readyTask(host, cwd, [{ id: 'ok', argv: ['sh', '-c', 'exit 0'], timeoutMs: 20_000 }])
+      process.env.TMPDIR = base
+      const attempt = host.ctx.recovery.runChecks(session, task.id, { claim: 'progress' }).then(() => 'recorded', (error) => error.code)
+      await until(async () => (await readdir(base).catch(() => [] as string[])).some((name) => name.startsWith('taskward-check-'))
+        && (await readdir(join(base, (await readdir(base))[0], 'work')).catch(() => [] as string[])).length > 0, 30_000)
+      await stopLauncher()
+      expect(await attempt).to.equal('INTERNAL')
+      expect(await recoveryRecords(session, 'attempt')).to.deep.equal([])
+      expect(await readdir(base)).to.deep.equal([])
+    } finally {
+      if (previous === undefined) delete process.env.TMPDIR
+      else process.env.TMPDIR = previous
+      await host.ctx.recovery.settled()
+      await host.dispose()
+    }
+  })
+
   it('leaves the launcher to its host on a Ctrl-C at the terminal (SIGINT to the host\'s process group): a host that shuts down gracefully still gets its check', async () => {
     const cwd = await tempWorkspace({ 'README.md': '# x\n' })
     cleanup.push(cwd)
@@ -379,7 +531,7 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
   })
 
   for (const [how, what] of [['exit', 'exits (nothing is left to time it out)'], ['SIGKILL', 'is SIGKILLed (the launcher sees it gone)']] as const) {
-    it(`kills a running check's process group when the host process ${what}`, async () => {
+    it(`kills a running check's process group and removes its copy when the host process ${what}`, async () => {
       const cwd = await tempWorkspace({ 'README.md': '# x\n' })
       cleanup.push(cwd)
       const child = join(import.meta.dirname, 'recovery-launcher-exit.child.ts')
@@ -391,6 +543,8 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
       try {
         expect(pid).to.be.greaterThan(0)
         await until(async () => !(await alive(pid)), 5000)
+        // Nor is anything left to remove its copy: the launcher removes it before it exits.
+        await until(async () => !(await lstat(area.root).then(() => true, () => false)), 5000)
       } finally {
         await removeArea(area)
       }
@@ -412,6 +566,7 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
       process.kill(launcher, 'SIGCONT')
       await until(async () => !(await alive(pid)), 5000)
       await until(async () => !(await alive(launcher)), 5000)
+      expect(await lstat(area.root).then(() => 'left behind', () => 'removed')).to.equal('removed')
     } finally {
       try { process.kill(launcher, 'SIGCONT') } catch {}
       if (await alive(pid)) process.kill(pid, 'SIGKILL')

@@ -90,6 +90,43 @@ describe('recovery: a check\'s PATH keeps only absolute entries', function () {
     expect(outcome.stdout).to.match(/^git version/)
   })
 
+  for (const sandbox of ['copy', 'bwrap'] as const) {
+    it(`runs the system's programs, never ones the candidate planted in a directory of the workspace named absolutely on PATH, as npx puts <workspace>/node_modules/.bin (${sandbox})`, async function () {
+      if (sandbox === 'bwrap' && !await findOnPath('bwrap')) {
+        if (process.env.CI) throw new Error('bubblewrap (bwrap) must be installed in CI: .ci/run installs it')
+        this.skip()
+      }
+      const markers = await mkdtemp(join(tmpdir(), 'taskward-markers-'))
+      cleanup.push(markers)
+      // Run by the host itself, a planted bwrap would run the check outside any sandbox.
+      const planted = (name: string) => `#!/bin/sh\ntouch '${join(markers, name)}'\necho PLANTED-RAN\nexit 0\n`
+      const cwd = await tempWorkspace({ 'node_modules/.bin/bwrap': planted('bwrap'), 'node_modules/.bin/env': planted('env'), 'node_modules/.bin/sh': planted('sh'), 'README.md': '# x\n' })
+      cleanup.push(cwd)
+      for (const name of ['bwrap', 'env', 'sh']) await chmod(join(cwd, 'node_modules/.bin', name), 0o755)
+      process.env.PATH = [join(cwd, 'node_modules/.bin'), saved].join(delimiter)
+      host = await bootRecovery({ sandbox })
+      const { session, task } = await readyTask(host, cwd, [
+        { id: 'shadowed', argv: ['sh', '-c', 'echo GENUINE; echo "PATH=$PATH"'], timeoutMs: 20_000 },
+      ])
+      const [shadowed] = (await host.ctx.recovery.runChecks(session, task.id, { claim: 'progress' })).checks
+      expect(shadowed.outputExcerpt).to.include('GENUINE').and.not.include('PLANTED-RAN')
+      expect(/PATH=(.*)/.exec(shadowed.outputExcerpt ?? '')![1].split(delimiter)).to.not.include(join(cwd, 'node_modules/.bin'))
+      expect(existsSync(join(markers, 'bwrap')) || existsSync(join(markers, 'env')) || existsSync(join(markers, 'sh'))).to.equal(false)
+    })
+  }
+
+  it('runs the system\'s git for the controller, never one the workspace planted in a directory of it named absolutely on PATH', async () => {
+    const markers = await mkdtemp(join(tmpdir(), 'taskward-markers-'))
+    cleanup.push(markers)
+    const cwd = await tempWorkspace({ 'node_modules/.bin/git': `#!/bin/sh\ntouch '${join(markers, 'planted-git')}'\n`, 'README.md': '# x\n' })
+    cleanup.push(cwd)
+    await chmod(join(cwd, 'node_modules/.bin/git'), 0o755)
+    process.env.PATH = [join(cwd, 'node_modules/.bin'), saved].join(delimiter)
+    const outcome = await runGit(cwd, ['--version'])
+    expect(existsSync(join(markers, 'planted-git'))).to.equal(false)
+    expect(outcome.stdout).to.match(/^git version/)
+  })
+
   it('warns once at start naming the dropped entries and what to use instead', async () => {
     const warnings: string[] = []
     const target: Logger.Target = { record: (record) => { if (record.type === 'warn') warnings.push(record.content) }, levels: { base: 2 } }

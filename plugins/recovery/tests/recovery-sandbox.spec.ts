@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, writeFile } from 'node:fs/promises'
 import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Logger } from 'cordis'
-import { removeTree, type TestHost } from '@taskward/testkit'
+import { removeTree, tempWorkspace, type TestHost } from '@taskward/testkit'
 import { Config, findOnPath } from '../src'
 import { isExecutable, stopLauncher } from '../src/launcher'
 import { answerWorkspace, bootRecovery, readyTask, recoveryRecords, type RecoveryConfig } from './fixtures'
@@ -161,6 +161,16 @@ describe('recovery: the sandbox policy', function () {
       // Copy mode is not isolation: the same read succeeds (docs/recovery.md says so).
       const copied = await probe(read, { sandbox: 'copy' })
       expect(copied.attempt.checks[0].outputExcerpt).to.include('session-database-secret')
+    })
+
+    it('leaves a data directory inside the workspace out of the check\'s copy (the default data/ of a host run in the workspace)', async () => {
+      host = await bootRecovery({ sandbox: 'bwrap' })
+      cwd = await tempWorkspace({ 'answer.txt': 'alpha', 'data/taskward.db': 'session-database-secret', 'src/data/kept.txt': 'kept' })
+      process.env.TASKWARD_DATA = join(cwd, 'data')
+      const { session, task } = await readyTask(host, cwd, [{ id: 'probe', argv: ['sh', '-c', 'cat data/taskward.db; cat src/data/kept.txt; ls'], timeoutMs: 20_000 }])
+      const [check] = (await host.ctx.recovery.runChecks(session, task.id, { claim: 'progress' })).checks
+      expect(check.outputExcerpt).to.not.include('session-database-secret')
+      expect(check.outputExcerpt).to.include('kept').and.include('answer.txt')
     })
   })
 })
