@@ -61,6 +61,9 @@ export function writeCarried(agent: DshAgent, events: CarriedEvent[]): DshEvent[
  */
 export function readCarried(event: DshEvent, sessionId: string): CarriedEvent | undefined {
   if (event.type !== 'agent/inbox/spliced') return
+  // writeCarried's inserts remove nothing; a splice that also removes is DSH replacing a queued message
+  // (session.updateQueue's edit keeps its `source`), never a record written now.
+  if (event.data?.removedCount) return
   const inserted = event.data?.inserted
   if (!Array.isArray(inserted) || inserted.length !== 1) return
   const source = inserted[0]?.source

@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { CARRIER_KIND, dropLeftoverCarriers, withoutCarriers } from '../src/carrier'
+import { CARRIER_KIND, dropLeftoverCarriers, readCarried, withoutCarriers } from '../src/carrier'
 import type { DshAgent, DshUserMessage } from '../src/dsh-types'
 
 /*
@@ -45,5 +45,18 @@ describe('DSH adapter: carriers left queued by a crash', () => {
     expect(splices).to.deep.equal([['next-step', 3, 1, 0], ['next-step', 0, 2, 0], ['next-turn', 1, 1, 0]])
     expect(dropLeftoverCarriers(agent)).to.equal(0)
     expect(splices).to.have.length(3)
+  })
+})
+
+describe('DSH adapter: what is read as a carried event', () => {
+  const source = { kind: CARRIER_KIND, session: 's1', type: 'extension/record', data: { recordId: 'r1' } }
+  const splice = (data: Record<string, unknown>) => ({ type: 'agent/inbox/spliced', seq: 5, time: 0, data: { target: 'next-step', start: 0, ...data } })
+
+  it('reads the insert writeCarried writes, not a splice that replaces a queued message (a DSH queue edit)', () => {
+    const inserted = [{ id: 'taskward-1', role: 'user', content: [{ type: 'text', text: 'edited' }], source }]
+    expect(readCarried(splice({ inserted }), 's1')).to.deep.equal({ type: 'extension/record', data: { recordId: 'r1' } })
+    // session.updateQueue's edit keeps the message's source: a replacement, not a record written now.
+    expect(readCarried(splice({ removedCount: 1, inserted, outcome: 'canceled' }), 's1')).to.equal(undefined)
+    expect(readCarried(splice({ inserted }), 's2')).to.equal(undefined)
   })
 })
