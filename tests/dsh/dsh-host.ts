@@ -11,6 +11,15 @@ import { packDsh } from '../../scripts/dsh/pack.mjs'
 
 const run = promisify(execFile)
 
+/** For scripts run under the cached Node 24 (zstd is in its zlib): `file`, the log of session argv[2] under argv[1]. */
+const FIND_LOG = `
+  const fs = require('node:fs'), zlib = require('node:zlib'), path = require('node:path')
+  const [root, id] = process.argv.slice(1)
+  const find = (dir) => fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => e.isDirectory() ? (e.name === id ? [path.join(dir, e.name, 'session.jsonl.zstd')] : find(path.join(dir, e.name))) : [])
+  const file = find(root)[0]
+  if (!file) throw new Error('no log of ' + id)
+`
+
 /*
  * Real DSH for tests: the cached install (scripts/dsh/install.mjs), a temporary DSH_HOME per instance,
  * `dsh web --no-open --port N` as a child process against a loopback model endpoint, and DSH's own
@@ -111,6 +120,30 @@ export class DshHome {
       fs.writeFileSync(file, Buffer.concat([frame(lines[0] + '\\n'), frame(lines.slice(1).join('\\n') + '\\n')]))
     `
     await run(this.paths.node, ['-e', script, join(this.home, 'sessions'), sessionId, JSON.stringify(events)], { env: this.env })
+  }
+
+  /**
+   * The lines of a stopped DSH's log of `sessionId` (the header first, then one event a line), and a way
+   * to write back a kept prefix of them, as a crash that cut a flush would leave it (DSH keeps the whole
+   * lines of a torn final frame, `readZstdPrefix` of dsh-session-persistence-jsonl).
+   */
+  async readLog(sessionId: string): Promise<string[]> {
+    const { stdout } = await run(this.paths.node, ['-e', `${FIND_LOG}
+      process.stdout.write(JSON.stringify(zlib.zstdDecompressSync(fs.readFileSync(file)).toString('utf8').split('\\n').filter(Boolean)))
+    `, join(this.home, 'sessions'), sessionId], { env: this.env, maxBuffer: 64 << 20 })
+    return JSON.parse(stdout)
+  }
+
+  /** Replace a stopped DSH's log of `sessionId` by `lines` (header first), in DSH's framing. */
+  async writeLog(sessionId: string, lines: string[]) {
+    const input = join(this.home, `log-${sessionId}.json`)
+    await writeFile(input, JSON.stringify(lines))
+    await run(this.paths.node, ['-e', `${FIND_LOG}
+      const lines = JSON.parse(fs.readFileSync(process.argv[3], 'utf8'))
+      const frame = (text) => zlib.zstdCompressSync(Buffer.from(text))
+      fs.writeFileSync(file, Buffer.concat([frame(lines[0] + '\\n'), frame(lines.slice(1).join('\\n') + '\\n')]))
+    `, join(this.home, 'sessions'), sessionId, input], { env: this.env })
+    await rm(input)
   }
 
   /** Start `dsh web`; resolves once DSH's API answers (and, unless `taskward: false`, Taskward's route). */

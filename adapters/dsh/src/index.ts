@@ -18,7 +18,7 @@ import { DshProjectionsContract } from './projections'
 import { DshSessionsContract } from './sessions'
 import { DshToolsContract, refusalText, type DshToolExecution } from './tools'
 import { guardSupervisedSessions, sessionPreset, SUPERVISION_PRESET } from './supervision-preset'
-import { readCarried } from './carrier'
+import { dropLeftoverCarriers, readCarried, withoutCarriers } from './carrier'
 import { ConsultCommand } from './consultations'
 
 export { CARRIER_KIND, readCarried, writeCarried } from './carrier'
@@ -107,7 +107,8 @@ export function apply(ctx: Context, input: Partial<Config>) {
     const view = agents.view(payload.agent)
     view.turn.steps++
     const refusal = await agents.refusal(view, payload.step)
-    if (!refusal) return next()
+    // A carrier a crash left queued is claimed like any message: it never goes to the model (carrier.ts).
+    if (!refusal) return withoutCarriers(await next())
     view.turn.refused = { code: refusal.code, message: refusal.message }
     // The refusal's code in the log (a DSH rejection carries none), as on our host.
     view.session.append('agent/refused', { code: refusal.code, message: refusal.message }).catch(() => {})
@@ -119,6 +120,8 @@ export function apply(ctx: Context, input: Partial<Config>) {
     if (agent && sessions.view(session).role === 'main') tools.offerTaskTools(agent)
   }
   c.on('agent/created', ({ agent }: { agent: DshAgent }) => {
+    // Carriers a crash left queued (inserts kept, removal lost) leave the inbox before anything runs.
+    dropLeftoverCarriers(agent)
     const role = sessions.view(agent.session).role
     if (role === 'main' && isSupervised(agent.session)) tools.offerTaskTools(agent)
     // A consultation (its marker read back after a restart, consultations.ts) gets its tools again.
