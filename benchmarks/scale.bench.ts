@@ -10,8 +10,9 @@
  *   2. throughput (SCALE_SESSIONS, default 50, concurrent tasks, no endpoint delay): steps/s of the
  *      cordis.yml plugin set (recovery included) vs a bare loop — the same SDK sending the same requests
  *      (captured from a task of that set) to the same endpoint, no host — and vs the kernel + supervisor
- *      set. Goals: full ≥ 0.5× bare, full ≥ 0.9× kernel + supervisor. Per step: host CPU ms. The two
- *      sets alternate for SCALE_RATE_ROUNDS rounds (default 3); the round of the median ratio counts.
+ *      set. Goals: full ≥ 0.5× bare, full ≥ 0.9× kernel + supervisor. Per step: host CPU ms. The bare
+ *      loop and the two sets alternate for SCALE_RATE_ROUNDS rounds (default 3); each goal takes the
+ *      median of its per-round ratios (the rows show the round of the median full ÷ kernel+supervisor).
  *   3. flat per-session cost (SCALE_DELAY_MS, default 500, per answer; SCALE_FLAT sessions, default
  *      1,10,50,200, full set): in-turn gap p99 at 50 and 200 sessions vs at 1 session (goal ≤ 3×) and host
  *      RSS (peak while the tasks run) growth per live session (goal ≤ 1 MB). Each size runs in a fresh
@@ -162,12 +163,13 @@ try {
     await endpoint.stats()
 
     await bareLoop(endpoint.baseURL, bodies, 5)
-    await endpoint.stats()
-    const bareMachine = machineBusyMs()
-    const bareWall = await bareLoop(endpoint.baseURL, bodies, SESSIONS)
-    const bareSteps = (await endpoint.stats()).served
-    const bareRate = bareSteps / (bareWall / 1000)
-    const bareMachinePerStep = (machineBusyMs() - bareMachine) / bareSteps
+    const bare = async () => {
+      await endpoint.stats()
+      const machineBefore = machineBusyMs()
+      const wall = await bareLoop(endpoint.baseURL, bodies, SESSIONS)
+      const steps = (await endpoint.stats()).served
+      return { rate: steps / (wall / 1000), machinePerStep: (machineBusyMs() - machineBefore) / steps }
+    }
 
     const rate = async (set: PluginSet, profile: boolean) => {
       const host = await bootHost(set, endpoint.baseURL)
@@ -198,25 +200,35 @@ try {
     }
     // SCALE_PROFILE_SET=kernel+supervisor profiles the baseline set instead (to set the two side by side).
     const profiledSet: PluginSet = process.env.SCALE_PROFILE_SET === 'kernel+supervisor' ? 'kernel+supervisor' : 'full'
-    // The machine is shared: its load moves by 2x within a minute. The two sets alternate, round by
-    // round, and the round with the median full ÷ kernel+supervisor ratio is the one reported (the
-    // profile is taken in the first round only).
-    const rounds: { kernel: Awaited<ReturnType<typeof rate>>, full: Awaited<ReturnType<typeof rate>> }[] = []
+    // The machine is shared: its load moves by 2x within a minute. The bare loop and the two sets
+    // alternate, round by round; the round with the median full ÷ kernel+supervisor ratio is the one
+    // reported, and the full ÷ bare goal takes the median of its own per-round ratios (the profile is
+    // taken in the first round only).
+    const rounds: { bare: Awaited<ReturnType<typeof bare>>, kernel: Awaited<ReturnType<typeof rate>>, full: Awaited<ReturnType<typeof rate>> }[] = []
     for (let round = 0; round < RATE_ROUNDS; round++) {
+      const loop = await bare()
       const kernel = await rate('kernel+supervisor', PROFILE && round === 0 && profiledSet === 'kernel+supervisor')
       const full = await rate('full', PROFILE && round === 0 && profiledSet === 'full')
-      rounds.push({ kernel, full })
+      rounds.push({ bare: loop, kernel, full })
     }
+    const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
     const ratios = rounds.map(({ kernel, full }) => full.rate / kernel.rate)
-    const { kernel, full } = [...rounds].sort((a, b) => a.full.rate / a.kernel.rate - b.full.rate / b.kernel.rate)[Math.floor(rounds.length / 2)]
-    if (rounds.length > 1) row(`full ÷ kernel+supervisor steps/s, each of ${rounds.length} alternating rounds`, ratios.map((r) => `${r.toFixed(2)}x`).join(', '), '', 'the median round is reported')
+    const bareRatios = rounds.map(({ bare, full }) => full.rate / bare.rate)
+    const { kernel, full, bare: loop } = [...rounds].sort((a, b) => a.full.rate / a.kernel.rate - b.full.rate / b.kernel.rate)[Math.floor(rounds.length / 2)]
+    const bareRate = loop.rate
+    const bareMachinePerStep = loop.machinePerStep
+    const fullToBare = median(bareRatios)
+    if (rounds.length > 1) {
+      row(`full ÷ kernel+supervisor steps/s, each of ${rounds.length} alternating rounds`, ratios.map((r) => `${r.toFixed(2)}x`).join(', '), '', 'the median round is reported')
+      row(`full ÷ bare loop steps/s, each round`, bareRatios.map((r) => `${r.toFixed(2)}x`).join(', '), '', `median ${fullToBare.toFixed(2)}x (the goal's)`)
+    }
     row(`steps/s, ${SESSIONS} concurrent one-node tasks, ${FULL_ROW}`, `${full.rate.toFixed(0)} steps/s (${full.steps} steps)`, `${bareRate.toFixed(0)} steps/s bare loop (same SDK and requests, no host)`, `${(full.rate / bareRate).toFixed(2)}x (goal ≥ 0.5x)`)
     row(`steps/s, ${SESSIONS} concurrent, ${FULL} vs kernel+supervisor`, `${full.rate.toFixed(0)} steps/s`, `${kernel.rate.toFixed(0)} steps/s kernel+supervisor`, `${(full.rate / kernel.rate).toFixed(2)}x (goal ≥ 0.9x)`)
     row(`host CPU per model step, ${SESSIONS} concurrent`, `${ms(full.cpuPerStep)} ${FULL}`, `${ms(kernel.cpuPerStep)} kernel+supervisor`, '')
     row(`machine CPU per model step (every process: host, endpoint, launcher, checks), ${SESSIONS} concurrent`, `${ms(full.machinePerStep)} ${FULL}`, `${ms(kernel.machinePerStep)} kernel+supervisor, ${ms(bareMachinePerStep)} bare loop`,
       `${(kernel.machinePerStep / full.machinePerStep).toFixed(2)}x: the ratio of steps/s when the cores are the limit`)
     row(`host event-loop delay p99 / max, ${SESSIONS} concurrent`, `${ms(full.loopDelay.p99)} / ${ms(full.loopDelay.max)} ${FULL}`, `${ms(kernel.loopDelay.p99)} / ${ms(kernel.loopDelay.max)} kernel+supervisor`, '')
-    goals.check(`${FULL_GOAL} vs a bare loop`, full.rate / bareRate >= 0.5, `${(full.rate / bareRate).toFixed(2)}x, goal >= 0.5x (${full.rate.toFixed(0)} vs ${bareRate.toFixed(0)} steps/s)`)
+    goals.check(`${FULL_GOAL} vs a bare loop`, fullToBare >= 0.5, `${fullToBare.toFixed(2)}x (median of ${rounds.length} rounds), goal >= 0.5x (${full.rate.toFixed(0)} vs ${bareRate.toFixed(0)} steps/s in the reported round)`)
     goals.check(`${FULL_GOAL} vs kernel+supervisor`, full.rate / kernel.rate >= 0.9, `${(full.rate / kernel.rate).toFixed(2)}x, goal >= 0.9x (${full.rate.toFixed(0)} vs ${kernel.rate.toFixed(0)} steps/s)`)
   }
 
