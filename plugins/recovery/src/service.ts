@@ -6,7 +6,7 @@ import type {} from '@taskward/plugin-workspace'
 import {
   checkResultOf, decide, decisionPayload, foldRecovery, initRecoveryState, isBudgetStop, latestRecoveryAttempt, RECORD_EVENT_TYPE, stopsAfterProgress,
   loadedConfig, reconcileJournal, RECOVERY_NAMESPACE, recoveryReader, recoveryRecord, resolveBudgets, TaskwardError,
-  type AgentClaim, type AttemptPayload, type AttemptView, type CheckResult, type CheckSpec, type JournalRecord,
+  type AgentClaim, type AttemptPayload, type AttemptView, type CandidateRef, type CheckResult, type CheckSpec, type JournalRecord,
   type RecordReader, type RecoveryDecision, type RecoveryKind, type RecoveryPayloads, type RecoveryState, type SandboxKind,
 } from '@taskward/protocol'
 import { Config } from './config'
@@ -28,6 +28,9 @@ declare module 'cordis' {
 export const RECOVERY_PROJECTION_KEY = RECOVERY_NAMESPACE
 /** Bump when the fold's shape changes: cached states of another version are rebuilt from seq 0. */
 export const RECOVERY_PROJECTION_VERSION = 2
+
+/** How often a new attempt reads the candidate again when the workspace moved under its copies. */
+const CANDIDATE_READS = 3
 
 interface ReaderRegistry {
   registerReader(reader: RecordReader): unknown
@@ -219,13 +222,26 @@ export class Recovery {
       throw new TaskwardError('BAD_REQUEST', `Task ${taskId} has no attempt to re-verify; run its checks first.`, { taskId })
     }
     const specs = this.checksFor(state, taskId)
-    // A rerun re-checks the same candidate; a new attempt reads the candidate now (never the agent's word).
-    const candidate = options.rerun ? last!.candidate : await readCandidate(this.home, session.cwd, this.config.candidateSource)
-    // Observed, not assumed: in git mode a HEAD that does not descend from the authoritative commit
-    // gets the parent git shows, and `decide` rejects it.
-    const parent = options.rerun ? last!.parentCandidate : await observedParent(state, session.cwd, candidate)
     const sandbox = (await this.sandbox()).kind
-    const checks = await this.runAll(session.cwd, specs, sandbox, state, taskId)
+    let candidate: CandidateRef
+    let parent: string | undefined
+    let checks: CheckResult[]
+    for (let tries = 1; ; tries++) {
+      // A rerun re-checks the same candidate; a new attempt reads the candidate now (never the agent's word).
+      candidate = options.rerun ? last!.candidate : await readCandidate(this.home, session.cwd, this.config.candidateSource)
+      // Observed, not assumed: in git mode a HEAD that does not descend from the authoritative commit
+      // gets the parent git shows, and `decide` rejects it.
+      parent = options.rerun ? last!.parentCandidate : await observedParent(state, session.cwd, candidate)
+      try {
+        checks = await this.runAll(session.cwd, specs, sandbox, state, taskId, candidate)
+        break
+      } catch (error) {
+        // The workspace moved under a new attempt (the agent working on while a stage is verified):
+        // read the candidate again. A rerun's candidate is no longer there to re-check.
+        const moved = TaskwardError.is(error, 'ARTIFACT_CHANGED') && error.details?.reason === 'candidate-moved'
+        if (!moved || options.rerun || tries >= CANDIDATE_READS) throw error
+      }
+    }
     // A task's first attempt counts from the task's start, not the session's: earlier tasks are not its work.
     const evidence = await turnEvidence(session, last ? last.seq + 1 : await this.taskStart(session, taskId))
     const index = options.rerun ? last!.index : (task?.counters.attempts ?? 0) + 1
@@ -344,8 +360,13 @@ export class Recovery {
     return typeof session === 'string' ? this.kernel.sessions.get(session) : Promise.resolve(session)
   }
 
-  /** Each check in its own fresh copy, so one check's writes cannot change what the next one sees. */
-  private async runAll(cwd: string, specs: CheckSpec[], sandbox: SandboxKind, state: RecoveryState, taskId: string): Promise<CheckResult[]> {
+  /**
+   * Each check in its own fresh copy, so one check's writes cannot change what the next one sees. Each
+   * copy is of `candidate`: the workspace is read again once the copy is made, and a candidate that
+   * moved meanwhile refuses the run (`ARTIFACT_CHANGED`, reason `candidate-moved`) — the checks would
+   * judge other files under its digest.
+   */
+  private async runAll(cwd: string, specs: CheckSpec[], sandbox: SandboxKind, state: RecoveryState, taskId: string, candidate: CandidateRef): Promise<CheckResult[]> {
     const results: CheckResult[] = []
     // Never copied, and hidden from a bwrap check: the data directory (the session database, tokens).
     const hidden = specs.length ? await hiddenDirectories() : []
@@ -364,6 +385,13 @@ export class Recovery {
         continue
       }
       try {
+        const now = await readCandidate(this.home, cwd, this.config.candidateSource)
+        if (now.digest !== candidate.digest) {
+          throw new TaskwardError('ARTIFACT_CHANGED',
+            `The workspace ${cwd} changed while the copy for check ${spec.id} was made, so that copy is not of the candidate being verified; `
+            + 'nothing was recorded. Verify again once nothing writes to the workspace (a process left running, a tool call still going).',
+            { reason: 'candidate-moved', checkId: spec.id, candidate: candidate.digest, workspace: now.digest })
+        }
         // A check whose pinned files differ in its copy from the task's baseline is not trusted (not run).
         const changed = await this.pins.changedResult(spec, area.work, state, taskId)
         if (changed) {
