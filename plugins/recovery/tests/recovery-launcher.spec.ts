@@ -20,6 +20,21 @@ async function until(condition: () => Promise<boolean>, ms = 10_000) {
 
 const childProcess = createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process')
 
+
+/** The listener-leak warnings Node emits while `body` runs (emitted on the tick after the leak). */
+async function leakWarnings(body: () => Promise<void>): Promise<string[]> {
+  const warnings: string[] = []
+  const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`)
+  process.on('warning', onWarning)
+  try {
+    await body()
+    await new Promise((resolve) => setImmediate(resolve))
+  } finally {
+    process.off('warning', onWarning)
+  }
+  return warnings.filter((warning) => /MaxListeners|memory leak/.test(warning))
+}
+
 describe('recovery: the check launcher (checks start off the event loop)', () => {
   const cleanup: string[] = []
   afterEach(async () => {
@@ -377,10 +392,7 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
   it('serves many concurrent runs of one owner without a listener each (no leak warning), and its abort kills them all', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'taskward-owner-'))
     cleanup.push(dir)
-    const warnings: string[] = []
-    const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`)
-    process.on('warning', onWarning)
-    try {
+    const warnings = await leakWarnings(async () => {
       const owner = new AbortController()
       const sink = { push: () => {}, skip: () => {} }
       const runs = Array.from({ length: 15 }, (_, i) => launch({
@@ -390,21 +402,14 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
       owner.abort()
       expect(await Promise.all(runs)).to.deep.equal(Array(15).fill('ABORTED'))
       for (let i = 0; i < 15; i++) expect(await alive(Number((await readFile(join(dir, `pid-${i}`), 'utf8')).trim()))).to.equal(false)
-      // Warnings are emitted on the next tick.
-      await new Promise((resolve) => setImmediate(resolve))
-      expect(warnings.filter((warning) => /MaxListeners/.test(warning))).to.deep.equal([])
-    } finally {
-      process.off('warning', onWarning)
-    }
+    })
+    expect(warnings).to.deep.equal([])
   })
   it('leaves no abort listener on its owner\'s signal once the owner\'s runs ended, however often the launcher was replaced (no leak warning)', async function () {
     this.timeout(30_000)
     const dir = await mkdtemp(join(tmpdir(), 'taskward-owner-'))
     cleanup.push(dir)
-    const warnings: string[] = []
-    const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`)
-    process.on('warning', onWarning)
-    try {
+    const warnings = await leakWarnings(async () => {
       // One signal for the plugin's life; a launcher that dies (a crash, a copy-mode check killing its
       // parent) is replaced, and each new one must not add a listener the old one left behind.
       const owner = new AbortController()
@@ -428,11 +433,8 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
       owner.abort()
       expect(await running).to.equal('ABORTED')
       expect(await alive(Number((await readFile(join(dir, 'pid'), 'utf8')).trim()))).to.equal(false)
-      await new Promise((resolve) => setImmediate(resolve))
-      expect(warnings.filter((warning) => /MaxListeners|memory leak/.test(warning))).to.deep.equal([])
-    } finally {
-      process.off('warning', onWarning)
-    }
+    })
+    expect(warnings).to.deep.equal([])
   })
 
   it('kills a running check\'s process group when the launcher process dies, and refuses the check as a runner fault', async () => {

@@ -78,17 +78,21 @@ describe('recovery: a check\'s PATH keeps only absolute entries', function () {
     })
   }
 
-  it('runs the system\'s git for the controller, never one the workspace planted (it runs there, unsandboxed)', async () => {
-    const markers = await mkdtemp(join(tmpdir(), 'taskward-markers-'))
-    cleanup.push(markers)
-    const cwd = await tempWorkspace({ 'bin/git': `#!/bin/sh\ntouch '${join(markers, 'planted-git')}'\n`, 'README.md': '# x\n' })
-    cleanup.push(cwd)
-    await chmod(join(cwd, 'bin/git'), 0o755)
-    process.env.PATH = ['bin', saved].join(delimiter)
-    const outcome = await runGit(cwd, ['--version'])
-    expect(existsSync(join(markers, 'planted-git'))).to.equal(false)
-    expect(outcome.stdout).to.match(/^git version/)
-  })
+  // Relative (`bin`, resolved against the host's cwd) or absolute inside the workspace (as npx puts
+  // <workspace>/node_modules/.bin): either way the git the controller runs there, unsandboxed, is the system's.
+  for (const [dir, onPath] of [['bin', 'relative'], ['node_modules/.bin', 'absolute']] as const) {
+    it(`runs the system's git for the controller, never one the workspace planted in ${dir} (on PATH ${onPath})`, async () => {
+      const markers = await mkdtemp(join(tmpdir(), 'taskward-markers-'))
+      cleanup.push(markers)
+      const cwd = await tempWorkspace({ [`${dir}/git`]: `#!/bin/sh\ntouch '${join(markers, 'planted-git')}'\n`, 'README.md': '# x\n' })
+      cleanup.push(cwd)
+      await chmod(join(cwd, dir, 'git'), 0o755)
+      process.env.PATH = [onPath === 'relative' ? dir : join(cwd, dir), saved].join(delimiter)
+      const outcome = await runGit(cwd, ['--version'])
+      expect(existsSync(join(markers, 'planted-git'))).to.equal(false)
+      expect(outcome.stdout).to.match(/^git version/)
+    })
+  }
 
   for (const sandbox of ['copy', 'bwrap'] as const) {
     it(`runs the system's programs, never ones the candidate planted in a directory of the workspace named absolutely on PATH, as npx puts <workspace>/node_modules/.bin (${sandbox})`, async function () {
@@ -114,18 +118,6 @@ describe('recovery: a check\'s PATH keeps only absolute entries', function () {
       expect(existsSync(join(markers, 'bwrap')) || existsSync(join(markers, 'env')) || existsSync(join(markers, 'sh'))).to.equal(false)
     })
   }
-
-  it('runs the system\'s git for the controller, never one the workspace planted in a directory of it named absolutely on PATH', async () => {
-    const markers = await mkdtemp(join(tmpdir(), 'taskward-markers-'))
-    cleanup.push(markers)
-    const cwd = await tempWorkspace({ 'node_modules/.bin/git': `#!/bin/sh\ntouch '${join(markers, 'planted-git')}'\n`, 'README.md': '# x\n' })
-    cleanup.push(cwd)
-    await chmod(join(cwd, 'node_modules/.bin/git'), 0o755)
-    process.env.PATH = [join(cwd, 'node_modules/.bin'), saved].join(delimiter)
-    const outcome = await runGit(cwd, ['--version'])
-    expect(existsSync(join(markers, 'planted-git'))).to.equal(false)
-    expect(outcome.stdout).to.match(/^git version/)
-  })
 
   it('warns once at start naming the dropped entries and what to use instead', async () => {
     const warnings: string[] = []
