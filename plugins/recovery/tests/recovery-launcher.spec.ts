@@ -20,7 +20,6 @@ async function until(condition: () => Promise<boolean>, ms = 10_000) {
 
 const childProcess = createRequire(import.meta.url)('node:child_process') as typeof import('node:child_process')
 
-
 /** The listener-leak warnings Node emits while `body` runs (emitted on the tick after the leak). */
 async function leakWarnings(body: () => Promise<void>): Promise<string[]> {
   const warnings: string[] = []
