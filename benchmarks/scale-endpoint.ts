@@ -29,7 +29,9 @@ function withUsage(request: MockRequest, reply: MockReply): MockReply {
   const output = (stream.text ?? '').length + JSON.stringify(stream.toolCalls ?? []).length
   return { ...stream, usage: { prompt_tokens: Math.ceil(renderPrompt(request.body).length / 4), completion_tokens: Math.ceil(output / 4) } }
 }
-const mock = await OpenAIMock.start()
+// A host saturated by hundreds of sessions drops its idle connections late: with Node's 5 s keep-alive
+// it reused one the endpoint was closing (a connection error that voided a 200-session run).
+const mock = await OpenAIMock.start({ keepAliveTimeoutMs: 120_000 })
 let delayMs = 0
 let captured: { key: string, body: unknown }[] | undefined
 let served = 0

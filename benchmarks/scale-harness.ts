@@ -133,11 +133,14 @@ export async function bootHost(set: PluginSet, baseURL: string, durability: 'fsy
     if (event.type === RECORD_EVENT_TYPE) waiters.get(session.id)?.()
   })
   const reached = (session: Session, wanted: string) => new Promise<void>((resolve, reject) => {
-    const check = () => host.ctx.supervisor.state(session).then(({ current }) => {
-      // A paused task waits for a person: fail the run loudly instead of waiting for ever.
+    const check = () => host.ctx.supervisor.state(session).then(async ({ current }) => {
+      // A paused task waits for a person: fail the run loudly instead of waiting for ever, saying why.
       if (current?.phase === 'paused' && wanted !== 'paused') {
         waiters.delete(session.id)
-        return reject(new Error(`a task paused (${current.pauseReason}) instead of reaching ${wanted}: the figures of this run are void`))
+        // The fault is appended just after the pause it explains.
+        await new Promise((resolve) => setTimeout(resolve, 500))
+        const [fault] = await session.read({ from: Math.max(0, session.seq - 500), limit: 500, types: ['review/fault'] }).then((events) => events.slice(-1))
+        return reject(new Error(`a task paused (${current.pauseReason}${fault ? `: ${fault.data?.message}` : ''}) instead of reaching ${wanted}: the figures of this run are void`))
       }
       if (current?.phase !== wanted) return
       waiters.delete(session.id)

@@ -92,9 +92,14 @@ export class OpenAIMock {
   /** Prefix caching: usage reports the prompt tokens served from it (DeepSeek's fields for `deepseek`). */
   readonly cache = new PrefixCache()
 
-  static async start(): Promise<OpenAIMock> {
+  /**
+   * `keepAliveTimeoutMs`: how long an idle connection stays open (Node's default, 5 s, races a client
+   * whose loop is too busy to drop it in time: it reuses a socket the mock is closing, a connection error).
+   */
+  static async start(options: { keepAliveTimeoutMs?: number } = {}): Promise<OpenAIMock> {
     const mock = new OpenAIMock()
     await Promise.all([mock.listen(), loadMockEncoders()])
+    if (options.keepAliveTimeoutMs !== undefined) mock.server.keepAliveTimeout = options.keepAliveTimeoutMs
     return mock
   }
 
