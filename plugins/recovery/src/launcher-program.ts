@@ -27,7 +27,7 @@ const post = (message) => {
 }
 const { spawn } = require('node:child_process')
 const { accessSync, constants } = require('node:fs')
-const { chmod, copyFile, lstat, mkdir, mkdtemp, open, readdir, readlink, realpath, rm, symlink } = require('node:fs/promises')
+const { chmod, copyFile, mkdir, mkdtemp, open, readdir, readlink, realpath, rm, symlink } = require('node:fs/promises')
 const { delimiter, isAbsolute, join, relative } = require('node:path')
 
 const killGroup = (pid) => {
@@ -131,11 +131,11 @@ function run(id, { file, args, cwd, env, timeoutMs, graceMs, outputLimitBytes })
 // holding one of this process's few file-system threads (every copy and removal waits behind them).
 // On Linux the content is copied from the opened file itself (/proc/self/fd names it), elsewhere read.
 let procFd = true
-const copyRegular = async (from, to) => {
+const copyRegular = async (from, to, name = from) => {
   const source = await open(from, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
   try {
     const stats = await source.stat()
-    if (!stats.isFile()) throw new Error('cannot copy ' + from + ': it is no longer a regular file (it changed while it was copied)')
+    if (!stats.isFile()) throw new Error('cannot copy ' + name + ': it is no longer a regular file (it changed while it was copied)')
     // Without /proc (not mounted) the content is read instead.
     if (process.platform === 'linux' && procFd) {
       try {
@@ -164,23 +164,40 @@ const copyRegular = async (from, to) => {
 // Directories, regular files and symbolic links (copied as links, never followed: readdir's types are
 // lstat's); anything else (a FIFO, a socket, a device) fails the copy, naming it. A directory gets its
 // mode once it is filled (a read-only one could not be filled).
-const copyTree = async (from, to, skipGit, exclude) => {
-  const mode = (await lstat(from)).mode & 0o7777
-  await mkdir(to, { mode: 0o700 })
-  for (const entry of await readdir(from, { withFileTypes: true })) {
-    // The host is gone: the copy is being removed (hostGone), no use making more of it.
-    if (gone) throw new Error('the host is gone')
-    if (skipGit && entry.name === '.git') continue
-    const source = join(from, entry.name)
-    if (exclude.has(source)) continue
-    const target = join(to, entry.name)
-    if (entry.isDirectory()) await copyTree(source, target, false, exclude)
-    else if (entry.isSymbolicLink()) await symlink(await readlink(source), target)
-    else if (entry.isFile()) await copyRegular(source, target)
-    else throw new Error('cannot copy ' + source + ': only regular files, directories and symbolic links are copied, and this is a '
-      + (entry.isFIFO() ? 'FIFO' : entry.isSocket() ? 'socket' : 'device') + '; remove it from the workspace (the checks cannot run on it)')
+// Each directory is opened (O_NOFOLLOW) and its entries reached through the opened directory
+// (/proc/self/fd/N/name on Linux), never by their path again: a process the agent left running can swap
+// a directory for a symlink to one outside the workspace (the data directory) between its listing and
+// its entries' opens, and a path through it would copy that directory's files.
+const copyTree = async (from, to, skipGit, exclude, at = from) => {
+  // Past PATH_MAX the old path walk failed (ENAMETOOLONG); through descriptors only the fds would bound it.
+  if (Buffer.byteLength(from) >= 4096) throw new Error('cannot copy ' + from + ': its path is too long')
+  const dir = await open(at, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW).catch((error) => {
+    // A directory swapped for a symlink (or a file) while it was copied: a changing workspace, refused.
+    if (error.code === 'ELOOP' || error.code === 'ENOTDIR') throw new Error('cannot copy ' + from + ': it is no longer a directory (it changed while it was copied)')
+    throw error
+  })
+  try {
+    const stats = await dir.stat()
+    const base = process.platform === 'linux' && procFd && executable('/proc/self/fd') ? '/proc/self/fd/' + dir.fd : at
+    await mkdir(to, { mode: 0o700 })
+    for (const entry of await readdir(base, { withFileTypes: true })) {
+      // The host is gone: the copy is being removed (hostGone), no use making more of it.
+      if (gone) throw new Error('the host is gone')
+      if (skipGit && entry.name === '.git') continue
+      const source = join(from, entry.name)
+      if (exclude.has(source)) continue
+      const target = join(to, entry.name)
+      const opened = join(base, entry.name)
+      if (entry.isDirectory()) await copyTree(source, target, false, exclude, opened)
+      else if (entry.isSymbolicLink()) await symlink(await readlink(opened), target)
+      else if (entry.isFile()) await copyRegular(opened, target, source)
+      else throw new Error('cannot copy ' + source + ': only regular files, directories and symbolic links are copied, and this is a '
+        + (entry.isFIFO() ? 'FIFO' : entry.isSocket() ? 'socket' : 'device') + '; remove it from the workspace (the checks cannot run on it)')
+    }
+    await chmod(to, stats.mode & 0o7777)
+  } finally {
+    await dir.close()
   }
-  await chmod(to, mode)
 }
 
 // A check's area: a new directory under base with an empty home and a copy of cwd (symlinks as links,

@@ -135,6 +135,61 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
     expect(outcomes.made, JSON.stringify(outcomes)).to.be.greaterThan(0)
   })
 
+  it('never copies a directory outside the workspace that a process swaps in, as a symlink, for one of its directories (the data directory)', async function () {
+    this.timeout(60_000)
+    const files: Record<string, string> = {}
+    for (let i = 0; i < 30; i++) files[`d/f${i}.txt`] = `workspace ${i}\n`
+    const cwd = await tempWorkspace(files)
+    // Outside the workspace and excluded from every copy, as the data directory is: the same names.
+    const data = await mkdtemp(join(tmpdir(), 'taskward-data-'))
+    const side = await mkdtemp(join(tmpdir(), 'taskward-swap-'))
+    cleanup.push(cwd, data, side)
+    for (let i = 0; i < 30; i++) await writeFile(join(data, `f${i}.txt`), 'SECRET-TOKEN\n')
+    await symlink(data, join(side, 'link'))
+    // What an agent can leave running: d is the workspace's directory, then for an instant a symlink to the data directory.
+    const swapper = childProcess.spawn(process.execPath, ['-e', `
+      const { renameSync } = require('node:fs')
+      const { join } = require('node:path')
+      const [cwd, side] = process.argv.slice(1)
+      const pause = new Int32Array(new SharedArrayBuffer(4))
+      for (;;) {
+        renameSync(join(cwd, 'd'), join(side, 'd'))
+        renameSync(join(side, 'link'), join(cwd, 'd'))
+        Atomics.wait(pause, 0, 0, 1)
+        renameSync(join(cwd, 'd'), join(side, 'link'))
+        renameSync(join(side, 'd'), join(cwd, 'd'))
+        Atomics.wait(pause, 0, 0, 1)
+      }`, cwd, side], { stdio: 'ignore' })
+    const outcomes: Record<string, number> = {}
+    try {
+      const end = Date.now() + 8_000
+      for (let copies = 0; copies < 300 && Date.now() < end; copies++) {
+        const outcome = await prepareArea(cwd, false, [data]).then(async (area) => {
+          try {
+            // A symlink copied as the link is no leak (a check reads through it what the sandbox lets it read).
+            // Absent: d was being renamed when the workspace was listed.
+            if (!(await lstat(join(area.work, 'd')).catch(() => undefined))?.isDirectory()) return 'made'
+            const seen = await readdir(join(area.work, 'd'))
+            for (const name of seen) {
+              const path = join(area.work, 'd', name)
+              if ((await lstat(path)).isFile() && (await readFile(path, 'utf8')).includes('SECRET')) return 'leaked'
+            }
+            return 'made'
+          } finally {
+            await chmod(join(area.work, 'd'), 0o700).catch(() => {})
+            await removeArea(area)
+          }
+        }, () => 'failed')
+        outcomes[outcome] = (outcomes[outcome] ?? 0) + 1
+        if (outcome === 'leaked') break
+      }
+    } finally {
+      swapper.kill('SIGKILL')
+    }
+    expect(outcomes.leaked ?? 0, JSON.stringify(outcomes)).to.equal(0)
+    expect(outcomes.made, JSON.stringify(outcomes)).to.be.greaterThan(0)
+  })
+
   it('copies directories, files and symbolic links with their modes, and refuses a FIFO (any special file) by name', async () => {
     const cwd = await tempWorkspace({ 'bin/run.sh': 'exit 0\n', 'ro/inside.txt': 'x', 'data.txt': 'd' })
     cleanup.push(cwd)
