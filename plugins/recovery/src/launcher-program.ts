@@ -222,8 +222,9 @@ const prepare = async (id, { cwd, base, keepGit, exclude = [] }) => {
     await copyTree(source, join(root, 'work'), !keepGit, new Set(exclude))
     return { root, real: await realpath(root) }
   } catch (error) {
-    await rm(root, { recursive: true, force: true })
-    areas.delete(root)
+    // As a removal does (a filled read-only directory is not removed without its mode back), and the
+    // copy's own error stays the answer; one still left stays in areas, removed again once the host is gone.
+    await removeTree(root).then(() => areas.delete(root), () => {})
     throw error
   }
 }

@@ -214,6 +214,38 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
     expect(refused).to.match(/pipe/).and.to.match(/FIFO/)
   })
 
+  it('removes a failed copy that holds a filled read-only directory, and reports why the copy failed (a host that is not root)', async function () {
+    this.timeout(20_000)
+    // Root removes a read-only directory's files; another user cannot: the launcher itself runs as one.
+    if (typeof process.getuid !== 'function' || process.getuid() !== 0) this.skip()
+    const nobody = 65534
+    const cwd = await tempWorkspace({ 'a/inside.txt': 'x' })
+    const base = await mkdtemp(join(tmpdir(), 'taskward-base-'))
+    cleanup.push(cwd, base)
+    spawnSync('mkfifo', [join(cwd, 'b-pipe')])
+    await chmod(join(cwd, 'a'), 0o555)
+    for (const path of [cwd, join(cwd, 'a'), join(cwd, 'a/inside.txt'), join(cwd, 'b-pipe'), base]) spawnSync('chown', [`${nobody}:${nobody}`, path])
+    const { LAUNCHER_SOURCE } = await import('../src/launcher-program')
+    const launcher = childProcess.spawn(process.execPath, ['-e', LAUNCHER_SOURCE], {
+      env: {}, uid: nobody, gid: nobody, stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'advanced',
+    })
+    let failed: string | undefined
+    try {
+      failed = await new Promise<string>((resolve, reject) => {
+        launcher.on('message', (message: { kind: string, message?: string }) => {
+          if (message.kind === 'failed') resolve(message.message!)
+          else if (message.kind === 'done') reject(new Error('the copy was made'))
+        })
+        launcher.on('exit', () => reject(new Error('the launcher exited')))
+        launcher.send({ id: 1, kind: 'prepare', request: { cwd, base, keepGit: false } })
+      })
+    } finally {
+      launcher.kill('SIGKILL')
+    }
+    expect(failed).to.match(/FIFO/)
+    expect(await readdir(base)).to.deep.equal([])
+  })
+
   it('refuses to copy a workspace into itself (a temp directory inside the workspace) and leaves nothing behind', async function () {
     this.timeout(20_000)
     const cwd = await tempWorkspace({ 'answer.txt': 'right', 'src/a.txt': 'a' })
