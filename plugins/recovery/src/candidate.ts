@@ -4,6 +4,7 @@ import {
 } from '@taskward/protocol'
 import type {} from '@taskward/plugin-workspace'
 import { runGit as git } from './git'
+import { hiddenDirectories } from './sandbox'
 
 const COMMIT = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/
 
@@ -23,8 +24,11 @@ async function gitOrRefuse(cwd: string, args: string[]): Promise<string> {
  * the tree (`gitCandidate`).
  */
 export async function readCandidate(ctx: Context, cwd: string, source: 'workspace' | 'git'): Promise<CandidateRef> {
+  // The data directory inside the workspace (the default data/ of a host run there) is the host's, not
+  // the candidate's: its database changes with every event, and it is never copied for a check either.
+  const exclude = await hiddenDirectories()
   if (source === 'workspace') {
-    const stamp = await ctx.workspace.stamp(cwd)
+    const stamp = await ctx.workspace.stamp(cwd, { exclude })
     return { digest: stamp.digest, source }
   }
   const head = (await gitOrRefuse(cwd, ['rev-parse', 'HEAD'])).trim()
@@ -33,7 +37,7 @@ export async function readCandidate(ctx: Context, cwd: string, source: 'workspac
   }
   const status = await gitOrRefuse(cwd, ['status', '--porcelain', '--untracked-files=all'])
   if (!status.trim()) return gitCandidate(head)
-  return gitCandidate(head, (await ctx.workspace.stamp(cwd)).digest)
+  return gitCandidate(head, (await ctx.workspace.stamp(cwd, { exclude })).digest)
 }
 
 /**

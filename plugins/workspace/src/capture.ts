@@ -17,6 +17,7 @@ export interface CaptureOptions {
   signal?: AbortSignal
   onProgress?: (progress: StampProgress) => void
   expected?: { entries: number, bytes: number }
+  exclude?: readonly string[]
 }
 
 /**
@@ -41,7 +42,7 @@ export async function captureTree(root: Buffer, rootStats: BigIntStats, options:
   }
 
   await pacer.step()
-  for (const entry of walkTree(root, rootStats, budget)) {
+  for (const entry of walkTree(root, rootStats, budget, new Set(options.exclude ?? []))) {
     const meta = { mode: entry.stats.mode, mtimeNs: entry.stats.mtimeNs }
     if (entry.kind === 'directory') {
       digest.addDirectory(entry.rel, meta)

@@ -58,12 +58,12 @@ function sameCapture(a: CaptureResult, b: CaptureResult) {
  * between (or while a file was read) the stamp fails with `ARTIFACT_CHANGED` and is not retried.
  */
 export async function stampWorkspace(root: string, limits: StampLimits, options: StampOptions = {}): Promise<WorkspaceStamp> {
-  const { signal, onProgress } = options
+  const { signal, onProgress, exclude } = options
   throwIfAborted(signal)
   const before = openRoot(root)
-  const first = await capturing(root, 1, () => captureTree(before.real, before.stats, { capture: 1, limits, signal, onProgress }))
+  const first = await capturing(root, 1, () => captureTree(before.real, before.stats, { capture: 1, limits, signal, onProgress, exclude }))
   const second = await capturing(root, 2, () => captureTree(before.real, before.stats, {
-    capture: 2, limits, signal, onProgress, expected: { entries: first.entries, bytes: first.bytes },
+    capture: 2, limits, signal, onProgress, exclude, expected: { entries: first.entries, bytes: first.bytes },
   }))
   throwIfAborted(signal)
   const after = openRoot(root)

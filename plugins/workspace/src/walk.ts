@@ -26,11 +26,11 @@ const NO_PATH = Buffer.alloc(0)
 
 /**
  * Depth-first, pre-order walk below `root` (an absolute real path), each directory's names in byte
- * order, the root `.git` skipped. Every entry is counted against `budget` when it is reached and every
+ * order, the root `.git` and the `exclude`d paths skipped. Every entry is counted against `budget` when it is reached and every
  * file's size before it is read, so a tree that is too large fails right there. Symlinks and special
  * files are refused, never followed. Synchronous: the caller paces it (see `Pacer`).
  */
-export function* walkTree(root: Buffer, rootStats: BigIntStats, budget: StampBudget): Generator<WalkEntry> {
+export function* walkTree(root: Buffer, rootStats: BigIntStats, budget: StampBudget, exclude: ReadonlySet<string> = new Set()): Generator<WalkEntry> {
   const stack: OpenDirectory[] = [{ abs: root, rel: NO_PATH, names: listDirectory(root, '.', rootStats, true), next: 0 }]
   while (stack.length) {
     const parent = stack[stack.length - 1]
@@ -42,8 +42,10 @@ export function* walkTree(root: Buffer, rootStats: BigIntStats, budget: StampBud
     const relBytes = childPath(parent.rel, name)
     const rel = Buffer.from(relBytes.buffer, relBytes.byteOffset, relBytes.length)
     const path = rel.toString('utf8')
-    budget.addEntry(path)
     const abs = Buffer.concat([parent.abs, SLASH, name])
+    // Left out as if absent (StampOptions.exclude): not counted, not framed, not walked.
+    if (exclude.size && exclude.has(abs.toString('utf8'))) continue
+    budget.addEntry(path)
     let stats: BigIntStats
     try {
       stats = lstatSync(abs, { bigint: true })

@@ -43,6 +43,11 @@ export interface StampOptions {
   signal?: AbortSignal
   /** Called synchronously as the walk proceeds; an exception thrown here fails the stamp. */
   onProgress?: (progress: StampProgress) => void
+  /**
+   * Real absolute paths below the root left out as if absent (nothing below one is walked): what is
+   * not the workspace's own content, such as the host's data directory inside it.
+   */
+  exclude?: readonly string[]
 }
 
 const hex64 = Schema.string().pattern(/^[0-9a-f]{64}$/)
