@@ -22,7 +22,7 @@ export function changedError(path: string, reason: ChangeReason, what: string, d
 
 export function unsupportedError(path: string, type: string): TaskwardError {
   return new TaskwardError('ARTIFACT_UNSUPPORTED',
-    `${path} is a ${type}; workspace stamps hash only regular files and directories and never follow links. Remove it or replace it with a regular file, then stamp again.`,
+    `${path} is a ${type}; workspace stamps record only regular files, directories and symbolic links (as links, never followed). Remove it from the workspace, then stamp again.`,
     { path, type })
 }
 
@@ -51,6 +51,7 @@ export function entryFsError(path: string, operation: string, error: unknown): u
     case 'ENXIO':
     case 'EAGAIN':
     case 'ESPIPE':
+    case 'EINVAL': // readlink of an entry that is no longer a link
       return changedError(path, 'replaced', `it was replaced by another kind of entry before it could be ${operation}`, { errno: code })
     default:
       return unavailableError(path, `it could not be ${operation}`, error)

@@ -1,7 +1,8 @@
 import { lstatSync, realpathSync, type BigIntStats } from 'node:fs'
-import { TaskwardError, workspaceKeyOf, type StampLimits, type StampOptions, type WorkspaceStamp } from '@taskward/protocol'
+import { TaskwardError, workspaceKeyOf, type DependencyMatcher, type StampLimits, type StampOptions, type WorkspaceStamp } from '@taskward/protocol'
 import { captureTree, type CaptureResult } from './capture'
 import { changedError, throwIfAborted, unavailableError } from './fs-errors'
+import { CaptureHashes, type StatCacheStore } from './stat-cache'
 
 interface Root {
   real: Buffer
@@ -50,20 +51,38 @@ async function capturing<T>(root: string, capture: 1 | 2, run: () => Promise<T>)
 }
 
 function sameCapture(a: CaptureResult, b: CaptureResult) {
-  return a.digest === b.digest && a.entries === b.entries && a.files === b.files && a.bytes === b.bytes
+  return a.digest === b.digest && a.entries === b.entries && a.files === b.files && a.bytes === b.bytes && a.links === b.links
+    && a.dependencies.entries === b.dependencies.entries && a.dependencies.files === b.dependencies.files
+    && a.dependencies.bytes === b.dependencies.bytes && a.dependencies.links === b.dependencies.links
+}
+
+function summary(capture: CaptureResult) {
+  return { digest: capture.digest, entries: capture.entries, files: capture.files, bytes: capture.bytes, links: capture.links, dependencies: capture.dependencies }
+}
+
+/** How a stamp walks, beyond its limits: which directories are dependency directories, and the stat cache. */
+export interface StampContext {
+  dependencies?: DependencyMatcher
+  cache?: StatCacheStore
 }
 
 /**
  * Capture the tree twice and return the stamp when both captures agree; if anything changed in
  * between (or while a file was read) the stamp fails with `ARTIFACT_CHANGED` and is not retried.
+ * With a `cache`, a file whose version (device, inode, mode, size, mtime, ctime) is unchanged since
+ * the last capture that read it is not read again; one whose timestamps are recent is (see
+ * `hashOutlivesRead`), in both captures.
  */
-export async function stampWorkspace(root: string, limits: StampLimits, options: StampOptions = {}): Promise<WorkspaceStamp> {
+export async function stampWorkspace(root: string, limits: StampLimits, options: StampOptions = {}, context: StampContext = {}): Promise<WorkspaceStamp> {
   const { signal, onProgress, exclude } = options
+  const { dependencies, cache } = context
   throwIfAborted(signal)
   const before = openRoot(root)
-  const first = await capturing(root, 1, () => captureTree(before.real, before.stats, { capture: 1, limits, signal, onProgress, exclude }))
+  const firstHashes = cache ? new CaptureHashes(cache.table(before.key)) : undefined
+  const first = await capturing(root, 1, () => captureTree(before.real, before.stats, { capture: 1, limits, signal, onProgress, exclude, dependencies, hashes: firstHashes }))
+  const secondHashes = firstHashes ? new CaptureHashes(firstHashes.next) : undefined
   const second = await capturing(root, 2, () => captureTree(before.real, before.stats, {
-    capture: 2, limits, signal, onProgress, exclude, expected: { entries: first.entries, bytes: first.bytes },
+    capture: 2, limits, signal, onProgress, exclude, dependencies, hashes: secondHashes, expected: { entries: first.entries, bytes: first.bytes },
   }))
   throwIfAborted(signal)
   const after = openRoot(root)
@@ -72,9 +91,11 @@ export async function stampWorkspace(root: string, limits: StampLimits, options:
   }
   if (!sameCapture(first, second)) {
     throw inCapture(root, 2, changedError('.', 'captures-differ', 'the second capture differs from the first', {
-      first: { digest: first.digest, entries: first.entries, files: first.files, bytes: first.bytes },
-      second: { digest: second.digest, entries: second.entries, files: second.files, bytes: second.bytes },
+      first: summary(first),
+      second: summary(second),
     }))
   }
-  return { workspaceKey: before.key, digest: first.digest, files: first.files, bytes: first.bytes }
+  // The second capture's table: every file of the tree as it is now whose hash can be reused.
+  if (cache && secondHashes && (firstHashes!.changed || secondHashes.changed)) void cache.save(before.key, secondHashes.next)
+  return { workspaceKey: before.key, digest: first.digest, files: first.files, bytes: first.bytes, links: first.links, dependencies: first.dependencies }
 }

@@ -1,17 +1,21 @@
-import { lstatSync, readdirSync, type BigIntStats } from 'node:fs'
-import { childPath, StampBudget, versionChanges, walkOrder } from '@taskward/protocol'
+import { lstatSync, readdirSync, readlinkSync, type BigIntStats } from 'node:fs'
+import { childPath, StampBudget, versionChanges, walkOrder, type DependencyMatcher } from '@taskward/protocol'
 import { changedError, entryFsError, specialTypeOf, unsupportedError } from './fs-errors'
 import { versionOf } from './version'
 
 /** One entry the walk found, in walk order. */
 export interface WalkEntry {
-  kind: 'directory' | 'file'
+  kind: 'directory' | 'file' | 'link'
   /** Path relative to the root, `/`-separated, in the filesystem's bytes: what the digest frames. */
   rel: Buffer
   /** `rel` decoded for messages and progress. */
   path: string
   abs: Buffer
   stats: BigIntStats
+  /** Whether it lies in a dependency directory (or is one). */
+  dependency: boolean
+  /** A link's target, as the link holds it (never followed). */
+  target?: Buffer
 }
 
 interface OpenDirectory {
@@ -19,6 +23,7 @@ interface OpenDirectory {
   rel: Buffer
   names: Buffer[]
   next: number
+  dependency: boolean
 }
 
 const SLASH = Buffer.from('/')
@@ -26,12 +31,15 @@ const NO_PATH = Buffer.alloc(0)
 
 /**
  * Depth-first, pre-order walk below `root` (an absolute real path), each directory's names in byte
- * order, the root `.git` and the `exclude`d paths skipped. Every entry is counted against `budget` when it is reached and every
- * file's size before it is read, so a tree that is too large fails right there. Symlinks and special
- * files are refused, never followed. Synchronous: the caller paces it (see `Pacer`).
+ * order, the root `.git` and the `exclude`d paths skipped. Every entry is counted against `budget` when
+ * it is reached (against the dependency limits in a directory `dependencies` matches) and every file's
+ * size before it is read, so a tree that is too large fails right there. A symbolic link is read as a
+ * link (its target), never followed; special files are refused. Synchronous: the caller paces it (see
+ * `Pacer`).
  */
-export function* walkTree(root: Buffer, rootStats: BigIntStats, budget: StampBudget, exclude: ReadonlySet<string> = new Set()): Generator<WalkEntry> {
-  const stack: OpenDirectory[] = [{ abs: root, rel: NO_PATH, names: listDirectory(root, '.', rootStats, true), next: 0 }]
+export function* walkTree(root: Buffer, rootStats: BigIntStats, budget: StampBudget, exclude: ReadonlySet<string> = new Set(),
+  dependencies?: DependencyMatcher): Generator<WalkEntry> {
+  const stack: OpenDirectory[] = [{ abs: root, rel: NO_PATH, names: listDirectory(root, '.', rootStats, true), next: 0, dependency: false }]
   while (stack.length) {
     const parent = stack[stack.length - 1]
     if (parent.next >= parent.names.length) {
@@ -45,19 +53,23 @@ export function* walkTree(root: Buffer, rootStats: BigIntStats, budget: StampBud
     const abs = Buffer.concat([parent.abs, SLASH, name])
     // Left out as if absent (StampOptions.exclude): not counted, not framed, not walked.
     if (exclude.size && exclude.has(abs.toString('utf8'))) continue
-    budget.addEntry(path)
     let stats: BigIntStats
     try {
       stats = lstatSync(abs, { bigint: true })
     } catch (error) {
       throw entryFsError(path, 'inspected', error)
     }
-    if (stats.isDirectory()) {
-      yield { kind: 'directory', rel, path, abs, stats }
-      stack.push({ abs, rel, names: listDirectory(abs, path, stats, false), next: 0 })
+    const isDirectory = stats.isDirectory()
+    const dependency = parent.dependency || (isDirectory && dependencies !== undefined && dependencies.matches(name, rel))
+    budget.addEntry(path, dependency)
+    if (isDirectory) {
+      yield { kind: 'directory', rel, path, abs, stats, dependency }
+      stack.push({ abs, rel, names: listDirectory(abs, path, stats, false), next: 0, dependency })
     } else if (stats.isFile()) {
-      budget.addFileBytes(stats.size, path)
-      yield { kind: 'file', rel, path, abs, stats }
+      budget.addFileBytes(stats.size, path, dependency)
+      yield { kind: 'file', rel, path, abs, stats, dependency }
+    } else if (stats.isSymbolicLink()) {
+      yield { kind: 'link', rel, path, abs, stats, dependency, target: readLink(abs, path, stats) }
     } else {
       throw unsupportedError(path, specialTypeOf(stats))
     }
@@ -80,4 +92,22 @@ function listDirectory(abs: Buffer, path: string, stats: BigIntStats, atRoot: bo
   const changes = versionChanges(versionOf(stats), versionOf(after))
   if (changes.length) throw changedError(path, 'directory-changed', 'its entries changed while it was listed', { changes })
   return walkOrder(names, atRoot)
+}
+
+/**
+ * A link's target. A link never changes in place (a new target is a new link, another inode), so the
+ * same version before and after the read means the target read is the one listed.
+ */
+function readLink(abs: Buffer, path: string, stats: BigIntStats): Buffer {
+  let target: Buffer
+  let after: BigIntStats
+  try {
+    target = readlinkSync(abs, { encoding: 'buffer' })
+    after = lstatSync(abs, { bigint: true })
+  } catch (error) {
+    throw entryFsError(path, 'read as a link', error)
+  }
+  const changes = versionChanges(versionOf(stats), versionOf(after))
+  if (changes.length) throw changedError(path, 'replaced', 'it was replaced while its target was read', { changes })
+  return target
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { lstatSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
+import { lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { expect } from 'chai'
 import { Context } from 'cordis'
@@ -48,7 +48,14 @@ describe('workspace service (cordis)', () => {
   })
 
   it('exports a Config schema with the documented defaults', () => {
-    expect(Config({})).to.deep.equal({ repairMaxFiles: 10000, repairMaxBytes: 256 * 1024 * 1024 })
+    expect(Config({})).to.deep.equal({
+      repairMaxFiles: 10000,
+      repairMaxBytes: 256 * 1024 * 1024,
+      dependencyDirectories: ['node_modules', '.yarn/cache', '.yarn/unplugged', '.pnpm-store', '.venv', 'venv', '__pypackages__', '.tox', 'bower_components'],
+      dependencyMaxEntries: 1_000_000,
+      dependencyMaxBytes: 16 * 1024 ** 3,
+      statCache: true,
+    })
     expect(() => Config({ repairMaxBytes: 0 })).to.throw(/repairMaxBytes/)
   })
 
@@ -66,6 +73,11 @@ describe('workspace service (cordis)', () => {
   })
 
   it('matches an independent implementation of the framing in docs/workspace.md', async () => {
+    // Links (inside, outside, dangling) and a dependency directory, as an installed project has them.
+    writeTree(root, { 'node_modules/pkg/index.js': 'module.exports = 1', 'node_modules/.bin/': '' })
+    symlinkSync('../pkg/index.js', join(root, 'node_modules/.bin/pkg'))
+    symlinkSync('/usr/bin/env', join(root, 'z/outside'))
+    symlinkSync('nowhere', join(root, 'dangling'))
     const ctx = new Context()
     ctx.plugin(WorkspacePlugin)
     await ctx.start()
@@ -79,6 +91,7 @@ describe('workspace service (cordis)', () => {
     const hash = createHash('sha256').update('taskward-workspace-digest v1\n')
     let files = 0
     let bytes = 0
+    let links = 0
     const visit = (dir: Buffer, rel: Buffer | null) => {
       const names = readdirSync(dir, { encoding: 'buffer' })
         .filter((name) => rel !== null || name.toString() !== '.git')
@@ -88,7 +101,11 @@ describe('workspace service (cordis)', () => {
         const abs = Buffer.concat([dir, Buffer.from('/'), name])
         const st = lstatSync(abs, { bigint: true })
         const head = [u32(path.length), path, u32(Number(st.mode & 0o7777n)), i64(st.mtimeNs)]
-        if (st.isDirectory()) {
+        if (st.isSymbolicLink()) {
+          const target = readlinkSync(abs, { encoding: 'buffer' })
+          links++
+          hash.update(Buffer.concat([Buffer.from('L'), u32(path.length), path, u32(target.length), target]))
+        } else if (st.isDirectory()) {
           hash.update(Buffer.concat([Buffer.from('D'), ...head]))
           visit(abs, path)
         } else {
@@ -104,7 +121,9 @@ describe('workspace service (cordis)', () => {
     const rootStat = lstatSync(real, { bigint: true })
     const key = createHash('sha256').update('taskward-workspace-key v1\n')
       .update(Buffer.concat([u32(real.length), real, u64(rootStat.dev), u64(rootStat.ino)])).digest('hex')
-    expect(stamp).to.deep.equal({ workspaceKey: key, digest: hash.digest('hex'), files, bytes })
+    const dependencies = { entries: 5, files: 1, bytes: 'module.exports = 1'.length, links: 1 }
+    expect(stamp).to.deep.equal({ workspaceKey: key, digest: hash.digest('hex'), files, bytes, links, dependencies })
+    expect(links).to.equal(3)
   })
 
   it('hashes names by their bytes, even when they are not valid UTF-8', async () => {

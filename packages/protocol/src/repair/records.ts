@@ -1,4 +1,5 @@
 import Schema from 'schemastery'
+import { DependencyCountsSchema } from '../workspace/stamp'
 import type { RecordEnvelope } from '../envelope'
 import { defineReader } from '../records/reader'
 import { NODE_ID_PATTERN } from '../task/schemas'
@@ -28,6 +29,9 @@ export const artifactSchema = Schema.object({
   digest: Schema.string().pattern(DIGEST_PATTERN).required(),
   files: Schema.natural().required(),
   bytes: Schema.natural().required(),
+  // Stamps since links and dependency directories are recorded; absent on older proposals.
+  links: Schema.natural(),
+  dependencies: Schema.union([DependencyCountsSchema, Schema.const(undefined)]),
 })
 
 const proposalSchema = Schema.object({

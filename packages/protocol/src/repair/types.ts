@@ -3,6 +3,7 @@
  * impact; only the user's confirmation click (a `confirm` receipt) reopens the task. Records are
  * immutable; a proposal's status is derived by the projection from the records that follow it.
  */
+import type { DependencyCounts } from '../workspace/stamp'
 
 export const REPAIR_SOURCES = ['main-agent', 'consultation', 'user'] as const
 /** Who proposed: the main agent's tool, the consultation session's tool, or the user in the console. */
@@ -23,6 +24,10 @@ export interface WorkspaceArtifact {
   digest: string
   files: number
   bytes: number
+  /** Links recorded; absent on proposals from before links were. */
+  links?: number
+  /** The part in dependency directories; absent on proposals from before they were set apart. */
+  dependencies?: DependencyCounts
 }
 
 /** Payload of a `proposal` record. */

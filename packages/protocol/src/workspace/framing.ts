@@ -8,6 +8,11 @@ import { TaskwardError } from '../errors'
  *
  *   directory: 'D' | u32 pathLength | path | u32 permissions | i64 mtimeNs
  *   file:      'F' | u32 pathLength | path | u32 permissions | i64 mtimeNs | u64 size | sha256(content)
+ *   link:      'L' | u32 pathLength | path | u32 targetLength | target
+ *
+ * A symbolic link is framed by what it says (its target text, never followed), not by its own
+ * timestamps or permission bits: a link recreated with the same target is the same link. Link frames
+ * joined version 1 when links stopped being refused; no earlier stamp could hold one.
  *
  * `path` is relative to the root, `/`-separated, in the filesystem's own bytes; `permissions` is
  * `st_mode & 0o7777`. A directory's size is left out: it is an allocation detail of the filesystem.
@@ -17,6 +22,7 @@ export const WORKSPACE_KEY_HEADER = 'taskward-workspace-key v1\n'
 
 const DIRECTORY_TAG = 0x44 // 'D'
 const FILE_TAG = 0x46 // 'F'
+const LINK_TAG = 0x4c // 'L'
 const PERMISSION_BITS = 0o7777
 const CONTENT_HASH_LENGTH = 32
 const MAX_U32 = 0xffffffff
@@ -59,6 +65,19 @@ export function encodeFileFrame(path: Uint8Array, meta: FileMeta, contentSha256:
   return frame
 }
 
+export function encodeLinkFrame(path: Uint8Array, target: Uint8Array): Buffer {
+  if (path.length === 0 || path.length > MAX_U32 || target.length > MAX_U32) {
+    throw new TaskwardError('INTERNAL', `A stamp link's path must be 1..${MAX_U32} bytes long and its target at most that; report this as a bug.`)
+  }
+  const frame = Buffer.allocUnsafe(1 + 4 + path.length + 4 + target.length)
+  let at = frame.writeUInt8(LINK_TAG, 0)
+  at = frame.writeUInt32BE(path.length, at)
+  frame.set(path, at)
+  at = frame.writeUInt32BE(target.length, at + path.length)
+  frame.set(target, at)
+  return frame
+}
+
 /** Folds frames, in the order they are added, into the stamp digest. */
 export class StampDigest {
   private readonly hash: Hash = createHash('sha256').update(DIGEST_HEADER)
@@ -69,6 +88,10 @@ export class StampDigest {
 
   addFile(path: Uint8Array, meta: FileMeta, contentSha256: Uint8Array): void {
     this.hash.update(encodeFileFrame(path, meta, contentSha256))
+  }
+
+  addLink(path: Uint8Array, target: Uint8Array): void {
+    this.hash.update(encodeLinkFrame(path, target))
   }
 
   /** The hex digest; the object cannot be used afterwards. */

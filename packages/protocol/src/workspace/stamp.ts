@@ -11,17 +11,31 @@ export interface WorkspaceStamp {
   workspaceKey: string
   /** sha256 hex of the framed walk (see `StampDigest`). */
   digest: string
-  /** Regular files hashed. */
+  /** Regular files hashed (dependency directories included). */
   files: number
   /** Total size of those files in bytes. */
   bytes: number
+  /** Symbolic links recorded (their targets, never followed). Absent on stamps from before links were. */
+  links?: number
+  /**
+   * The part of the counts above that lies in dependency directories (`node_modules`, `.venv`…), and
+   * their entries (directories, files, links); absent on stamps from before dependency directories were.
+   */
+  dependencies?: DependencyCounts
+}
+
+export interface DependencyCounts {
+  entries: number
+  files: number
+  bytes: number
+  links: number
 }
 
 /** What a caller learns while a stamp runs. Emitted at least once per regular file and once per capture end. */
 export interface StampProgress {
   /** Which of the two captures is running. */
   capture: 1 | 2
-  /** Entries (files and directories below the root) walked so far in this capture. */
+  /** Entries (files, directories and links below the root, dependency directories included) walked so far in this capture. */
   entries: number
   /** Content bytes hashed so far in this capture. */
   bytes: number
@@ -39,6 +53,10 @@ export interface StampOptions {
   maxFiles?: number
   /** Regular-file bytes allowed; overrides `repairMaxBytes`. */
   maxBytes?: number
+  /** Entries allowed in dependency directories; overrides `dependencyMaxEntries`. */
+  maxDependencyEntries?: number
+  /** Regular-file bytes allowed in dependency directories; overrides `dependencyMaxBytes`. */
+  maxDependencyBytes?: number
   /** Aborting rejects the stamp with `ABORTED` and ends the walk. */
   signal?: AbortSignal
   /** Called synchronously as the walk proceeds; an exception thrown here fails the stamp. */
@@ -52,12 +70,22 @@ export interface StampOptions {
 
 const hex64 = Schema.string().pattern(/^[0-9a-f]{64}$/)
 
+export const DependencyCountsSchema: Schema<DependencyCounts> = Schema.object({
+  entries: Schema.natural().required(),
+  files: Schema.natural().required(),
+  bytes: Schema.natural().required(),
+  links: Schema.natural().required(),
+})
+
 /** Validates a stamp read back from a record (for example a repair proposal). */
 export const WorkspaceStampSchema: Schema<WorkspaceStamp> = Schema.object({
   workspaceKey: hex64.required(),
   digest: hex64.required(),
   files: Schema.natural().required(),
   bytes: Schema.natural().required(),
+  links: Schema.natural(),
+  // A union with undefined: schemastery fills an absent object with {} and would then miss its fields.
+  dependencies: Schema.union([DependencyCountsSchema, Schema.const(undefined)]),
 })
 
 export type StampField = keyof WorkspaceStamp

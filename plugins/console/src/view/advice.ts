@@ -12,7 +12,7 @@ export const REFUSAL_ADVICE: Readonly<Record<string, string>> = {
   REPAIR_EVIDENCE_INVALID: 'The evidence does not name events of this session; propose again.',
   SUPERVISOR_DISABLED: 'Supervision is off for this task; turn it on with /task on, then propose the repair again (switching supervision changes the task revision).',
   ARTIFACT_UNAVAILABLE: 'The workspace could not be read; check that the session\'s directory exists.',
-  ARTIFACT_UNSUPPORTED: 'The workspace holds a symlink or special file, which the workspace stamp does not support.',
+  ARTIFACT_UNSUPPORTED: 'The workspace holds a special file (a FIFO, socket or device), which the workspace stamp does not support.',
   ARTIFACT_LIMIT: 'The workspace is larger than the configured limits; raise repairMaxFiles or repairMaxBytes in the workspace row of cordis.yml, restart, and propose again.',
   UNAUTHORIZED: 'You are not logged in; open the login link printed at start.',
   FORBIDDEN: 'The request was refused; reload the page from the host\'s own address.',

@@ -1,0 +1,158 @@
+import { mkdirSync, readFileSync } from 'node:fs'
+import { mkdir, rename, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { hashOutlivesRead, versionChanges, type EntryVersion } from '@taskward/protocol'
+
+/** A file's content hash and the version (device, inode, mode, size, mtime, ctime) it was read at. */
+export interface CachedHash {
+  version: EntryVersion
+  hash: Buffer
+}
+
+/** Cached hashes of one workspace by path (root-relative bytes as latin1: one character per byte, so distinct names stay distinct). */
+export type HashTable = Map<string, CachedHash>
+
+/**
+ * What one capture reuses and records: hashes of files whose version is unchanged since the table
+ * `known` was made, and the hashes this capture may pass on (those that outlive their read, see
+ * `hashOutlivesRead`), for the next capture or the next stamp.
+ */
+export class CaptureHashes {
+  readonly next: HashTable = new Map()
+  /** Hashes computed (not reused) that were recorded: the table changed. */
+  recorded = 0
+
+  constructor(private readonly known: HashTable) {}
+
+  /** The cached hash of `key` if its version is exactly `version`. */
+  reuse(key: string, version: EntryVersion): Buffer | undefined {
+    const cached = this.known.get(key)
+    if (!cached || versionChanges(cached.version, version).length) return undefined
+    this.next.set(key, cached)
+    return cached.hash
+  }
+
+  /** A hash just read from a file of `version`, begun at `readAtNs` (wall clock). */
+  record(key: string, version: EntryVersion, hash: Buffer, readAtNs: bigint): void {
+    if (!hashOutlivesRead(version, readAtNs)) return
+    this.next.set(key, { version, hash })
+    this.recorded++
+  }
+
+  /** Whether `next` differs from `known` (worth saving). */
+  get changed(): boolean {
+    return this.recorded > 0 || this.next.size !== this.known.size
+  }
+}
+
+const FORMAT = 'taskward-stat-cache 1'
+/** Workspaces whose tables stay in memory (the rest are read back from disk when stamped again). */
+const MEMORY_WORKSPACES = 16
+
+type Row = [key: string, dev: string, ino: string, mode: string, size: string, mtimeNs: string, ctimeNs: string, hash: string]
+
+/**
+ * The stat cache of every workspace this process stamps: a table per workspace key, the most recently
+ * used in memory, each saved as `<directory>/<workspaceKey>.json` (written whole, then renamed, so a
+ * crash leaves the old table or the new one) and read back after a restart. Without a directory it is
+ * memory only. The table is an optimization, never an authority on its own: a file is hashed again
+ * whenever its version differs, and a table that cannot be read is an empty one.
+ */
+export class StatCacheStore {
+  private readonly tables = new Map<string, HashTable>()
+  private readonly writes = new Map<string, Promise<void>>()
+
+  constructor(private readonly directory?: string, private readonly onError: (error: unknown) => void = () => {}) {}
+
+  /** The table of `workspaceKey` (empty when none was saved). */
+  table(workspaceKey: string): HashTable {
+    let table = this.tables.get(workspaceKey)
+    if (table) {
+      // Most recently used last.
+      this.tables.delete(workspaceKey)
+    } else {
+      table = this.read(workspaceKey)
+    }
+    this.tables.set(workspaceKey, table)
+    this.evict()
+    return table
+  }
+
+  /** Keep `table` as the workspace's table, and save it (in the background; the next save waits for it). */
+  save(workspaceKey: string, table: HashTable): Promise<void> {
+    this.tables.delete(workspaceKey)
+    this.tables.set(workspaceKey, table)
+    this.evict()
+    if (!this.directory) return Promise.resolve()
+    const directory = this.directory
+    const previous = this.writes.get(workspaceKey) ?? Promise.resolve()
+    const write = previous.then(async () => {
+      const file = join(directory, `${workspaceKey}.json`)
+      const temp = `${file}.${process.pid}.tmp`
+      await mkdir(directory, { recursive: true, mode: 0o700 })
+      await writeFile(temp, serialize(workspaceKey, table), { mode: 0o600 })
+      await rename(temp, file)
+    }).catch(this.onError).finally(() => {
+      if (this.writes.get(workspaceKey) === write) this.writes.delete(workspaceKey)
+    })
+    this.writes.set(workspaceKey, write)
+    return write
+  }
+
+  /** Every save started so far has finished (for a clean shutdown and for tests). */
+  async flush(): Promise<void> {
+    await Promise.all([...this.writes.values()])
+  }
+
+  private evict() {
+    while (this.tables.size > MEMORY_WORKSPACES) this.tables.delete(this.tables.keys().next().value!)
+  }
+
+  private read(workspaceKey: string): HashTable {
+    if (!this.directory) return new Map()
+    let text: string
+    try {
+      mkdirSync(this.directory, { recursive: true, mode: 0o700 })
+      text = readFileSync(join(this.directory, `${workspaceKey}.json`), 'utf8')
+    } catch {
+      return new Map()
+    }
+    try {
+      return deserialize(workspaceKey, text)
+    } catch (error) {
+      this.onError(error)
+      return new Map()
+    }
+  }
+}
+
+function serialize(workspaceKey: string, table: HashTable): string {
+  const rows: Row[] = []
+  for (const [key, { version: v, hash }] of table) {
+    rows.push([key, String(v.dev), String(v.ino), String(v.mode), String(v.size), String(v.mtimeNs), String(v.ctimeNs), hash.toString('hex')])
+  }
+  return JSON.stringify({ format: FORMAT, workspaceKey, rows })
+}
+
+const DECIMAL = /^-?\d{1,20}$/
+const HASH = /^[0-9a-f]{64}$/
+
+function deserialize(workspaceKey: string, text: string): HashTable {
+  const parsed = JSON.parse(text) as { format?: unknown, workspaceKey?: unknown, rows?: unknown }
+  if (parsed.format !== FORMAT || parsed.workspaceKey !== workspaceKey || !Array.isArray(parsed.rows)) {
+    throw new Error(`the stat cache of workspace ${workspaceKey} is not one this version wrote; it is ignored and rebuilt`)
+  }
+  const table: HashTable = new Map()
+  for (const row of parsed.rows as unknown[]) {
+    if (!Array.isArray(row) || row.length !== 8 || typeof row[0] !== 'string'
+      || !row.slice(1, 7).every((field) => typeof field === 'string' && DECIMAL.test(field)) || typeof row[7] !== 'string' || !HASH.test(row[7])) {
+      throw new Error(`the stat cache of workspace ${workspaceKey} has a malformed row; it is ignored and rebuilt`)
+    }
+    const [key, dev, ino, mode, size, mtimeNs, ctimeNs, hash] = row as Row
+    table.set(key, {
+      version: { dev: BigInt(dev), ino: BigInt(ino), mode: BigInt(mode), size: BigInt(size), mtimeNs: BigInt(mtimeNs), ctimeNs: BigInt(ctimeNs) },
+      hash: Buffer.from(hash, 'hex'),
+    })
+  }
+  return table
+}

@@ -1,0 +1,157 @@
+import { lstatSync, readFileSync, utimesSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { expect } from 'chai'
+import { hashOutlivesRead, resolveStampLimits, type EntryVersion } from '@taskward/protocol'
+import { stampWorkspace } from '../src'
+import { StatCacheStore } from '../src/stat-cache'
+import { makeTempDir, removeTree, startWorkspace, writeTree } from './fixtures'
+
+const limits = resolveStampLimits()
+const HOUR_AGO = Date.now() / 1000 - 3600
+
+/** The saved table of the only workspace in `dir`, as rows. */
+function savedRows(dir: string, workspaceKey: string): string[][] {
+  return JSON.parse(readFileSync(join(dir, `${workspaceKey}.json`), 'utf8')).rows
+}
+
+/** Replace the saved hash of `path` by a wrong one, keeping its version: a reused entry shows in the digest. */
+function poison(dir: string, workspaceKey: string, path: string) {
+  const file = join(dir, `${workspaceKey}.json`)
+  const table = JSON.parse(readFileSync(file, 'utf8'))
+  const row = table.rows.find((r: string[]) => r[0] === path)
+  expect(row, `a saved row for ${path}`).to.not.equal(undefined)
+  row[7] = 'f'.repeat(64)
+  writeFileSync(file, JSON.stringify(table))
+}
+
+describe('workspace stamp: stat cache', () => {
+  let root: string
+  let cacheDir: string
+
+  beforeEach(() => {
+    root = makeTempDir()
+    cacheDir = makeTempDir('taskward-stat-cache-')
+    writeTree(root, { 'old.txt': 'old', 'src/also-old.txt': 'also old' })
+    // Written an hour ago: past the racy window, so their hashes may be kept.
+    for (const path of ['old.txt', 'src/also-old.txt']) utimesSync(join(root, path), HOUR_AGO, HOUR_AGO)
+  })
+
+  afterEach(() => {
+    removeTree(root)
+    removeTree(cacheDir)
+  })
+
+  it('keeps no hash of a file written within the racy window (its ctime is now, whatever its mtime says)', async () => {
+    const first = new StatCacheStore(cacheDir)
+    const stamp = await stampWorkspace(root, limits, {}, { cache: first })
+    await first.flush()
+    expect(() => savedRows(cacheDir, stamp.workspaceKey)).to.throw(/ENOENT/)
+  })
+
+  it('hashes again a file whose ctime changed though content size and mtime were put back', async () => {
+    const store = new StatCacheStore(cacheDir)
+    const before = await stampWorkspace(root, limits, {}, { cache: store })
+    writeFileSync(join(root, 'old.txt'), 'new') // same size
+    utimesSync(join(root, 'old.txt'), HOUR_AGO, HOUR_AGO)
+    const after = await stampWorkspace(root, limits, {}, { cache: store })
+    expect(after.digest).to.not.equal(before.digest)
+    expect(after.digest).to.equal((await stampWorkspace(root, limits)).digest)
+  })
+})
+
+describe('workspace stamp: stat cache over a tree older than the racy window', function () {
+  // ctime cannot be set back: a tree old enough to be cached is one written RACY_MARGIN ago.
+  this.timeout(20_000)
+  let root: string
+  let cacheDir: string
+  let workspaceKey: string
+
+  before(async () => {
+    root = makeTempDir()
+    writeTree(root, { 'kept.txt': 'kept content', 'src/kept-too.txt': 'also kept', 'empty.txt': '' })
+    await new Promise((resolve) => setTimeout(resolve, 2_100))
+  })
+
+  after(() => removeTree(root))
+
+  beforeEach(async () => {
+    cacheDir = makeTempDir('taskward-stat-cache-')
+    const store = new StatCacheStore(cacheDir)
+    workspaceKey = (await stampWorkspace(root, limits, {}, { cache: store })).workspaceKey
+    await store.flush()
+  })
+
+  afterEach(() => removeTree(cacheDir))
+
+  it('saves the hash of every file of the tree, keyed by path and version', () => {
+    expect(savedRows(cacheDir, workspaceKey).map((row) => row[0]).sort()).to.deep.equal(['empty.txt', 'kept.txt', 'src/kept-too.txt'])
+  })
+
+  it('reads the saved table after a restart and reuses it for files whose version is unchanged', async () => {
+    poison(cacheDir, workspaceKey, 'kept.txt')
+    const honest = await stampWorkspace(root, limits)
+    // A new store is a restarted host: it can only know the hash from the saved table.
+    const reused = await stampWorkspace(root, limits, {}, { cache: new StatCacheStore(cacheDir) })
+    expect(reused.digest, 'the poisoned hash was used, so the saved one is').to.not.equal(honest.digest)
+  })
+
+  it('never reuses a saved hash once the file is touched (its ctime moves, whatever mtime says)', async () => {
+    poison(cacheDir, workspaceKey, 'kept.txt')
+    const path = join(root, 'kept.txt')
+    const { atime, mtime } = lstatSync(path)
+    utimesSync(path, atime, mtime) // same times back: only ctime changes
+    const stamp = await stampWorkspace(root, limits, {}, { cache: new StatCacheStore(cacheDir) })
+    expect(stamp.digest).to.equal((await stampWorkspace(root, limits)).digest)
+  })
+
+  it('ignores a table that is not one it wrote, and stamps as without it', async () => {
+    writeFileSync(join(cacheDir, `${workspaceKey}.json`), '{"format":"something else","rows":[]}')
+    const errors: unknown[] = []
+    const stamp = await stampWorkspace(root, limits, {}, { cache: new StatCacheStore(cacheDir, (error) => errors.push(error)) })
+    expect(stamp.digest).to.equal((await stampWorkspace(root, limits)).digest)
+    expect(errors).to.have.length(1)
+  })
+})
+
+describe('hashOutlivesRead (the racy-clean rule)', () => {
+  const version = (mtimeNs: bigint, ctimeNs: bigint): EntryVersion => ({ dev: 1n, ino: 2n, mode: 0o100644n, size: 3n, mtimeNs, ctimeNs })
+  const read = 10_000_000_000n
+
+  it('keeps a hash only of a file whose mtime and ctime are both older than the margin before the read', () => {
+    expect(hashOutlivesRead(version(1n, 1n), read)).to.equal(true)
+    expect(hashOutlivesRead(version(read - 1_000_000n, 1n), read), 'mtime 1 ms before the read').to.equal(false)
+    expect(hashOutlivesRead(version(1n, read - 1_999_999_999n), read), 'ctime within 2 s').to.equal(false)
+    expect(hashOutlivesRead(version(1n, read + 5n), read), 'ctime in the future').to.equal(false)
+  })
+})
+
+describe('workspace service: the data directory inside the workspace', () => {
+  const saved = process.env.TASKWARD_DATA
+  let root: string
+
+  beforeEach(() => {
+    root = makeTempDir()
+    writeTree(root, { 'src/a.ts': 'a', 'data/taskward.db': 'events' })
+    process.env.TASKWARD_DATA = join(root, 'data')
+  })
+
+  afterEach(() => {
+    if (saved === undefined) delete process.env.TASKWARD_DATA
+    else process.env.TASKWARD_DATA = saved
+    removeTree(root)
+  })
+
+  it('is left out of every stamp, so the host writing its database is not a workspace change', async () => {
+    const ctx = await startWorkspace()
+    try {
+      const before = await ctx.workspace.stamp(root)
+      expect(before.files).to.equal(1)
+      writeFileSync(join(root, 'data/taskward.db'), 'more events')
+      writeFileSync(join(root, 'data/new-file'), 'x')
+      const after = await ctx.workspace.stamp(root)
+      expect(after).to.deep.equal(before)
+    } finally {
+      await ctx.stop()
+    }
+  })
+})
