@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { compareStamps, requireSameStamp, sameStamp, TaskwardError, versionChanges, WorkspaceStampSchema, type WorkspaceStamp } from '../src'
+import { compareStamps, requireSameStamp, sameStamp, TaskwardError, stampParts, versionChanges, WorkspaceStampSchema, type WorkspaceStamp } from '../src'
 
 const stamp: WorkspaceStamp = { workspaceKey: 'a'.repeat(64), digest: 'b'.repeat(64), files: 3, bytes: 120 }
 
@@ -50,5 +50,22 @@ describe('workspace entry versions', () => {
     expect(versionChanges(version, { ...version })).to.deep.equal([])
     expect(versionChanges(version, { ...version, size: 11n, mtimeNs: 101n })).to.deep.equal(['size', 'mtimeNs'])
     expect(versionChanges(version, { ...version, ino: 3n, ctimeNs: 200n })).to.deep.equal(['ino', 'ctimeNs'])
+  })
+})
+
+describe('stampParts', () => {
+  it('sets the workspace\'s own files apart from its dependency directories', () => {
+    const dependencies = { entries: 40, files: 30, bytes: 900, links: 2 }
+    expect(stampParts({ files: 33, bytes: 1000, links: 3, dependencies })).to.deep.equal({ own: { files: 3, bytes: 100, links: 1 }, dependencies })
+  })
+
+  it('reads a stamp from before links and dependency directories as all the workspace\'s own', () => {
+    expect(stampParts(stamp)).to.deep.equal({ own: { files: 3, bytes: 120, links: 0 } })
+  })
+
+  it('round-trips the new fields through the record schema, and leaves them absent on old stamps', () => {
+    const full = { ...stamp, links: 1, dependencies: { entries: 2, files: 1, bytes: 10, links: 1 } }
+    expect(WorkspaceStampSchema(full)).to.deep.equal(full)
+    expect(WorkspaceStampSchema(stamp)).to.deep.equal(stamp)
   })
 })

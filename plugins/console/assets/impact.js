@@ -13,6 +13,10 @@ export function renderOverviewLink(proposal) {
 
 export function renderImpact(app, proposal, task) {
   const nextCycle = (task?.acceptanceCycle ?? 1) + 1
+  // The project's own files apart from its dependency directories (node_modules…), both in the digest.
+  const plural = (n, one) => `${n} ${one}${n === 1 ? '' : 's'}`
+  const stampText = ({ own, dependencies }) => `${plural(own.files, 'file')}, ${bytes(own.bytes)}${own.links ? `, ${plural(own.links, 'link')}` : ''}`
+    + (dependencies ? `; dependencies: ${plural(dependencies.files, 'file')}, ${bytes(dependencies.bytes)}${dependencies.links ? `, ${plural(dependencies.links, 'link')}` : ''}` : '')
   const panel = h('section', { id: 'impact', class: 'impact', 'aria-labelledby': 'impact-title', 'data-proposal-id': proposal.id, tabindex: '-1' },
     h('h2', { id: 'impact-title' }, 'Impact of the proposed repair'),
     h('p', { class: 'proposal-title' }, proposal.title),
@@ -24,7 +28,7 @@ export function renderImpact(app, proposal, task) {
       h('dt', {}, 'Root nodes'), h('dd', { class: 'roots' }, proposal.rootNodeIds.join(', ')),
       h('dt', {}, 'Affected nodes'), h('dd', { class: 'affected-list' }, proposal.affectedNodeIds.join(', ')),
       h('dt', {}, 'Workspace stamp'), h('dd', { class: 'stamp' },
-        `${proposal.artifact.files} files, ${bytes(proposal.artifact.bytes)}, digest `,
+        stampText(proposal.artifact), ', digest ',
         h('code', { title: proposal.artifact.digest }, proposal.artifact.shortDigest)),
       h('dt', {}, 'Proposed'), h('dd', {}, `${time(proposal.proposedAt)} (seq ${proposal.proposedSeq})`),
       h('dt', {}, 'Status'), h('dd', { class: 'proposal-status' }, proposal.status)),

@@ -22,6 +22,15 @@ const groups = new Set()
 const areas = new Set()
 // Each running check's pid by request id, so its owner can cancel it ('cancel').
 const running = new Map()
+// The dependency directories each area mounts instead of copying (bwrap checks): opened here, by the
+// copy, through the directories it opened, and passed to bwrap by descriptor (--ro-bind-fd), so what a
+// check gets read-only is the directory the copy saw, whatever a process swaps in at its path later.
+const mounted = new Map()
+const closeMounts = async (root) => {
+  const handles = mounted.get(root) ?? []
+  mounted.delete(root)
+  await Promise.all(handles.map((handle) => handle.close().catch(() => {})))
+}
 const post = (message) => {
   try { process.send(message) } catch {}
 }
@@ -47,7 +56,7 @@ const which = (program, path) => {
   return null
 }
 
-function run(id, { file, args, cwd, env, timeoutMs, graceMs, outputLimitBytes }) {
+function run(id, { file, args, cwd, env, timeoutMs, graceMs, outputLimitBytes, area }) {
   let settled = false
   let timedOut = false
   let exit
@@ -71,7 +80,9 @@ function run(id, { file, args, cwd, env, timeoutMs, graceMs, outputLimitBytes })
       ended()
     }, graceMs)
   }
-  const child = spawn(file, args, { cwd, env, shell: false, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
+  // The area's mounted dependency directories as descriptors 3, 4…, in the order prepare reported them.
+  const mounts = (area !== undefined && mounted.get(area)) || []
+  const child = spawn(file, args, { cwd, env, shell: false, detached: true, stdio: ['ignore', 'pipe', 'pipe', ...mounts.map((handle) => handle.fd)] })
   if (child.pid !== undefined) {
     groups.add(child.pid)
     running.set(id, child.pid)
@@ -168,7 +179,10 @@ const copyRegular = async (from, to, name = from) => {
 // (/proc/self/fd/N/name on Linux), never by their path again: a process the agent left running can swap
 // a directory for a symlink to one outside the workspace (the data directory) between its listing and
 // its entries' opens, and a path through it would copy that directory's files.
-const copyTree = async (from, to, skipGit, exclude, at = from) => {
+// With deps ({ names, paths, handles, rels }), a directory it names (a name at any depth, a path from the
+// root) is not copied: it is opened (O_NOFOLLOW) through its opened parent and kept, and an empty
+// directory stands in the copy where bwrap mounts it.
+const copyTree = async (from, to, skipGit, exclude, at = from, deps, rel = '') => {
   // Past PATH_MAX the old path walk failed (ENAMETOOLONG); through descriptors only the fds would bound it.
   if (Buffer.byteLength(from) >= 4096) throw new Error('cannot copy ' + from + ': its path is too long')
   const dir = await open(at, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW).catch((error) => {
@@ -188,7 +202,16 @@ const copyTree = async (from, to, skipGit, exclude, at = from) => {
       if (exclude.has(source)) continue
       const target = join(to, entry.name)
       const opened = join(base, entry.name)
-      if (entry.isDirectory()) await copyTree(source, target, false, exclude, opened)
+      const entryRel = rel ? rel + '/' + entry.name : entry.name
+      if (deps && entry.isDirectory() && (deps.names.has(entry.name) || deps.paths.has(entryRel))) {
+        const handle = await open(opened, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW).catch((error) => {
+          if (error.code === 'ELOOP' || error.code === 'ENOTDIR') throw new Error('cannot mount ' + source + ': it is no longer a directory (it changed while it was copied)')
+          throw error
+        })
+        deps.handles.push(handle)
+        deps.rels.push(entryRel)
+        await mkdir(target, { mode: 0o700 })
+      } else if (entry.isDirectory()) await copyTree(source, target, false, exclude, opened, deps, entryRel)
       else if (entry.isSymbolicLink()) await symlink(await readlink(opened), target)
       else if (entry.isFile()) await copyRegular(opened, target, source)
       else throw new Error('cannot copy ' + source + ': only regular files, directories and symbolic links are copied, and this is a '
@@ -204,7 +227,9 @@ const copyTree = async (from, to, skipGit, exclude, at = from) => {
 // the root .git left out unless keepGit, and the real paths in exclude: the data directory). Here,
 // where the file system's round trips wait for nothing else: on a busy host each of the copy's dozens
 // would wait for its event loop.
-const prepare = async (id, { cwd, base, keepGit, exclude = [] }) => {
+// With dependencies ({ names, paths }), the dependency directories are opened for bwrap to mount, not
+// copied (only where directories are reached through /proc/self/fd: elsewhere they are copied).
+const prepare = async (id, { cwd, base, keepGit, exclude = [], dependencies }) => {
   // The directory cwd names: cp copies a path that is a symlink as the link, and a check would run
   // in the workspace itself.
   const source = await realpath(cwd)
@@ -219,9 +244,13 @@ const prepare = async (id, { cwd, base, keepGit, exclude = [] }) => {
   areas.add(root)
   try {
     await mkdir(join(root, 'home'))
-    await copyTree(source, join(root, 'work'), !keepGit, new Set(exclude))
-    return { root, real: await realpath(root) }
+    const deps = dependencies && process.platform === 'linux' && procFd && executable('/proc/self/fd')
+      ? { names: new Set(dependencies.names), paths: new Set(dependencies.paths), handles: [], rels: [] } : undefined
+    if (deps) mounted.set(root, deps.handles)
+    await copyTree(source, join(root, 'work'), !keepGit, new Set(exclude), source, deps)
+    return { root, real: await realpath(root), mounts: deps ? deps.rels : [] }
   } catch (error) {
+    await closeMounts(root)
     // As a removal does (a filled read-only directory is not removed without its mode back), and the
     // copy's own error stays the answer; one still left stays in areas, removed again once the host is gone.
     await removeTree(root).then(() => areas.delete(root), () => {})
@@ -254,7 +283,7 @@ process.on('message', ({ id, kind, request }) => {
     if (kind === 'prepare') {
       settleWith(id, prepare(id, request))
     } else if (kind === 'remove') {
-      settleWith(id, removeTree(request.path).then(() => { areas.delete(request.path); return true }))
+      settleWith(id, closeMounts(request.path).then(() => removeTree(request.path)).then(() => { areas.delete(request.path); return true }))
     } else if (kind === 'which') {
       post({ id, kind: 'done', outcome: request.programs.map((program) => which(program, request.path)) })
     } else if (kind === 'cancel') {

@@ -23,6 +23,8 @@ export interface LaunchRequest {
   graceMs: number
   /** What the host keeps of the output (BoundedOutput's limit): the launcher passes on no more than its head and tail. */
   outputLimitBytes: number
+  /** The area (its root) whose mounted dependency directories the process gets as descriptors 3, 4… (bwrap's --ro-bind-fd). */
+  area?: string
 }
 
 /** Where a check's output goes: its chunks in order, and a count of bytes skipped between two of them. */
@@ -246,9 +248,14 @@ export function isExecutable(path: string): Promise<boolean> {
 /**
  * A new directory under `base` holding `home` (empty) and `work` (a copy of the directory `cwd` names: symlinks copied as
  * links, the root `.git` left out unless `keepGit`, and the directories `exclude` names by their real paths), made by the launcher; resolves with the directory
- * and its real path. Rejects with the file system's error when the copy cannot be made.
+ * and its real path. With `dependencies`, the dependency directories are not copied but opened and
+ * kept for the area's checks to mount read-only (`mounts`: their paths in the copy, in descriptor
+ * order; empty where the launcher cannot reach directories by descriptor). Rejects with the file
+ * system's error when the copy cannot be made.
  */
-export function prepareInLauncher(request: { cwd: string, base: string, keepGit: boolean, exclude?: string[] }): Promise<{ root: string, real: string }> {
+export function prepareInLauncher(request: {
+  cwd: string, base: string, keepGit: boolean, exclude?: string[], dependencies?: { names: string[], paths: string[] },
+}): Promise<{ root: string, real: string, mounts: string[] }> {
   return launcher().request('prepare', request)
 }
 

@@ -28,16 +28,22 @@ function sha256File(path: string): Promise<string> {
 /**
  * Stamp the files under `root` that `matcher` pins: each file's sha256, a symlink's target text plus
  * the sha256 of the regular file it leads to (never walked into as a directory), `special` for anything else. Walks only directories that may hold pinned files and skips
- * the root `.git`. Refuses (`ARTIFACT_LIMIT`) rather than stamping part of the set.
+ * the root `.git`. Refuses (`ARTIFACT_LIMIT`) rather than stamping part of the set. `mounts` are
+ * directories (relative paths) read from elsewhere: a check's copy leaves the dependency directories
+ * out and mounts them from the workspace, so their pinned files are read there.
  */
-export async function stampPinned(root: string, matcher: PinMatcher): Promise<PinnedFile[]> {
+export async function stampPinned(root: string, matcher: PinMatcher, mounts: readonly { rel: string, source: string }[] = []): Promise<PinnedFile[]> {
   const files: PinnedFile[] = []
   let bytes = 0
   if (matcher.empty) return files
+  const located = (path: string) => {
+    const mount = mounts.find(({ rel }) => path === rel || path.startsWith(`${rel}/`))
+    return mount ? join(mount.source, path.slice(mount.rel.length)) : join(root, path)
+  }
   const walk = async (dir: string) => {
     let entries
     try {
-      entries = await readdir(join(root, dir), { withFileTypes: true })
+      entries = await readdir(located(dir), { withFileTypes: true })
     } catch (error: any) {
       if (error?.code === 'ENOENT' || error?.code === 'ENOTDIR') return
       throw error
@@ -54,7 +60,7 @@ export async function stampPinned(root: string, matcher: PinMatcher): Promise<Pi
       if (files.length >= MAX_PINNED_FILES) {
         throw new TaskwardError('ARTIFACT_LIMIT', `The checks pin more than ${MAX_PINNED_FILES} files. Pin the files the checks trust, not whole build trees.`)
       }
-      const full = join(root, path)
+      const full = located(path)
       const info = await lstat(full)
       if (info.isSymbolicLink()) {
         // The link's target text, and the content it leads to when that is a regular file: the check
@@ -196,12 +202,12 @@ export class PinWarden {
    * The check's result when one of its pins differs in the copy the check would run in, else undefined
    * (the check runs). Without a baseline there is nothing to compare with (the caller stamps one first).
    */
-  async changedResult(spec: CheckSpec, work: string, state: RecoveryState, taskId: string): Promise<CheckResult | undefined> {
+  async changedResult(spec: CheckSpec, work: string, state: RecoveryState, taskId: string, mounts: readonly { rel: string, source: string }[] = []): Promise<CheckResult | undefined> {
     const baseline = state.tasks[taskId]?.pinBaseline
     if (!baseline) return undefined
     const matcher = new PinMatcher([spec])
     if (matcher.empty) return undefined
-    const now = await stampPinned(work, matcher)
+    const now = await stampPinned(work, matcher, mounts)
     const changes = comparePinnedSets(baseline.files, now, matcher)
     return changes.length ? pinChangedResult(spec, changes) : undefined
   }

@@ -54,7 +54,7 @@ export async function runCheck(spec: CheckSpec, area: CheckArea, options: RunOpt
   const output = new BoundedOutput(options.outputLimitBytes)
   const outcome = await launch({
     file: argv[0], args: argv.slice(1), cwd: area.work, env: scrubbedEnv(area.home, undefined, options.workspace), timeoutMs: spec.timeoutMs, graceMs: OUTPUT_GRACE_MS,
-    outputLimitBytes: options.outputLimitBytes,
+    outputLimitBytes: options.outputLimitBytes, ...options.sandbox === 'bwrap' && area.mounts.length ? { area: area.root } : {},
   }, output, options.signal)
   const durationMs = performance.now() - started
   if (outcome.spawnError !== undefined) {
@@ -63,8 +63,20 @@ export async function runCheck(spec: CheckSpec, area: CheckArea, options: RunOpt
   }
   const exit = outcome.exit
   const status = options.sandbox === 'bwrap' ? bwrapExit(exit?.code ?? null, exit?.signal ?? null) : exit
+  const text = output.text()
   return {
     exitCode: status?.code ?? null, signal: status?.signal ?? null, ...outcome.timedOut ? { timedOut: true } : {},
-    durationMs, output: output.text(),
+    durationMs, output: options.sandbox === 'bwrap' && status?.code !== 0 ? text + readOnlyNote(text, area.mounts) : text,
   }
+}
+
+/**
+ * Said after the output of a failed check that met a read-only file system while dependency
+ * directories were mounted: why, and what to do. The check's result stands as it is.
+ */
+export function readOnlyNote(output: string, mounts: string[]): string {
+  if (!mounts.length || !/EROFS|read-only file system/i.test(output)) return ''
+  const listed = mounts.slice(0, 5).join(', ') + (mounts.length > 5 ? ` and ${mounts.length - 5} more` : '')
+  return `\n[taskward] The dependency directories (${listed}) are mounted read-only in the check's sandbox, not copied; a check that writes `
+    + 'there fails. Write build output and caches elsewhere (the copy of the workspace and HOME are writable), or set sandbox: copy.\n'
 }

@@ -16,6 +16,11 @@ export interface CheckArea {
   home: string
   /** Paths that stand for "this run's temp area" in output (signatures must not see them). */
   roots: string[]
+  /**
+   * Dependency directories (paths relative to `work`) that are not in the copy: a bwrap check gets them
+   * read-only (`--ro-bind-fd`), as the launcher opened them. Empty in copy mode.
+   */
+  mounts: string[]
 }
 
 /**
@@ -26,12 +31,12 @@ export interface CheckArea {
  * process makes it: the copy's dozens of file-system round trips would each wait for a busy host's
  * event loop (measured at 50 concurrent tasks: 160 ms a copy of two files, 15 ms idle).
  */
-export async function prepareArea(cwd: string, keepGit: boolean, exclude: string[] = []): Promise<CheckArea> {
-  const { root, real } = await prepareInLauncher({ cwd, base: tmpdir(), keepGit, exclude })
+export async function prepareArea(cwd: string, keepGit: boolean, exclude: string[] = [], dependencies?: { names: string[], paths: string[] }): Promise<CheckArea> {
+  const { root, real, mounts } = await prepareInLauncher({ cwd, base: tmpdir(), keepGit, exclude, dependencies })
   const work = join(root, 'work')
   const home = join(root, 'home')
   const roots = [...new Set([work, home, root, join(real, 'work'), join(real, 'home'), real])]
-  return { root, work, home, roots }
+  return { root, work, home, roots, mounts }
 }
 
 /**
@@ -166,7 +171,8 @@ export async function programExists(program: string, cwd: string, path = process
  * The argv that runs `argv` in bubblewrap: every namespace unshared (no network), no capabilities
  * (also when the host runs as root), the host read-only,
  * a fresh /dev, /proc and /tmp, `hidden` directories replaced by empty tmpfs (the data directory), and
- * only the copy and the temp home writable. $HOME stays visible read-only: programs may live there.
+ * only the copy and the temp home writable; the area's dependency directories mounted read-only from
+ * the descriptors the launcher passes (3, 4…, in `area.mounts` order). $HOME stays visible read-only: programs may live there.
  * Refused when bwrap is not installed (`SERVICE_UNAVAILABLE`): running the check unsandboxed instead
  * would silently weaken the configured policy.
  */
@@ -187,7 +193,9 @@ export async function bwrapArgv(area: CheckArea, argv: string[], hidden: string[
     '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp',
     // Before the binds of the area, so an area inside a hidden directory stays reachable.
     ...hidden.flatMap((dir) => ['--tmpfs', dir]),
-    '--bind', area.work, area.work, '--bind', area.home, area.home, '--chdir', area.work,
+    '--bind', area.work, area.work, '--bind', area.home, area.home,
+    ...area.mounts.flatMap((rel, i) => ['--ro-bind-fd', String(3 + i), join(area.work, rel)]),
+    '--chdir', area.work,
     // bwrap always sets PWD; `env -u PWD` (which execs the check) keeps exactly the scrubbed environment.
     '--', ...env ? [env, '-u', 'PWD', '--'] : [], ...argv,
   ]

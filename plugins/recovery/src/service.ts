@@ -4,20 +4,19 @@ import { original, type Projections, type Session, type Sessions } from '@taskwa
 import type { Supervisor } from '@taskward/plugin-supervisor'
 import type {} from '@taskward/plugin-workspace'
 import {
-  checkResultOf, decide, decisionPayload, foldRecovery, initRecoveryState, isBudgetStop, latestRecoveryAttempt, RECORD_EVENT_TYPE, stopsAfterProgress,
+  decide, decisionPayload, foldRecovery, initRecoveryState, isBudgetStop, latestRecoveryAttempt, RECORD_EVENT_TYPE, stopsAfterProgress,
   loadedConfig, reconcileJournal, RECOVERY_NAMESPACE, recoveryReader, recoveryRecord, resolveBudgets, TaskwardError,
   type AgentClaim, type AttemptPayload, type AttemptView, type CandidateRef, type CheckResult, type CheckSpec, type JournalRecord,
-  type RecordReader, type RecoveryDecision, type RecoveryKind, type RecoveryPayloads, type RecoveryState, type SandboxKind,
+  type RecordReader, type RecoveryDecision, type RecoveryKind, type RecoveryPayloads, type RecoveryState,
 } from '@taskward/protocol'
 import { Config } from './config'
 import { observedParent, readCandidate } from './candidate'
 import { taskStartSeq, turnEvidence } from './evidence'
 import { KeyedLock } from '@taskward/host'
-import { runCheck } from './runner'
-import { cancelledRun } from './launcher'
+import { runOnCopies } from './copies'
 import { wireRecovery } from './wiring'
 import { wirePins, type PinWarden } from './pins'
-import { chooseSandbox, hiddenDirectories, prepareArea, relativePathWarning, removeArea, type CheckArea, type SandboxChoice } from './sandbox'
+import { chooseSandbox, relativePathWarning, type SandboxChoice } from './sandbox'
 
 declare module 'cordis' {
   interface Context {
@@ -233,7 +232,9 @@ export class Recovery {
       // gets the parent git shows, and `decide` rejects it.
       parent = options.rerun ? last!.parentCandidate : await observedParent(state, session.cwd, candidate)
       try {
-        checks = await this.runAll(session.cwd, specs, sandbox, state, taskId, candidate)
+        checks = await runOnCopies({
+          home: this.home, config: this.config, pins: this.pins, signal: this.runs.signal, logger: this.logger,
+        }, { cwd: session.cwd, specs, sandbox, state, taskId, candidate })
         break
       } catch (error) {
         // The workspace moved under a new attempt (the agent working on while a stage is verified):
@@ -358,53 +359,5 @@ export class Recovery {
 
   resolve(session: Session | string): Promise<Session> {
     return typeof session === 'string' ? this.kernel.sessions.get(session) : Promise.resolve(session)
-  }
-
-  /**
-   * Each check in its own fresh copy, so one check's writes cannot change what the next one sees. Each
-   * copy is of `candidate`: the workspace is read again once the copy is made, and a candidate that
-   * moved meanwhile refuses the run (`ARTIFACT_CHANGED`, reason `candidate-moved`) — the checks would
-   * judge other files under its digest.
-   */
-  private async runAll(cwd: string, specs: CheckSpec[], sandbox: SandboxKind, state: RecoveryState, taskId: string, candidate: CandidateRef): Promise<CheckResult[]> {
-    const results: CheckResult[] = []
-    // Never copied, and hidden from a bwrap check: the data directory (the session database, tokens).
-    const hidden = specs.length ? await hiddenDirectories() : []
-    for (const spec of specs) {
-      // Disposed between two checks: the next would be killed as it started.
-      if (this.runs.signal.aborted) throw cancelledRun()
-      let area: CheckArea
-      try {
-        area = await prepareArea(cwd, this.config.candidateSource === 'git', hidden)
-      } catch (error) {
-        // The launcher itself failed (it died, or could not start): refused as an internal error like a
-        // check it was running, nothing recorded — not a round of the task's (budgets, reruns).
-        if (TaskwardError.is(error)) throw error
-        // The copy failed: the check never ran, which proves nothing either way.
-        results.push(checkResultOf(spec, { runnerError: 'runner-fault', durationMs: 0, output: `copy failed: ${(error as Error).message}` }))
-        continue
-      }
-      try {
-        const now = await readCandidate(this.home, cwd, this.config.candidateSource)
-        if (now.digest !== candidate.digest) {
-          throw new TaskwardError('ARTIFACT_CHANGED',
-            `The workspace ${cwd} changed while the copy for check ${spec.id} was made, so that copy is not of the candidate being verified; `
-            + 'nothing was recorded. Verify again once nothing writes to the workspace (a process left running, a tool call still going).',
-            { reason: 'candidate-moved', checkId: spec.id, candidate: candidate.digest, workspace: now.digest })
-        }
-        // A check whose pinned files differ in its copy from the task's baseline is not trusted (not run).
-        const changed = await this.pins.changedResult(spec, area.work, state, taskId)
-        if (changed) {
-          results.push(changed)
-          continue
-        }
-        const run = await runCheck(spec, area, { sandbox, outputLimitBytes: this.config.outputLimitBytes, hidden: sandbox === 'bwrap' ? hidden : [], workspace: cwd, signal: this.runs.signal })
-        results.push(checkResultOf(spec, run, { roots: area.roots }))
-      } finally {
-        const left = await removeArea(area)
-        if (left) this.logger.warn('could not remove the copy of check %s at %s (remove it by hand): %s', spec.id, area.root, left.message)
-      }
-    }
-    return results
   }
 }

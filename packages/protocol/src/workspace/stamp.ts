@@ -115,3 +115,22 @@ export function requireSameStamp(expected: WorkspaceStamp, current: WorkspaceSta
     `${where} (${differences.join(', ')} differ). Propose the repair again so the proposal shows the workspace as it is now.`,
     { reason: 'stamp-mismatch', differences, expected, current })
 }
+
+/** What a stamp holds, the workspace's own files apart from its dependency directories (for display). */
+export interface StampParts {
+  own: { files: number, bytes: number, links: number }
+  /** Absent on stamps from before dependency directories were set apart. */
+  dependencies?: DependencyCounts
+}
+
+export function stampParts(stamp: Pick<WorkspaceStamp, 'files' | 'bytes' | 'links' | 'dependencies'>): StampParts {
+  const deps = stamp.dependencies
+  return {
+    own: {
+      files: stamp.files - (deps?.files ?? 0),
+      bytes: stamp.bytes - (deps?.bytes ?? 0),
+      links: (stamp.links ?? 0) - (deps?.links ?? 0),
+    },
+    ...deps ? { dependencies: deps } : {},
+  }
+}

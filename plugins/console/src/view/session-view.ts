@@ -1,5 +1,5 @@
 import {
-  EventTypes, sourceLabel, type ProposalStatus, type RepairSource, type SessionEvent, type SupervisorState, type TrackedProposal,
+  EventTypes, sourceLabel, stampParts, type StampParts, type ProposalStatus, type RepairSource, type SessionEvent, type SupervisorState, type TrackedProposal,
 } from '@taskward/protocol'
 import { taskDetailView, type TaskDetailView } from './task-view'
 
@@ -30,7 +30,7 @@ export interface ProposalView {
   rootNodeIds: string[]
   affectedNodeIds: string[]
   evidence: EvidenceQuote[]
-  artifact: { workspaceKey: string, digest: string, shortDigest: string, files: number, bytes: number }
+  artifact: { workspaceKey: string, digest: string, shortDigest: string, files: number, bytes: number } & StampParts
   proposedAt: number
   proposedSeq: number
   status: ProposalStatus
@@ -91,7 +91,7 @@ export function proposalView(tracked: TrackedProposal, events: ReadonlyMap<numbe
     rootNodeIds: [...proposal.rootNodeIds],
     affectedNodeIds: [...proposal.affectedNodeIds],
     evidence: proposal.evidenceSeqs.map((seq) => quoteEvent(events.get(seq), seq)),
-    artifact: { ...proposal.artifact, shortDigest: proposal.artifact.digest.slice(0, 12) },
+    artifact: { ...proposal.artifact, shortDigest: proposal.artifact.digest.slice(0, 12), ...stampParts(proposal.artifact) },
     proposedAt: proposal.proposedAt,
     proposedSeq: proposal.proposedSeq,
     status,

@@ -1,0 +1,91 @@
+import { realpath } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { Context } from 'cordis'
+import type {} from '@taskward/plugin-workspace'
+import { checkResultOf, TaskwardError, type CandidateRef, type CheckResult, type CheckSpec, type RecoveryState, type SandboxKind } from '@taskward/protocol'
+import { readCandidate } from './candidate'
+import type { Config } from './config'
+import { cancelledRun } from './launcher'
+import type { PinWarden } from './pins'
+import { runCheck } from './runner'
+import { hiddenDirectories, prepareArea, removeArea, type CheckArea } from './sandbox'
+
+/** What running the checks takes from the recovery service. */
+export interface CopiesContext {
+  home: Context
+  config: Config
+  pins: PinWarden
+  /** Aborted when the recovery plugin is disposed. */
+  signal: AbortSignal
+  logger: { warn(format: string, ...args: unknown[]): void }
+}
+
+export interface CopiesRequest {
+  cwd: string
+  specs: CheckSpec[]
+  sandbox: SandboxKind
+  state: RecoveryState
+  taskId: string
+  candidate: CandidateRef
+}
+
+/**
+ * Each check in its own fresh copy, so one check's writes cannot change what the next one sees. Each
+ * copy is of `candidate`: the workspace is read again once the copy is made, and a candidate that
+ * moved meanwhile refuses the run (`ARTIFACT_CHANGED`, reason `candidate-moved`) — the checks would
+ * judge other files under its digest. In bubblewrap the dependency directories are mounted read-only,
+ * not copied: they are the workspace's own, live, so the workspace is read once more after such a
+ * check, with the same refusal.
+ */
+export async function runOnCopies(context: CopiesContext, request: CopiesRequest): Promise<CheckResult[]> {
+  const { home, config, pins, signal, logger } = context
+  const { cwd, specs, sandbox, state, taskId, candidate } = request
+  const results: CheckResult[] = []
+  if (!specs.length) return results
+  // Never copied, and hidden from a bwrap check: the data directory (the session database, tokens).
+  const hidden = await hiddenDirectories()
+  // A bwrap check mounts the dependency directories read-only instead of copying them.
+  const dependencies = sandbox === 'bwrap' ? home.get('workspace')?.dependencies.patterns : undefined
+  const source = await realpath(cwd)
+  const moved = (checkId: string, when: string, now: CandidateRef) => new TaskwardError('ARTIFACT_CHANGED',
+    `The workspace ${cwd} changed ${when} check ${checkId}, so the check did not judge the candidate being verified; `
+    + 'nothing was recorded. Verify again once nothing writes to the workspace (a process left running, a tool call still going).',
+    { reason: 'candidate-moved', checkId, candidate: candidate.digest, workspace: now.digest })
+  for (const spec of specs) {
+    // Disposed between two checks: the next would be killed as it started.
+    if (signal.aborted) throw cancelledRun()
+    let area: CheckArea
+    try {
+      area = await prepareArea(cwd, config.candidateSource === 'git', hidden, dependencies)
+    } catch (error) {
+      // The launcher itself failed (it died, or could not start): refused as an internal error like a
+      // check it was running, nothing recorded — not a round of the task's (budgets, reruns).
+      if (TaskwardError.is(error)) throw error
+      // The copy failed: the check never ran, which proves nothing either way.
+      results.push(checkResultOf(spec, { runnerError: 'runner-fault', durationMs: 0, output: `copy failed: ${(error as Error).message}` }))
+      continue
+    }
+    try {
+      const now = await readCandidate(home, cwd, config.candidateSource)
+      if (now.digest !== candidate.digest) throw moved(spec.id, 'while the copy for', now)
+      // Pinned files in a mounted directory are read where the check reads them: the workspace's.
+      const mounts = area.mounts.map((rel) => ({ rel, source: join(source, rel) }))
+      // A check whose pinned files differ in its copy from the task's baseline is not trusted (not run).
+      const changed = await pins.changedResult(spec, area.work, state, taskId, mounts)
+      if (changed) {
+        results.push(changed)
+        continue
+      }
+      const run = await runCheck(spec, area, { sandbox, outputLimitBytes: config.outputLimitBytes, hidden: sandbox === 'bwrap' ? hidden : [], workspace: cwd, signal })
+      if (area.mounts.length) {
+        const after = await readCandidate(home, cwd, config.candidateSource)
+        if (after.digest !== candidate.digest) throw moved(spec.id, 'while its dependency directories were mounted for', after)
+      }
+      results.push(checkResultOf(spec, run, { roots: area.roots }))
+    } finally {
+      const left = await removeArea(area)
+      if (left) logger.warn('could not remove the copy of check %s at %s (remove it by hand): %s', spec.id, area.root, left.message)
+    }
+  }
+  return results
+}

@@ -1,0 +1,135 @@
+import { chmod, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { expect } from 'chai'
+import { removeTree, tempWorkspace, type TestHost } from '@taskward/testkit'
+import { TaskwardError } from '@taskward/protocol'
+import { findOnPath } from '../src'
+import { bootRecovery, readyTask, recoveryRecords, until } from './fixtures'
+
+/** A project after `npm install`: a dependency, its bin link, and the project's own file. */
+const installedProject = async () => {
+  const cwd = await tempWorkspace({
+    'answer.txt': 'right',
+    'node_modules/dep/index.js': 'module.exports = 42\n',
+    'node_modules/dep/bin.sh': '#!/bin/sh\necho "dep tool ran: $(cat node_modules/dep/index.js)"\n',
+    'packages/a/node_modules/inner/x.js': 'inner\n',
+  })
+  await chmod(join(cwd, 'node_modules/dep/bin.sh'), 0o755)
+  await mkdir(join(cwd, 'node_modules/.bin'))
+  await symlink('../dep/bin.sh', join(cwd, 'node_modules/.bin/dep-tool'))
+  return cwd
+}
+
+/*
+ * Dependency directories in a check (docs/recovery.md): bubblewrap mounts them read-only instead of
+ * copying them; copy mode copies them as before.
+ */
+describe('recovery: dependency directories in the checks', function () {
+  this.timeout(60_000)
+  let host: TestHost | undefined
+  let cwd: string | undefined
+
+  before(async function () {
+    if (await findOnPath('bwrap')) return
+    if (process.env.CI) throw new Error('bubblewrap (bwrap) must be installed in CI: .ci/run installs it')
+    this.skip()
+  })
+  afterEach(async () => {
+    await host?.ctx.recovery.settled()
+    await host?.dispose()
+    if (cwd) await removeTree(cwd)
+    host = cwd = undefined
+  })
+
+  async function attempt(sandbox: 'bwrap' | 'copy', argv: string[], pin?: string[]) {
+    host = await bootRecovery({ sandbox })
+    cwd ??= await installedProject()
+    const { session, task } = await readyTask(host, cwd, [{ id: 'probe', argv, timeoutMs: 20_000, ...pin ? { pin } : {} }])
+    return { session, task, result: await host.ctx.recovery.runChecks(session, task.id, { claim: 'progress' }) }
+  }
+
+  it('runs a dependency\'s bin link from the mount, and mounts (not copies) every dependency directory', async () => {
+    const inode = async (path: string) => String((await stat(join(cwd!, path))).ino)
+    cwd = await installedProject()
+    const probe = ['sh', '-c', 'node_modules/.bin/dep-tool && stat -c "ino %i" node_modules/dep/index.js packages/a/node_modules/inner/x.js && stat -c "own %i" answer.txt']
+    const { result } = await attempt('bwrap', probe)
+    const [check] = result.checks
+    expect(check.verdict, check.outputExcerpt).to.equal('PASS')
+    expect(check.outputExcerpt).to.include('dep tool ran: module.exports = 42')
+    // The same inodes as the workspace's own files: mounted, not copied (a nested package's too) …
+    expect(check.outputExcerpt).to.include(`ino ${await inode('node_modules/dep/index.js')}`)
+    expect(check.outputExcerpt).to.include(`ino ${await inode('packages/a/node_modules/inner/x.js')}`)
+    // … while the project's own file is a copy.
+    expect(check.outputExcerpt).to.not.include(`own ${await inode('answer.txt')}`)
+  })
+
+  it('copies dependency directories in copy mode, as before', async () => {
+    cwd = await installedProject()
+    const { result } = await attempt('copy', ['sh', '-c', 'node_modules/.bin/dep-tool && stat -c "ino %i" node_modules/dep/index.js'])
+    const [check] = result.checks
+    expect(check.verdict, check.outputExcerpt).to.equal('PASS')
+    expect(check.outputExcerpt).to.not.include(`ino ${(await stat(join(cwd, 'node_modules/dep/index.js'))).ino}`)
+  })
+
+  it('fails a check that writes into a dependency directory, says why, and leaves the workspace\'s dependency as it was', async () => {
+    const { result } = await attempt('bwrap', ['sh', '-c', 'echo patched > node_modules/dep/index.js'])
+    const [check] = result.checks
+    expect(check.verdict).to.equal('FAIL')
+    expect(check.outputExcerpt).to.match(/Read-only file system/)
+    expect(check.outputExcerpt).to.include('[taskward] The dependency directories (node_modules, packages/a/node_modules) are mounted read-only')
+    expect(await readFile(join(cwd!, 'node_modules/dep/index.js'), 'utf8')).to.equal('module.exports = 42\n')
+  })
+
+  it('still pins a file inside a dependency directory when a check names it, read through the mount', async () => {
+    const { result } = await attempt('bwrap', ['sh', '-c', 'cat node_modules/dep/index.js'], ['node_modules/dep/index.js'])
+    const [check] = result.checks
+    expect(check.verdict, check.outputExcerpt).to.equal('PASS')
+  })
+
+  it('never records a check under the old digest when a dependency changes while the check that mounts it runs (the mount is live)', async () => {
+    cwd = await installedProject()
+    host = await bootRecovery({ sandbox: 'bwrap' })
+    // The check marks its start in its HOME (inside the check's temp area), then waits.
+    const { session, task } = await readyTask(host, cwd, [{ id: 'slow', argv: ['sh', '-c', 'touch "$HOME/started"; sleep 2'], timeoutMs: 20_000 }])
+    const old = (await host.ctx.workspace.stamp(cwd)).digest
+    const running = host.ctx.recovery.runChecks(session, task.id, { claim: 'progress' })
+    const started = async () => {
+      for (const name of await readdir(tmpdir())) {
+        if (name.startsWith('taskward-check-') && await stat(join(tmpdir(), name, 'home/started')).then(() => true, () => false)) return true
+      }
+      return false
+    }
+    await until(started, 'the check to start')
+    await writeFile(join(cwd, 'node_modules/dep/index.js'), 'module.exports = 43\n')
+    const result = await running
+    // The attempt that saw the change was refused and read again: what is recorded is the new candidate.
+    const now = (await host.ctx.workspace.stamp(cwd)).digest
+    expect(now).to.not.equal(old)
+    expect(result.candidate.digest).to.equal(now)
+    const attempts = await recoveryRecords(session, 'attempt')
+    expect(attempts.map((record) => record.payload.candidate.digest)).to.not.include(old)
+  })
+
+  it('refuses (ARTIFACT_CHANGED, candidate-moved) a rerun whose dependency moved while its check ran, recording nothing', async () => {
+    cwd = await installedProject()
+    host = await bootRecovery({ sandbox: 'bwrap' })
+    const { session, task } = await readyTask(host, cwd, [{ id: 'slow', argv: ['sh', '-c', 'touch "$HOME/started-$(date +%s%N)"; sleep 2'], timeoutMs: 20_000 }])
+    await host.ctx.recovery.runChecks(session, task.id, { claim: 'progress' })
+    const before = (await recoveryRecords(session, 'attempt')).length
+    const homes = async () => {
+      let count = 0
+      for (const name of await readdir(tmpdir())) {
+        if (name.startsWith('taskward-check-')) count += (await readdir(join(tmpdir(), name, 'home')).catch(() => [])).length
+      }
+      return count
+    }
+    const rerun = host.ctx.recovery.runChecks(session, task.id, { claim: 'progress', rerun: true }).then(() => undefined, (error) => error)
+    await until(async () => (await homes()) > 0, 'the rerun\'s check to start')
+    await writeFile(join(cwd, 'node_modules/dep/index.js'), 'module.exports = 44\n')
+    const error = await rerun
+    expect(TaskwardError.is(error, 'ARTIFACT_CHANGED'), String(error)).to.equal(true)
+    expect(error.details).to.include({ reason: 'candidate-moved', checkId: 'slow' })
+    expect((await recoveryRecords(session, 'attempt')).length).to.equal(before)
+  })
+})
