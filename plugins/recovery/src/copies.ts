@@ -76,7 +76,7 @@ export async function runOnCopies(context: CopiesContext, request: CopiesRequest
         results.push(changed)
         continue
       }
-      const run = await runCheck(spec, area, { sandbox, outputLimitBytes: config.outputLimitBytes, hidden: sandbox === 'bwrap' ? hidden : [], workspace: cwd, signal })
+      const run = await runCheck(spec, area, { sandbox, outputLimitBytes: config.outputLimitBytes, hidden: sandbox === 'bwrap' ? hidden : [], workspace: cwd, mounts, signal })
       if (area.mounts.length) {
         const after = await readCandidate(home, cwd, config.candidateSource)
         if (after.digest !== candidate.digest) throw moved(spec.id, 'while its dependency directories were mounted for', after)

@@ -1,7 +1,7 @@
 import { realpathSync } from 'node:fs'
 import { realpath, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { delimiter, isAbsolute, join, relative, resolve, sep } from 'node:path'
+import { delimiter, isAbsolute, join, posix, relative, resolve, sep } from 'node:path'
 import { dataDirectory } from '@taskward/plugin-database'
 import { CHECK_DEFAULT_PATH, checkSearchPath, TaskwardError, type SandboxKind } from '@taskward/protocol'
 import { isExecutable, prepareInLauncher, removeInLauncher, whichAll } from './launcher'
@@ -162,9 +162,20 @@ export async function hiddenDirectories(): Promise<string[]> {
  * check's PATH: `path`'s absolute entries).
  * bwrap reports a missing program as an ordinary exit status, so this decides `not-runnable` there.
  */
-export async function programExists(program: string, cwd: string, path = process.env.PATH ?? DEFAULT_PATH, workspace?: string): Promise<boolean> {
-  if (program.includes('/')) return isExecutable(isAbsolute(program) ? program : join(cwd, program))
+export async function programExists(program: string, cwd: string, path = process.env.PATH ?? DEFAULT_PATH, workspace?: string,
+  mounts: readonly { rel: string, source: string }[] = []): Promise<boolean> {
+  if (program.includes('/')) return isExecutable(isAbsolute(program) ? program : inMounts(program, mounts) ?? join(cwd, program))
   return (await findOnPath(program, path, workspace)) !== undefined
+}
+
+/**
+ * Where a relative `program` lies when it is inside a directory mounted into the check rather than
+ * copied (`node_modules/.bin/tsc`): in that directory's source, which the check sees at that path.
+ */
+function inMounts(program: string, mounts: readonly { rel: string, source: string }[]): string | undefined {
+  const path = posix.normalize(program)
+  const mount = mounts.find(({ rel }) => path.startsWith(`${rel}/`))
+  return mount ? join(mount.source, path.slice(mount.rel.length + 1)) : undefined
 }
 
 /**

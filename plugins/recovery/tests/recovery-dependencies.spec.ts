@@ -64,6 +64,13 @@ describe('recovery: dependency directories in the checks', function () {
     expect(check.outputExcerpt).to.not.include(`own ${await inode('answer.txt')}`)
   })
 
+  it('runs a program named by its path inside a dependency directory (argv[0] node_modules/.bin/…), which is mounted, not in the copy', async () => {
+    const { result } = await attempt('bwrap', ['node_modules/.bin/dep-tool'])
+    const [check] = result.checks
+    expect(check.verdict, check.outputExcerpt).to.equal('PASS')
+    expect(check.outputExcerpt).to.include('dep tool ran')
+  })
+
   it('copies dependency directories in copy mode, as before', async () => {
     cwd = await installedProject()
     const { result } = await attempt('copy', ['sh', '-c', 'node_modules/.bin/dep-tool && stat -c "ino %i" node_modules/dep/index.js'])
