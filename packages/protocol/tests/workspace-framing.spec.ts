@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { expect } from 'chai'
 import {
-  DIGEST_HEADER, encodeDirectoryFrame, encodeFileFrame, StampDigest, TaskwardError, workspaceKeyOf, WORKSPACE_KEY_HEADER,
+  DIGEST_HEADER, encodeDirectoryFrame, encodeFileFrame, encodeLinkFrame, StampDigest, TaskwardError, workspaceKeyOf, WORKSPACE_KEY_HEADER,
 } from '../src'
 
 const path = (text: string) => Buffer.from(text, 'utf8')
@@ -58,6 +58,46 @@ describe('workspace digest framing', () => {
       .update(encodeFileFrame(path('src/a'), file, sha('a')))
       .digest('hex')
     expect(digest.hex()).to.equal(expected)
+  })
+
+  it('lays out a link frame as L | u32 length | path | u32 length | target, without mode or times', () => {
+    const frame = encodeLinkFrame(path('node_modules/.bin/tsc'), path('../typescript/bin/tsc'))
+    expect(frame[0]).to.equal(0x4c)
+    expect(frame.readUInt32BE(1)).to.equal(21)
+    expect(frame.subarray(5, 26).toString()).to.equal('node_modules/.bin/tsc')
+    expect(frame.readUInt32BE(26)).to.equal(21)
+    expect(frame.subarray(30).toString()).to.equal('../typescript/bin/tsc')
+  })
+
+  it('digests exactly the frames\' bytes however many entries fill its batches, long paths and targets included', () => {
+    const digest = new StampDigest()
+    const reference = createHash('sha256').update(DIGEST_HEADER)
+    for (let i = 0; i < 5000; i++) {
+      const name = path(`dir${i % 7}/${'n'.repeat(i % 300)}${i}`)
+      const meta = { mode: 0o100644 + (i % 8), mtimeNs: BigInt(i) * 1_000_003n - 50n }
+      if (i % 3 === 0) {
+        digest.addDirectory(name, meta)
+        reference.update(encodeDirectoryFrame(name, meta))
+      } else if (i % 3 === 1) {
+        digest.addFile(name, { ...meta, size: i }, sha(String(i)))
+        reference.update(encodeFileFrame(name, { ...meta, size: i }, sha(String(i))))
+      } else {
+        const target = path(`../${'t'.repeat(i % 500)}`)
+        digest.addLink(name, target)
+        reference.update(encodeLinkFrame(name, target))
+      }
+      if (i === 2500) {
+        // Frames larger than a batch (64 KiB) on their own.
+        const long = path('L'.repeat(70_000))
+        digest.addFile(long, { ...meta, size: 1 }, sha('x'))
+        reference.update(encodeFileFrame(long, { ...meta, size: 1 }, sha('x')))
+        digest.addDirectory(long, meta)
+        reference.update(encodeDirectoryFrame(long, meta))
+        digest.addLink(name, long)
+        reference.update(encodeLinkFrame(name, long))
+      }
+    }
+    expect(digest.hex()).to.equal(reference.digest('hex'))
   })
 
   it('moves the digest with every framed field and with the order of entries', () => {

@@ -4,7 +4,7 @@ import { CHUNK_BYTES, hashFile } from './hash-file'
 import { Pacer } from './pacer'
 import type { CaptureHashes } from './stat-cache'
 import { versionOf } from './version'
-import { walkTree } from './walk'
+import { walkTree, type WalkEntry } from './walk'
 
 export interface CaptureResult {
   digest: string
@@ -44,9 +44,10 @@ export async function captureTree(root: Buffer, rootStats: BigIntStats, options:
   const report = (path: string | undefined, done: boolean) => {
     onProgress?.({ capture, entries: budget.entries + budget.dependencyEntries, bytes: hashedBytes, ...(path !== undefined ? { path } : {}), done, ...(expected ? { expected } : {}) })
   }
-  const onChunk = (path: string, bytes: number) => {
+  // The path is decoded only for a caller that follows the progress.
+  const onChunk = (entry: WalkEntry, bytes: number) => {
     hashedBytes += bytes
-    report(path, false)
+    if (onProgress) report(entry.path, false)
   }
 
   await pacer.step()
@@ -60,14 +61,14 @@ export async function captureTree(root: Buffer, rootStats: BigIntStats, options:
       if (entry.dependency) counts.dependencyLinks++
     } else {
       const key = hashes ? entry.rel.toString('latin1') : ''
-      const version = versionOf(entry.stats)
-      let content = hashes?.reuse(key, version)
+      // BigIntStats has every field of a version: compared as it is, copied only when recorded.
+      let content = hashes?.reuse(key, entry.stats)
       if (content) {
-        onChunk(entry.path, Number(entry.stats.size))
+        onChunk(entry, Number(entry.stats.size))
       } else {
         const readAtNs = BigInt(Date.now()) * 1_000_000n
-        content = await hashFile(entry, buffer, pacer, onChunk)
-        hashes?.record(key, version, content, readAtNs)
+        content = await hashFile(entry, buffer, pacer, (bytes) => onChunk(entry, bytes))
+        hashes?.record(key, versionOf(entry.stats), content, readAtNs)
       }
       digest.addFile(entry.rel, { ...meta, size: entry.stats.size }, content)
       counts.files++

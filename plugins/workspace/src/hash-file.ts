@@ -22,7 +22,7 @@ const OPEN_FLAGS = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants
  * `onChunk` runs after each chunk is hashed (at least once, even for an empty file) and before the
  * final check.
  */
-export async function hashFile(file: WalkEntry, buffer: Buffer, pacer: Pacer, onChunk: (path: string, bytes: number) => void): Promise<Buffer> {
+export async function hashFile(file: WalkEntry, buffer: Buffer, pacer: Pacer, onChunk: (bytes: number) => void): Promise<Buffer> {
   let fd: number
   try {
     fd = openSync(file.abs, OPEN_FLAGS)
@@ -38,10 +38,10 @@ export async function hashFile(file: WalkEntry, buffer: Buffer, pacer: Pacer, on
       if (bytesRead === 0) throw changedError(file.path, 'modified-during-read', 'it became shorter while it was read')
       hash.update(buffer.subarray(0, bytesRead))
       offset += bytesRead
-      onChunk(file.path, bytesRead)
+      onChunk(bytesRead)
       if (offset < size) await pacer.step()
     }
-    if (size === 0) onChunk(file.path, 0)
+    if (size === 0) onChunk(0)
     const changes = versionChanges(versionOf(file.stats), versionOf(fstatSync(fd, { bigint: true })))
     if (changes.length) throw changedError(file.path, 'modified-during-read', 'its metadata changed while it was read', { changes })
     return hash.digest()

@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync } from 'node:fs'
 import { mkdir, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { hashOutlivesRead, versionChanges, type EntryVersion } from '@taskward/protocol'
+import { hashOutlivesRead, sameVersion, type EntryVersion } from '@taskward/protocol'
 
 /** A file's content hash and the version (device, inode, mode, size, mtime, ctime) it was read at. */
 export interface CachedHash {
@@ -27,7 +27,7 @@ export class CaptureHashes {
   /** The cached hash of `key` if its version is exactly `version`. */
   reuse(key: string, version: EntryVersion): Buffer | undefined {
     const cached = this.known.get(key)
-    if (!cached || versionChanges(cached.version, version).length) return undefined
+    if (!cached || !sameVersion(cached.version, version)) return undefined
     this.next.set(key, cached)
     return cached.hash
   }

@@ -1,5 +1,5 @@
 import { lstatSync, readdirSync, readlinkSync, type BigIntStats } from 'node:fs'
-import { childPath, StampBudget, versionChanges, walkOrder, type DependencyMatcher } from '@taskward/protocol'
+import { StampBudget, versionChanges, walkOrder, type DependencyMatcher } from '@taskward/protocol'
 import { changedError, entryFsError, specialTypeOf, unsupportedError } from './fs-errors'
 import { versionOf } from './version'
 
@@ -8,8 +8,8 @@ export interface WalkEntry {
   kind: 'directory' | 'file' | 'link'
   /** Path relative to the root, `/`-separated, in the filesystem's bytes: what the digest frames. */
   rel: Buffer
-  /** `rel` decoded for messages and progress. */
-  path: string
+  /** `rel` decoded for messages and progress (decoded when asked: most entries never need it). */
+  readonly path: string
   abs: Buffer
   stats: BigIntStats
   /** Whether it lies in a dependency directory (or is one). */
@@ -29,6 +29,20 @@ interface OpenDirectory {
 const SLASH = Buffer.from('/')
 const NO_PATH = Buffer.alloc(0)
 
+const decoded = (rel: Buffer) => rel.toString('utf8')
+
+class Entry implements WalkEntry {
+  kind: WalkEntry['kind'] = 'directory'
+  target?: Buffer
+  private text?: string
+
+  constructor(readonly rel: Buffer, readonly abs: Buffer, readonly stats: BigIntStats, readonly dependency: boolean) {}
+
+  get path(): string {
+    return this.text ??= decoded(this.rel)
+  }
+}
+
 /**
  * Depth-first, pre-order walk below `root` (an absolute real path), each directory's names in byte
  * order, the root `.git` and the `exclude`d paths skipped. Every entry is counted against `budget` when
@@ -39,6 +53,7 @@ const NO_PATH = Buffer.alloc(0)
  */
 export function* walkTree(root: Buffer, rootStats: BigIntStats, budget: StampBudget, exclude: ReadonlySet<string> = new Set(),
   dependencies?: DependencyMatcher): Generator<WalkEntry> {
+  const excluded = [...exclude].map((path) => Buffer.from(path))
   const stack: OpenDirectory[] = [{ abs: root, rel: NO_PATH, names: listDirectory(root, '.', rootStats, true), next: 0, dependency: false }]
   while (stack.length) {
     const parent = stack[stack.length - 1]
@@ -47,31 +62,33 @@ export function* walkTree(root: Buffer, rootStats: BigIntStats, budget: StampBud
       continue
     }
     const name = parent.names[parent.next++]
-    const relBytes = childPath(parent.rel, name)
-    const rel = Buffer.from(relBytes.buffer, relBytes.byteOffset, relBytes.length)
-    const path = rel.toString('utf8')
+    const rel = parent.rel.length ? Buffer.concat([parent.rel, SLASH, name]) : name
     const abs = Buffer.concat([parent.abs, SLASH, name])
     // Left out as if absent (StampOptions.exclude): not counted, not framed, not walked.
-    if (exclude.size && exclude.has(abs.toString('utf8'))) continue
+    if (excluded.length && excluded.some((path) => path.equals(abs))) continue
     let stats: BigIntStats
     try {
       stats = lstatSync(abs, { bigint: true })
     } catch (error) {
-      throw entryFsError(path, 'inspected', error)
+      throw entryFsError(decoded(rel), 'inspected', error)
     }
     const isDirectory = stats.isDirectory()
     const dependency = parent.dependency || (isDirectory && dependencies !== undefined && dependencies.matches(name, rel))
-    budget.addEntry(path, dependency)
+    const entry = new Entry(rel, abs, stats, dependency)
+    budget.addEntry(entry, dependency)
     if (isDirectory) {
-      yield { kind: 'directory', rel, path, abs, stats, dependency }
-      stack.push({ abs, rel, names: listDirectory(abs, path, stats, false), next: 0, dependency })
+      yield entry
+      stack.push({ abs, rel, names: listDirectory(abs, entry.path, stats, false), next: 0, dependency })
     } else if (stats.isFile()) {
-      budget.addFileBytes(stats.size, path, dependency)
-      yield { kind: 'file', rel, path, abs, stats, dependency }
+      budget.addFileBytes(stats.size, entry, dependency)
+      entry.kind = 'file'
+      yield entry
     } else if (stats.isSymbolicLink()) {
-      yield { kind: 'link', rel, path, abs, stats, dependency, target: readLink(abs, path, stats) }
+      entry.kind = 'link'
+      entry.target = readLink(abs, entry, stats)
+      yield entry
     } else {
-      throw unsupportedError(path, specialTypeOf(stats))
+      throw unsupportedError(entry.path, specialTypeOf(stats))
     }
   }
 }
@@ -98,7 +115,8 @@ function listDirectory(abs: Buffer, path: string, stats: BigIntStats, atRoot: bo
  * A link's target. A link never changes in place (a new target is a new link, another inode), so the
  * same version before and after the read means the target read is the one listed.
  */
-function readLink(abs: Buffer, path: string, stats: BigIntStats): Buffer {
+function readLink(abs: Buffer, entry: Entry, stats: BigIntStats): Buffer {
+  const path = entry.path
   let target: Buffer
   let after: BigIntStats
   try {

@@ -96,6 +96,9 @@ export function resolveStampLimits(config: StampLimitConfig = {}, overrides: Sta
   return Object.fromEntries(LIMITS.map((limit) => [limit.name, pick(limit)])) as unknown as StampLimits
 }
 
+/** A path, or an entry whose path is decoded only when an error names it. */
+export type EntryPath = string | { readonly path: string }
+
 /**
  * Counts one walk against its limits as it proceeds, so a tree that is too large fails at the first
  * entry or file that passes a limit rather than after it has been read.
@@ -110,22 +113,23 @@ export class StampBudget {
 
   constructor(readonly limits: StampLimits) {}
 
-  /** Count one entry (directory, regular file or link); `path` names it in the error. */
-  addEntry(path: string, dependency = false): void {
+  /** Count one entry (directory, regular file or link); `path` names it in the error (an entry's `path` is read only then). */
+  addEntry(path: EntryPath, dependency = false): void {
     const name = dependency ? 'dependencyEntries' : 'entries'
     if (this[name] + 1 > this.limits[name].value) throw this.exceeded(name, path, this[name] + 1)
     this[name]++
   }
 
   /** Count a regular file's size before its content is read. */
-  addFileBytes(size: number | bigint, path: string, dependency = false): void {
+  addFileBytes(size: number | bigint, path: EntryPath, dependency = false): void {
     const name = dependency ? 'dependencyBytes' : 'bytes'
     const total = BigInt(this[name]) + BigInt(size)
     if (total > BigInt(this.limits[name].value)) throw this.exceeded(name, path, total)
     this[name] = Number(total)
   }
 
-  private exceeded(name: StampLimitName, path: string, reached: number | bigint): TaskwardError {
+  private exceeded(name: StampLimitName, entry: EntryPath, reached: number | bigint): TaskwardError {
+    const path = typeof entry === 'string' ? entry : entry.path
     const limit = this.limits[name]
     const what = {
       entries: 'entries (files, directories and links) outside dependency directories',

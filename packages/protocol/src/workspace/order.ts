@@ -10,11 +10,8 @@ const SEPARATOR = 0x2f // '/'
 const excluded = new TextEncoder().encode(ROOT_EXCLUDED_NAME)
 
 export function compareNameBytes(a: Uint8Array, b: Uint8Array): number {
-  const length = Math.min(a.length, b.length)
-  for (let i = 0; i < length; i++) {
-    if (a[i] !== b[i]) return a[i] - b[i]
-  }
-  return a.length - b.length
+  // Byte by byte, unsigned, a shorter prefix first: what Buffer.compare does, natively.
+  return Buffer.compare(a, b)
 }
 
 /**

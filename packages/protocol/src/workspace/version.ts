@@ -14,6 +14,11 @@ export interface EntryVersion {
 
 const VERSION_FIELDS: readonly (keyof EntryVersion)[] = ['dev', 'ino', 'mode', 'size', 'mtimeNs', 'ctimeNs']
 
+/** Whether nothing of the version changed (`versionChanges` is empty), without building the list. */
+export function sameVersion(a: EntryVersion, b: EntryVersion): boolean {
+  return a.ino === b.ino && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs && a.size === b.size && a.mode === b.mode && a.dev === b.dev
+}
+
 /** The fields that differ, in a fixed order; empty when the entry is unchanged. */
 export function versionChanges(before: EntryVersion, after: EntryVersion): (keyof EntryVersion)[] {
   return VERSION_FIELDS.filter((field) => before[field] !== after[field])
