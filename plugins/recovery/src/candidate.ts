@@ -40,6 +40,29 @@ export async function readCandidate(ctx: Context, cwd: string, source: 'workspac
   return gitCandidate(head, (await ctx.workspace.stamp(cwd, { exclude })).digest)
 }
 
+/** The part digests of a workspace candidate (see the workspace service's `read`). */
+export interface CandidateParts {
+  own: string
+  dependencies: string
+}
+
+/**
+ * The candidate read ONCE (in workspace mode: one capture, not a double-captured stamp), with its part
+ * digests, for a verification that reads the workspace again after each copy and check and refuses a
+ * candidate that moved (`runOnCopies`): every part is read twice either way, the second time where it
+ * matters. In git mode the candidate is `readCandidate`'s and has no parts.
+ */
+export async function readCandidateOnce(ctx: Context, cwd: string, source: 'workspace' | 'git'): Promise<{ candidate: CandidateRef, parts?: CandidateParts }> {
+  if (source === 'git') return { candidate: await readCandidate(ctx, cwd, source) }
+  const reading = await ctx.workspace.read(cwd, 'all', { exclude: await hiddenDirectories() })
+  return { candidate: { digest: reading.digest!, source }, parts: { own: reading.own!, dependencies: reading.dependencies! } }
+}
+
+/** One part of the workspace read again: its digest (`own` or `dependencies`). */
+export async function readCandidatePart(ctx: Context, cwd: string, part: keyof CandidateParts): Promise<string> {
+  return (await ctx.workspace.read(cwd, part, { exclude: await hiddenDirectories() }))[part]!
+}
+
 /**
  * The parent of a new attempt as observed, not assumed. In workspace mode a directory has no ancestry:
  * every candidate the controller reads is a legal successor of the authoritative one. In git mode the

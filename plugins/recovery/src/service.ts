@@ -10,7 +10,7 @@ import {
   type RecordReader, type RecoveryDecision, type RecoveryKind, type RecoveryPayloads, type RecoveryState,
 } from '@taskward/protocol'
 import { Config } from './config'
-import { observedParent, readCandidate } from './candidate'
+import { observedParent, readCandidateOnce } from './candidate'
 import { taskStartSeq, turnEvidence } from './evidence'
 import { KeyedLock } from '@taskward/host'
 import { runOnCopies } from './copies'
@@ -227,14 +227,15 @@ export class Recovery {
     let checks: CheckResult[]
     for (let tries = 1; ; tries++) {
       // A rerun re-checks the same candidate; a new attempt reads the candidate now (never the agent's word).
-      candidate = options.rerun ? last!.candidate : await readCandidate(this.home, session.cwd, this.config.candidateSource)
+      const read = options.rerun ? { candidate: last!.candidate } : await readCandidateOnce(this.home, session.cwd, this.config.candidateSource)
+      candidate = read.candidate
       // Observed, not assumed: in git mode a HEAD that does not descend from the authoritative commit
       // gets the parent git shows, and `decide` rejects it.
       parent = options.rerun ? last!.parentCandidate : await observedParent(state, session.cwd, candidate)
       try {
         checks = await runOnCopies({
           home: this.home, config: this.config, pins: this.pins, signal: this.runs.signal, logger: this.logger,
-        }, { cwd: session.cwd, specs, sandbox, state, taskId, candidate })
+        }, { cwd: session.cwd, specs, sandbox, state, taskId, candidate, parts: read.parts })
         break
       } catch (error) {
         // The workspace moved under a new attempt (the agent working on while a stage is verified):

@@ -118,6 +118,28 @@ describe('recovery: dependency directories in the checks', function () {
     expect(attempts.map((record) => record.payload.candidate.digest)).to.not.include(old)
   })
 
+  it('reads the copied part again for each copy: a project file written while a check runs sends the attempt back to read the candidate', async () => {
+    cwd = await installedProject()
+    host = await bootRecovery({ sandbox: 'bwrap' })
+    const slow = { id: 'slow', argv: ['sh', '-c', 'touch "$HOME/started"; sleep 2'], timeoutMs: 20_000 }
+    const reader = { id: 'reader', argv: ['cat', 'answer.txt'], timeoutMs: 20_000 }
+    const { session, task } = await readyTask(host, cwd, [slow, reader])
+    const old = (await host.ctx.workspace.stamp(cwd)).digest
+    const running = host.ctx.recovery.runChecks(session, task.id, { claim: 'progress' })
+    await until(async () => {
+      for (const name of await readdir(tmpdir())) {
+        if (name.startsWith('taskward-check-') && await stat(join(tmpdir(), name, 'home/started')).then(() => true, () => false)) return true
+      }
+      return false
+    }, 'the slow check to start')
+    await writeFile(join(cwd, 'answer.txt'), 'changed')
+    const result = await running
+    expect(result.candidate.digest).to.not.equal(old)
+    expect(result.candidate.digest).to.equal((await host.ctx.workspace.stamp(cwd)).digest)
+    expect(result.checks.find((check) => check.checkId === 'reader')!.outputExcerpt).to.include('changed')
+    expect((await recoveryRecords(session, 'attempt')).map((record) => record.payload.candidate.digest)).to.not.include(old)
+  })
+
   it('refuses (ARTIFACT_CHANGED, candidate-moved) a rerun whose dependency moved while its check ran, recording nothing', async () => {
     cwd = await installedProject()
     host = await bootRecovery({ sandbox: 'bwrap' })

@@ -1,5 +1,5 @@
 import type { BigIntStats } from 'node:fs'
-import { StampBudget, StampDigest, type DependencyCounts, type DependencyMatcher, type StampLimits, type StampProgress } from '@taskward/protocol'
+import { PART_HEADERS, StampBudget, StampDigest, type DependencyCounts, type DependencyMatcher, type StampLimits, type StampProgress } from '@taskward/protocol'
 import { CHUNK_BYTES, hashFile } from './hash-file'
 import { Pacer } from './pacer'
 import type { CaptureHashes } from './stat-cache'
@@ -7,7 +7,10 @@ import { versionOf } from './version'
 import { walkTree, type WalkEntry } from './walk'
 
 export interface CaptureResult {
+  /** The stamp digest (part `all` only; empty otherwise). */
   digest: string
+  /** The part digests asked for (`partDigests`, or the one part captured). */
+  parts: { own?: string, dependencies?: string }
   entries: number
   files: number
   bytes: number
@@ -25,7 +28,17 @@ export interface CaptureOptions {
   dependencies?: DependencyMatcher
   /** Content hashes this capture may reuse (an unchanged version) and passes on. */
   hashes?: CaptureHashes
+  /**
+   * What is captured: everything (`all`, the default), only what lies outside dependency directories
+   * (`own`: they are not walked) or only what lies inside them (`dependencies`: the rest is walked to
+   * find them, nothing of it hashed). A part is digested on its own (`PART_HEADERS`).
+   */
+  part?: CapturePart
+  /** With part `all`: also the digests of both parts. */
+  partDigests?: boolean
 }
+
+export type CapturePart = 'all' | 'own' | 'dependencies'
 
 /**
  * One full capture of the tree below `root`: entries are framed into the digest strictly in walk order,
@@ -37,7 +50,10 @@ export async function captureTree(root: Buffer, rootStats: BigIntStats, options:
   const { capture, onProgress, expected, hashes } = options
   const pacer = new Pacer(options.signal)
   const budget = new StampBudget(options.limits)
-  const digest = new StampDigest()
+  const part = options.part ?? 'all'
+  const digest = part === 'all' ? new StampDigest() : undefined
+  const own = part === 'own' || (part === 'all' && options.partDigests) ? new StampDigest(PART_HEADERS.own) : undefined
+  const dependencies = part === 'dependencies' || (part === 'all' && options.partDigests) ? new StampDigest(PART_HEADERS.dependencies) : undefined
   const buffer = Buffer.allocUnsafe(CHUNK_BYTES)
   const counts = { files: 0, links: 0, dependencyFiles: 0, dependencyLinks: 0 }
   let hashedBytes = 0
@@ -51,12 +67,17 @@ export async function captureTree(root: Buffer, rootStats: BigIntStats, options:
   }
 
   await pacer.step()
-  for (const entry of walkTree(root, rootStats, budget, new Set(options.exclude ?? []), options.dependencies)) {
+  for (const entry of walkTree(root, rootStats, budget, new Set(options.exclude ?? []), options.dependencies, part === 'own')) {
     const meta = { mode: entry.stats.mode, mtimeNs: entry.stats.mtimeNs }
-    if (entry.kind === 'directory') {
-      digest.addDirectory(entry.rel, meta)
+    const partDigest = entry.dependency ? dependencies : own
+    if (!digest && !partDigest) {
+      // Walked to reach the part captured, not part of it (an own entry when capturing dependencies).
+    } else if (entry.kind === 'directory') {
+      digest?.addDirectory(entry.rel, meta)
+      partDigest?.addDirectory(entry.rel, meta)
     } else if (entry.kind === 'link') {
-      digest.addLink(entry.rel, entry.target!)
+      digest?.addLink(entry.rel, entry.target!)
+      partDigest?.addLink(entry.rel, entry.target!)
       counts.links++
       if (entry.dependency) counts.dependencyLinks++
     } else {
@@ -70,7 +91,8 @@ export async function captureTree(root: Buffer, rootStats: BigIntStats, options:
         content = await hashFile(entry, buffer, pacer, (bytes) => onChunk(entry, bytes))
         hashes?.record(key, versionOf(entry.stats), content, readAtNs)
       }
-      digest.addFile(entry.rel, { ...meta, size: entry.stats.size }, content)
+      digest?.addFile(entry.rel, { ...meta, size: entry.stats.size }, content)
+      partDigest?.addFile(entry.rel, { ...meta, size: entry.stats.size }, content)
       counts.files++
       if (entry.dependency) counts.dependencyFiles++
     }
@@ -78,7 +100,8 @@ export async function captureTree(root: Buffer, rootStats: BigIntStats, options:
   }
   report(undefined, true)
   return {
-    digest: digest.hex(),
+    digest: digest?.hex() ?? '',
+    parts: { ...own ? { own: own.hex() } : {}, ...dependencies ? { dependencies: dependencies.hex() } : {} },
     entries: budget.entries + budget.dependencyEntries,
     files: counts.files,
     bytes: budget.bytes + budget.dependencyBytes,

@@ -2,7 +2,8 @@ import { WorkspaceService } from './service'
 
 export { Config } from './config'
 export { WorkspaceService } from './service'
-export { stampWorkspace } from './stamp'
+export { readWorkspace, stampWorkspace, type WorkspaceReading } from './stamp'
+export type { CapturePart } from './capture'
 export const name = 'workspace'
 
 export default WorkspaceService

@@ -7,7 +7,8 @@ import {
   DependencyMatcher, loadedConfig, resolveStampLimits, validateLimitConfig, type StampLimits, type StampOptions, type WorkspaceStamp,
 } from '@taskward/protocol'
 import { Config } from './config'
-import { stampWorkspace } from './stamp'
+import { readWorkspace, stampWorkspace, type WorkspaceReading } from './stamp'
+import type { CapturePart } from './capture'
 import { StatCacheStore } from './stat-cache'
 
 declare module 'cordis' {
@@ -64,6 +65,16 @@ export class WorkspaceService {
     const limits = this.limits(options)
     const exclude = [...options.exclude ?? [], ...dataDirectoryWithin(root)]
     return stampWorkspace(root, limits, { ...options, exclude }, { dependencies: this.dependencies, cache: this.cache })
+  }
+
+  /**
+   * One capture of `root` (see `readWorkspace`): part `all` gives the stamp digest and both part
+   * digests, `own` or `dependencies` only that part's digest. Not a stamp — a caller compares it with a
+   * later reading. The data directory is left out as in `stamp`.
+   */
+  async read(root: string, part: CapturePart = 'all', options: Pick<StampOptions, 'signal' | 'exclude'> = {}): Promise<WorkspaceReading> {
+    const exclude = [...options.exclude ?? [], ...dataDirectoryWithin(root)]
+    return readWorkspace(root, this.limits(), part, { ...options, exclude }, { dependencies: this.dependencies, cache: this.cache })
   }
 
   /** Every stat-cache save started so far has finished. */

@@ -1,6 +1,6 @@
 import { lstatSync, realpathSync, type BigIntStats } from 'node:fs'
 import { TaskwardError, workspaceKeyOf, type DependencyMatcher, type StampLimits, type StampOptions, type WorkspaceStamp } from '@taskward/protocol'
-import { captureTree, type CaptureResult } from './capture'
+import { captureTree, type CapturePart, type CaptureResult } from './capture'
 import { changedError, throwIfAborted, unavailableError } from './fs-errors'
 import { CaptureHashes, type StatCacheStore } from './stat-cache'
 
@@ -98,4 +98,35 @@ export async function stampWorkspace(root: string, limits: StampLimits, options:
   // The second capture's table: every file of the tree as it is now whose hash can be reused.
   if (cache && secondHashes && (firstHashes!.changed || secondHashes.changed)) void cache.save(before.key, secondHashes.next)
   return { workspaceKey: before.key, digest: first.digest, files: first.files, bytes: first.bytes, links: first.links, dependencies: first.dependencies }
+}
+
+/** One capture of a workspace (`readWorkspace`): its key, the stamp digest (part `all`) and the part digests. */
+export interface WorkspaceReading {
+  workspaceKey: string
+  /** The stamp digest, as `stampWorkspace` would give it for an unchanged tree (part `all` only). */
+  digest?: string
+  /** sha256 hex of the frames outside dependency directories (parts `all` and `own`). */
+  own?: string
+  /** sha256 hex of the frames inside dependency directories (parts `all` and `dependencies`). */
+  dependencies?: string
+}
+
+/**
+ * ONE capture of `root` (not a stamp: nothing tells whether the tree changed while it was read) — for a
+ * caller that reads again and compares, as recovery does around a check: the whole tree with its part
+ * digests, or only one part. Errors as `stampWorkspace`'s, from capture 1.
+ */
+export async function readWorkspace(root: string, limits: StampLimits, part: CapturePart, options: Pick<StampOptions, 'signal' | 'exclude'> = {},
+  context: StampContext = {}): Promise<WorkspaceReading> {
+  const { signal, exclude } = options
+  const { dependencies, cache } = context
+  throwIfAborted(signal)
+  const opened = openRoot(root)
+  const hashes = cache ? new CaptureHashes(cache.table(opened.key)) : undefined
+  const capture = await capturing(root, 1, () => captureTree(opened.real, opened.stats, {
+    capture: 1, limits, signal, exclude, dependencies, hashes, part, partDigests: true,
+  }))
+  // Only a whole reading knows every file of the tree: a part's table would drop the other part's hashes.
+  if (cache && hashes && part === 'all' && hashes.changed) void cache.save(opened.key, hashes.next)
+  return { workspaceKey: opened.key, ...part === 'all' ? { digest: capture.digest } : {}, ...capture.parts }
 }

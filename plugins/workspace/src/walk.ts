@@ -46,13 +46,14 @@ class Entry implements WalkEntry {
 /**
  * Depth-first, pre-order walk below `root` (an absolute real path), each directory's names in byte
  * order, the root `.git` and the `exclude`d paths skipped. Every entry is counted against `budget` when
- * it is reached (against the dependency limits in a directory `dependencies` matches) and every file's
+ * it is reached (against the dependency limits in a directory `dependencies` matches; with
+ * `skipDependencies` such a directory is left out like an excluded one) and every file's
  * size before it is read, so a tree that is too large fails right there. A symbolic link is read as a
  * link (its target), never followed; special files are refused. Synchronous: the caller paces it (see
  * `Pacer`).
  */
 export function* walkTree(root: Buffer, rootStats: BigIntStats, budget: StampBudget, exclude: ReadonlySet<string> = new Set(),
-  dependencies?: DependencyMatcher): Generator<WalkEntry> {
+  dependencies?: DependencyMatcher, skipDependencies = false): Generator<WalkEntry> {
   const excluded = [...exclude].map((path) => Buffer.from(path))
   const stack: OpenDirectory[] = [{ abs: root, rel: NO_PATH, names: listDirectory(root, '.', rootStats, true), next: 0, dependency: false }]
   while (stack.length) {
@@ -74,6 +75,8 @@ export function* walkTree(root: Buffer, rootStats: BigIntStats, budget: StampBud
     }
     const isDirectory = stats.isDirectory()
     const dependency = parent.dependency || (isDirectory && dependencies !== undefined && dependencies.matches(name, rel))
+    // Capturing only the workspace's own part: a dependency directory is neither counted nor walked.
+    if (dependency && skipDependencies) continue
     const entry = new Entry(rel, abs, stats, dependency)
     budget.addEntry(entry, dependency)
     if (isDirectory) {

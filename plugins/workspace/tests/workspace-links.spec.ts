@@ -208,6 +208,35 @@ describe('workspace stamp: dependency directories', () => {
     }
   })
 
+  it('reads a workspace once, whole or one part: the stamp digest, and part digests that move only with their part', async () => {
+    ctx = await startWorkspace()
+    writeTree(root, { 'node_modules/dep/index.js': 'module.exports = 1' })
+    pinTimes(root)
+    const whole = await ctx.workspace.read(root)
+    expect(whole.digest).to.equal((await ctx.workspace.stamp(root)).digest)
+    expect(await ctx.workspace.read(root, 'own')).to.deep.equal({ workspaceKey: whole.workspaceKey, own: whole.own })
+    expect(await ctx.workspace.read(root, 'dependencies')).to.deep.equal({ workspaceKey: whole.workspaceKey, dependencies: whole.dependencies })
+
+    writeFileSync(join(root, 'node_modules/dep/index.js'), 'module.exports = 2')
+    pinTimes(root)
+    const depChanged = await ctx.workspace.read(root)
+    expect(depChanged.own).to.equal(whole.own)
+    expect(depChanged.dependencies).to.not.equal(whole.dependencies)
+
+    writeFileSync(join(root, 'src/index.ts'), 'export const changed = 1')
+    pinTimes(root)
+    const ownChanged = await ctx.workspace.read(root)
+    expect(ownChanged.own).to.not.equal(depChanged.own)
+    expect(ownChanged.dependencies).to.equal(depChanged.dependencies)
+  })
+
+  it('does not walk dependency directories when reading the own part only', async () => {
+    ctx = await startWorkspace({ dependencyMaxEntries: 5 })
+    manyFiles('node_modules', 30)
+    await rejectsWith(ctx.workspace.read(root), 'ARTIFACT_LIMIT')
+    expect((await ctx.workspace.read(root, 'own')).own).to.match(/^[0-9a-f]{64}$/)
+  })
+
   it('never follows a dependency directory that is a link', async () => {
     ctx = await startWorkspace()
     const elsewhere = makeTempDir()

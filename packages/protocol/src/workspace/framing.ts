@@ -19,6 +19,12 @@ import { TaskwardError } from '../errors'
  */
 export const DIGEST_HEADER = 'taskward-workspace-digest v1\n'
 export const WORKSPACE_KEY_HEADER = 'taskward-workspace-key v1\n'
+/**
+ * Headers of the part digests: the same frames as the stamp digest, those of entries outside dependency
+ * directories (`own`) or inside them (`dependencies`) only. Recovery reads one part again where only
+ * that part could have moved (docs/recovery.md).
+ */
+export const PART_HEADERS = { own: 'taskward-workspace-part own v1\n', dependencies: 'taskward-workspace-part dependencies v1\n' } as const
 
 const DIRECTORY_TAG = 0x44 // 'D'
 const FILE_TAG = 0x46 // 'F'
@@ -86,9 +92,13 @@ const BATCH_BYTES = 64 * 1024
  * `encode…Frame` in turn, written into one reused buffer instead of a new one per entry.
  */
 export class StampDigest {
-  private readonly hash: Hash = createHash('sha256').update(DIGEST_HEADER)
+  private readonly hash: Hash
   private readonly batch = Buffer.allocUnsafe(BATCH_BYTES)
   private at = 0
+
+  constructor(header: string = DIGEST_HEADER) {
+    this.hash = createHash('sha256').update(header)
+  }
 
   addDirectory(path: Uint8Array, meta: DirectoryMeta): void {
     this.head(DIRECTORY_TAG, path, meta, 0)
