@@ -1,5 +1,5 @@
 import { mkdirSync, readFileSync } from 'node:fs'
-import { mkdir, rename, writeFile } from 'node:fs/promises'
+import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { hashOutlivesRead, sameVersion, type EntryVersion } from '@taskward/protocol'
 
@@ -46,8 +46,17 @@ export class CaptureHashes {
 }
 
 const FORMAT = 'taskward-stat-cache 1'
-/** Workspaces whose tables stay in memory (the rest are read back from disk when stamped again). */
+/**
+ * Tables kept in memory: the most recently stamped workspaces, up to this many files in all (an entry
+ * costs a few hundred bytes; a workspace of more files is still kept while it is the newest), and no
+ * more than MEMORY_WORKSPACES of them. The rest are read back from disk when stamped again.
+ */
+const MEMORY_ENTRIES = 400_000
 const MEMORY_WORKSPACES = 16
+/** Saved tables kept on disk: the most recently saved, so a host that saw many workspaces stays bounded. */
+export const SAVED_TABLES = 256
+/** Every this many saves, the directory is pruned to SAVED_TABLES. */
+const PRUNE_EVERY = 32
 
 type Row = [key: string, dev: string, ino: string, mode: string, size: string, mtimeNs: string, ctimeNs: string, hash: string]
 
@@ -61,6 +70,7 @@ type Row = [key: string, dev: string, ino: string, mode: string, size: string, m
 export class StatCacheStore {
   private readonly tables = new Map<string, HashTable>()
   private readonly writes = new Map<string, Promise<void>>()
+  private saves = 0
 
   constructor(private readonly directory?: string, private readonly onError: (error: unknown) => void = () => {}) {}
 
@@ -92,6 +102,7 @@ export class StatCacheStore {
       await mkdir(directory, { recursive: true, mode: 0o700 })
       await writeFile(temp, serialize(workspaceKey, table), { mode: 0o600 })
       await rename(temp, file)
+      if (this.saves++ % PRUNE_EVERY === 0) await prune(directory, SAVED_TABLES)
     }).catch(this.onError).finally(() => {
       if (this.writes.get(workspaceKey) === write) this.writes.delete(workspaceKey)
     })
@@ -105,7 +116,14 @@ export class StatCacheStore {
   }
 
   private evict() {
-    while (this.tables.size > MEMORY_WORKSPACES) this.tables.delete(this.tables.keys().next().value!)
+    let entries = 0
+    for (const table of this.tables.values()) entries += table.size
+    // Least recently used first; the newest stays whatever its size.
+    for (const [key, table] of this.tables) {
+      if (this.tables.size <= 1 || (this.tables.size <= MEMORY_WORKSPACES && entries <= MEMORY_ENTRIES)) break
+      this.tables.delete(key)
+      entries -= table.size
+    }
   }
 
   private read(workspaceKey: string): HashTable {
@@ -155,4 +173,14 @@ function deserialize(workspaceKey: string, text: string): HashTable {
     })
   }
   return table
+}
+
+/** Keep the `keep` most recently written tables of `directory` (and no leftover temp file of a crash). */
+async function prune(directory: string, keep: number): Promise<void> {
+  const files = await readdir(directory)
+  const stale = files.filter((name) => name.endsWith('.tmp') && !name.includes(`.${process.pid}.`))
+  const tables = await Promise.all(files.filter((name) => name.endsWith('.json'))
+    .map(async (name) => ({ name, mtimeMs: (await stat(join(directory, name)).catch(() => undefined))?.mtimeMs ?? 0 })))
+  tables.sort((a, b) => b.mtimeMs - a.mtimeMs)
+  for (const name of [...stale, ...tables.slice(keep).map((table) => table.name)]) await rm(join(directory, name), { force: true })
 }

@@ -1,9 +1,9 @@
-import { lstatSync, readFileSync, utimesSync, writeFileSync } from 'node:fs'
+import { lstatSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { expect } from 'chai'
 import { hashOutlivesRead, resolveStampLimits, type EntryVersion } from '@taskward/protocol'
 import { stampWorkspace } from '../src'
-import { StatCacheStore } from '../src/stat-cache'
+import { SAVED_TABLES, StatCacheStore } from '../src/stat-cache'
 import { makeTempDir, removeTree, startWorkspace, writeTree } from './fixtures'
 
 const limits = resolveStampLimits()
@@ -152,6 +152,26 @@ describe('workspace service: the data directory inside the workspace', () => {
       expect(after).to.deep.equal(before)
     } finally {
       await ctx.stop()
+    }
+  })
+})
+
+describe('stat cache store: bounded on disk', () => {
+  it('keeps only the most recently saved tables of the workspaces a long-running host has seen', async function () {
+    this.timeout(20_000)
+    const dir = makeTempDir('taskward-stat-cache-')
+    try {
+      const store = new StatCacheStore(dir)
+      const version: EntryVersion = { dev: 1n, ino: 2n, mode: 0o100644n, size: 3n, mtimeNs: 4n, ctimeNs: 5n }
+      const keys = Array.from({ length: SAVED_TABLES + 100 }, (_, i) => i.toString(16).padStart(64, '0'))
+      for (const key of keys) await store.save(key, new Map([['a.txt', { version, hash: Buffer.alloc(32) }]]))
+      await store.flush()
+      const saved = readdirSync(dir)
+      expect(saved.length).to.be.at.most(SAVED_TABLES + 32)
+      expect(saved).to.include(`${keys.at(-1)}.json`)
+      expect(saved).to.not.include(`${keys[0]}.json`)
+    } finally {
+      removeTree(dir)
     }
   })
 })
