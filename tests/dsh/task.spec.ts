@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { mockText, PAGE_KEYS, pageShape, STAGE_PAGE_SHAPE, type OpenAIMock } from '@taskward/testkit'
 import { PASSING_RECOVERY, useDsh, type DshHome, type DshWeb } from './dsh-host'
-import { execute, replyJson, waitFor } from './dsh-api'
+import { commandText, execute, replyJson, waitFor } from './dsh-api'
 import { contentOf, dshTaskPlayer } from './dsh-player'
 import { access } from 'node:fs/promises'
 
@@ -32,7 +32,7 @@ describe('a supervised task inside the real DSH host', function () {
     console.log(web.output.slice(-3000))
   })
 
-  const status = async (sessionId: string) => replyJson(await execute(web, sessionId, '/task'))
+  const status = async (sessionId: string) => replyJson(await execute(web, sessionId, '/task status --json'))
 
   it('runs a two-node task from /task new to completion: task tools, reviews in DSH reviewer sessions', async () => {
     const { sessionId } = await web.api('session.create', { cwd: workspace })
@@ -48,11 +48,18 @@ describe('a supervised task inside the real DSH host', function () {
 
     // The plan turn ends (slowly, see the player) before the approval: the node's log then starts with the controller's turn.
     await waitFor(async () => (await web.api('session.list', {})).items.some((s: any) => s.sessionId === sessionId && !s.running), 'the plan turn to end')
+    // /task status reads as text in DSH (the same words as our host's statusText).
+    const words = commandText(await execute(web, sessionId, '/task status'))
+    expect(words).to.include(`Task ${created.taskId} (revision `).and.include('Phase: awaiting approval')
+    expect(words).to.include('  a: write a — not started').and.include('  b: write b (after a) — not started')
+    expect(words).to.include('Waiting for you: approve the plan with /task approve')
     await execute(web, sessionId, '/task approve')
     await waitFor(async () => (await status(sessionId)).task?.phase === 'complete', 'the task to complete', 120_000)
     const done = await status(sessionId)
     expect(done.task).to.include({ id: created.taskId })
     expect(done.nodes.map((n: any) => [n.id, n.status])).to.deep.equal([['a', 'passed'], ['b', 'passed']])
+    const doneWords = commandText(await execute(web, sessionId, '/task'))
+    expect(doneWords).to.include('Phase: complete').and.include('  a: write a — passed').and.include('  b: write b (after a) — passed')
     expect(await readFile(join(workspace, 'a.txt'), 'utf8')).to.equal('a done\n')
     expect(await readFile(join(workspace, 'b.txt'), 'utf8')).to.equal('b done\n')
 
