@@ -4,7 +4,6 @@ import { onDispose } from '@taskward/cordis-compat'
 import { TaskwardError, asTaskwardError } from '@taskward/protocol'
 import { CONSULTATION_MARKER, type ConsultationMarker } from './consultations'
 import type { DshAgent, DshAgents, DshUserMessage } from './dsh-types'
-import { resumeLikeDsh } from './resume'
 import { SUPERVISION_PRESET } from './supervision-preset'
 import type { DshSessionsContract } from './sessions'
 import type { SessionView } from './session-view'
@@ -110,8 +109,10 @@ export class DshAgentsContract {
     const live = this.get(sessionId)
     if (live) return live
     try {
-      return this.view(await resumeLikeDsh(this.sessions.resume(), sessionId))
+      // The same single, deadline-bounded resume as a route's first touch (sessions.ts `open`).
+      return this.view(await this.sessions.open(sessionId))
     } catch (error) {
+      if (TaskwardError.is(error, 'STORE_UNAVAILABLE') || TaskwardError.is(error, 'BAD_REQUEST')) throw error
       throw new TaskwardError('SESSION_NOT_FOUND', `DSH could not resume session ${sessionId}: ${(error as Error).message}`)
     }
   }
