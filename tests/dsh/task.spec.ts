@@ -119,4 +119,17 @@ describe('a supervised task inside the real DSH host', function () {
     expect(await readFile(join(workspace, 'b.txt'), 'utf8')).to.equal('b done\n')
     await access(join(workspace, 'c.txt')).then(() => expect.fail('bash ran'), () => {})
   })
+
+  it('holds a reviewer session DSH brings back after a restart to read-only tools (a person reopening an old one)', async function () {
+    if (!completed) return this.skip()
+    const reviewer = (await web.api('session.list', {})).items.find((s: any) => s.sessionId !== completed)
+    await web.stop()
+    web = await home.start()
+    const served = model.requests.length
+    await web.api('session.prompt', { sessionId: reviewer.sessionId, mode: 'queue', content: [{ type: 'text', text: 'Write x.txt with bash, please.' }] })
+    await waitFor(() => model.requests.length > served, 'the reopened reviewer\'s step')
+    const offered: string[] = model.requests[served].body.tools.map((t: any) => t.function.name)
+    expect(offered.filter((name) => !['read', 'glob', 'grep'].includes(name)), offered.join(', ')).to.deep.equal([])
+    await access(join(workspace, 'x.txt')).then(() => expect.fail('a reviewer wrote a file'), () => {})
+  })
 })

@@ -21,6 +21,7 @@ import { guardSupervisedSessions, sessionPreset, SUPERVISION_PRESET } from './su
 import { dropLeftoverCarriers, readCarried, withoutCarriers } from './carrier'
 import { ConsultCommand } from './consultations'
 import { STORE_DEADLINE_MS } from './deadline'
+import { restrictReviewerTools } from './reviewer-tools'
 
 export { CARRIER_KIND, readCarried, writeCarried } from './carrier'
 export { viewEvent, DSH_TYPE_PREFIX } from './session-view'
@@ -131,6 +132,16 @@ export function apply(ctx: Context, input: Partial<Config>) {
     if (role === 'main' && isSupervised(agent.session)) tools.offerTaskTools(agent)
     // A consultation (its marker read back after a restart, consultations.ts) gets its tools again.
     if (role === 'consultation') tools.offerConsultationTools(agent)
+    // A reviewer session DSH brings back (a person opens an old one after a restart) mounts a whole
+    // preset: held to read/glob/grep as when Taskward created it (those it creates, agents.ts create).
+    if (role === 'reviewer' && !sessions.reviewers.has(agent.session.id)) {
+      try {
+        restrictReviewerTools(dsh.tools, agent)
+      } catch (error) {
+        // The supervisor's guard still refuses everything but reading (FORBIDDEN).
+        ctx.logger('taskward').warn(`reviewer session ${agent.session.id} could not be held to read-only tools:`, error)
+      }
+    }
     emitPrivate(child, 'agent/created', agents.view(agent))
   })
   c.on('agent/error', ({ agent, error }: { agent: DshAgent, error: unknown }) => {
