@@ -132,4 +132,14 @@ describe('a supervised task inside the real DSH host', function () {
     expect(offered.filter((name) => !['read', 'glob', 'grep'].includes(name)), offered.join(', ')).to.deep.equal([])
     await access(join(workspace, 'x.txt')).then(() => expect.fail('a reviewer wrote a file'), () => {})
   })
+
+  it('leaves the tools of a user\'s fork alone (it has a parent, but is no Taskward reviewer)', async function () {
+    if (!completed) return this.skip()
+    const { sessionId: fork } = await web.api('session.fork', { sessionId: completed })
+    const served = model.requests.length
+    await web.api('session.prompt', { sessionId: fork, mode: 'queue', content: [{ type: 'text', text: 'What is in a.txt?' }] })
+    await waitFor(() => model.requests.length > served, 'the fork\'s step')
+    const offered: string[] = model.requests[served].body.tools.map((t: any) => t.function.name)
+    expect(offered, offered.join(', ')).to.include.members(['read', 'write', 'bash'])
+  })
 })

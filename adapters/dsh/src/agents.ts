@@ -38,7 +38,9 @@ export class AgentView {
 
   followup(message: string, meta: Record<string, any> = {}): string {
     const id = `taskward-${randomUUID()}`
-    const dsh: DshUserMessage = { id, role: 'user', content: [{ type: 'text', text: message }], source: { ...FOLLOWUP_SOURCE, origin: String(meta.origin ?? 'plugin') } }
+    // A reviewer's prompt names its review job: what marks a Taskward reviewer's log (reviewer-tools.ts).
+    const source = { ...FOLLOWUP_SOURCE, origin: String(meta.origin ?? 'plugin'), ...(typeof meta.jobId === 'string' ? { jobId: meta.jobId } : {}) }
+    const dsh: DshUserMessage = { id, role: 'user', content: [{ type: 'text', text: message }], source }
     this.dsh.followup(dsh)
     return id
   }

@@ -21,7 +21,7 @@ import { guardSupervisedSessions, sessionPreset, SUPERVISION_PRESET } from './su
 import { dropLeftoverCarriers, readCarried, withoutCarriers } from './carrier'
 import { ConsultCommand } from './consultations'
 import { STORE_DEADLINE_MS } from './deadline'
-import { restrictReviewerTools } from './reviewer-tools'
+import { isTaskwardReviewer, restrictReviewerTools } from './reviewer-tools'
 
 export { CARRIER_KIND, readCarried, writeCarried } from './carrier'
 export { viewEvent, DSH_TYPE_PREFIX } from './session-view'
@@ -134,7 +134,8 @@ export function apply(ctx: Context, input: Partial<Config>) {
     if (role === 'consultation') tools.offerConsultationTools(agent)
     // A reviewer session DSH brings back (a person opens an old one after a restart) mounts a whole
     // preset: held to read/glob/grep as when Taskward created it (those it creates, agents.ts create).
-    if (role === 'reviewer' && !sessions.reviewers.has(agent.session.id)) {
+    // Only Taskward's reviewers: a user's fork of a session has a parent too.
+    if (role === 'reviewer' && !sessions.reviewers.has(agent.session.id) && isTaskwardReviewer(agent.session)) {
       try {
         restrictReviewerTools(dsh.tools, agent)
       } catch (error) {

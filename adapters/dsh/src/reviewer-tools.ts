@@ -1,4 +1,4 @@
-import type { DshAgent, DshTools } from './dsh-types'
+import type { DshAgent, DshSession, DshTools } from './dsh-types'
 import { DSH_READ_ONLY_TOOLS, isDshReadOnly, resolvedDefinition } from './tool-identity'
 
 /*
@@ -36,4 +36,17 @@ export function restrictReviewerTools(tools: DshTools, agent: DshAgent): string[
   own.restrict({ allow: allowed })
   own.presentAs?.('native')
   return allowed
+}
+
+/**
+ * Whether a session's log holds a review prompt Taskward sent (a user message of source
+ * `{kind: 'plugin', plugin: 'taskward', jobId}`; nothing a model or a DSH user sends sets a message's
+ * source). What tells a Taskward reviewer DSH brings back after a restart from any other session with a
+ * parent — a user's fork of a session also has one. Reads the log once (`session.events` copies it).
+ */
+export function isTaskwardReviewer(session: Pick<DshSession, 'events'>): boolean {
+  return session.events.some((event) => {
+    const source = event.type === 'user/message' ? event.data?.source : undefined
+    return source?.kind === 'plugin' && source.plugin === 'taskward' && typeof source.jobId === 'string'
+  })
 }

@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { presetReadOnlyTools, restrictReviewerTools } from '../src/reviewer-tools'
+import { isTaskwardReviewer, presetReadOnlyTools, restrictReviewerTools } from '../src/reviewer-tools'
 
 /*
  * A reviewer agent in DSH inherits its preset's whole tool set (write, edit, bash…): it is held to DSH's
@@ -43,5 +43,13 @@ describe('DSH adapter: a reviewer\'s tools', () => {
     expect(restrictions).to.deep.equal([{ allow: [] }])
     delete agent.ctx.tools.restrict
     expect(() => restrictReviewerTools(tools, agent)).to.throw(/cannot restrict/)
+  })
+
+  it('tells a Taskward reviewer\'s log (a review prompt naming its job) from another session with a parent', () => {
+    const message = (source: unknown) => ({ type: 'user/message', seq: 1, time: 0, data: { id: 'm', role: 'user', content: [], source } })
+    expect(isTaskwardReviewer({ events: [message({ kind: 'plugin', plugin: 'taskward', origin: 'controller', jobId: 'j1' })] })).to.equal(true)
+    // A main session's controller follow-ups name no job; a user's own message, or another plugin's, is no review prompt.
+    expect(isTaskwardReviewer({ events: [message({ kind: 'plugin', plugin: 'taskward', origin: 'controller' })] })).to.equal(false)
+    expect(isTaskwardReviewer({ events: [message({ kind: 'user' }), message({ kind: 'plugin', plugin: 'other', jobId: 'j1' })] })).to.equal(false)
   })
 })
