@@ -27,7 +27,7 @@ describe('DSH tool admission binds to the tool, not its name (another plugin nex
   before(async function () {
     if (!web) return this.skip()
     const { sessionId } = await web.api('session.create', { cwd: workspace })
-    const status = async () => replyJson(await execute(web, sessionId, '/task'))
+    const status = async () => replyJson(await execute(web, sessionId, '/task status --json'))
     await execute(web, sessionId, '/task new Write a.txt and b.txt')
     await waitFor(async () => (await status()).task?.phase === 'awaiting-approval', 'the plan review to pass', 60_000)
     await execute(web, sessionId, '/task approve')

@@ -36,12 +36,15 @@ describe('Taskward inside the real DSH host', function () {
     expect(await response.json()).to.include({ code: 'UNAUTHORIZED' })
   })
 
-  it('answers /task through DSH\'s commands/execute with the supervisor\'s status', async () => {
+  it('answers /task through DSH\'s commands/execute with the supervisor\'s status, as text; --json gives the view', async () => {
     const { sessionId } = await web.api('session.create', { cwd: workspace })
     const result = await execute(web, sessionId, '/task')
     expect(result.kind, commandText(result)).to.equal('success')
-    const status = replyJson(result)
+    expect(commandText(result)).to.include('No task in this session.').and.include('Waiting for you: start a task with /task new <objective>.')
+    expect(commandText(result)).to.not.include('```')
+    const status = replyJson(await execute(web, sessionId, '/task status --json'))
     expect(status).to.have.property('controller')
+    expect(status).to.not.have.property('statusText')
     expect(status.current ?? null).to.equal(null)
   })
 
@@ -51,7 +54,7 @@ describe('Taskward inside the real DSH host', function () {
     expect(created).to.include({ revision: 1, phase: 'planning' })
     // The controller's follow-up turn ran on the loopback model (DSH's own loop).
     await waitFor(() => model.requests.length > 0, 'the controller\'s turn to reach the model')
-    const before = replyJson(await execute(web, sessionId, '/task'))
+    const before = replyJson(await execute(web, sessionId, '/task status --json'))
     expect(before.task).to.include({ id: created.taskId, phase: 'planning', revision: 1 })
 
     await web.stop()
@@ -61,7 +64,7 @@ describe('Taskward inside the real DSH host', function () {
     const history = await web.api('session.history', { sessionId })
     const records = carriedEvents(sessionId, history).filter((e) => e.type === 'extension/record') as { data: any }[]
     expect(records.map((e) => [e.data.namespace, e.data.schemaVersion, e.data.kind])).to.deep.equal([['dsh-task-supervisor', TASK_SCHEMA_VERSION, 'state']])
-    const after = replyJson(await execute(web, sessionId, '/task'))
+    const after = replyJson(await execute(web, sessionId, '/task status --json'))
     expect(after.task).to.include({ id: created.taskId, objective: 'Add a CLI', phase: 'planning', revision: 1 })
     // A restart never continues by itself: the task waits for /task resume.
     expect(after.controller).to.include({ armed: false, awaitingManualResume: true })
@@ -76,7 +79,7 @@ describe('Taskward inside the real DSH host', function () {
       .filter(({ event }: any) => event.data?.inserted?.[0]?.source?.kind === CARRIER_KIND)
     expect(copied.length, 'DSH seeded the fork with the parent\'s carriers').to.be.greaterThan(0)
     expect(carriedEvents(fork, await web.api('session.history', { sessionId: fork }))).to.deep.equal([])
-    const status = replyJson(await execute(web, fork, '/task'))
+    const status = replyJson(await execute(web, fork, '/task status --json'))
     expect(status.task ?? null, 'the fork has no task of its own').to.equal(null)
   })
 
@@ -117,7 +120,7 @@ describe('Taskward inside the real DSH host', function () {
     const refusal = carriedEvents(sessionId, await web.api('session.history', { sessionId })).find((e) => e.type === 'agent/refused') as { data: any }
     expect(refusal.data.code).to.equal('SUPERVISOR_POISONED')
     expect(model.requests.length, 'no model step ran').to.equal(served)
-    const status = replyJson(await execute(web, sessionId, '/task'))
+    const status = replyJson(await execute(web, sessionId, '/task status --json'))
     expect(JSON.stringify(status)).to.match(/Supervisor record at seq \d+/)
   })
 })

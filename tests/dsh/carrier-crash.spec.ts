@@ -59,7 +59,7 @@ describe('carriers inside the real DSH host: a crash keeps a carrier batch\'s in
     console.log('      dsh output', web.output.slice(-3000))
   })
 
-  const status = async (sessionId: string) => replyJson(await execute(web, sessionId, '/task'))
+  const status = async (sessionId: string) => replyJson(await execute(web, sessionId, '/task status --json'))
   const history = (sessionId: string) => web.api('session.history', { sessionId })
 
   it('restarts with the kept carriers never sent to the model, no turn of their own, and their records read', async () => {

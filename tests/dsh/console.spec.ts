@@ -28,7 +28,7 @@ describe('the console inside the real DSH host', function () {
   before(async () => { if (home) browser = await launchBrowser() })
   after(async () => { await browser?.close() })
 
-  const status = async (sessionId: string) => replyJson(await execute(web, sessionId, '/task'))
+  const status = async (sessionId: string) => replyJson(await execute(web, sessionId, '/task status --json'))
 
   it('opens the impact panel through the /task console link, Confirm reopens the task; the link works once; a cross-origin POST is refused', async () => {
     const { sessionId } = await web.api('session.create', { cwd: workspace })

@@ -59,7 +59,7 @@ describe('consultations inside the real DSH host', function () {
   }
   useDsh({ player: fallback, workspace: 'consult', config: { operatorToken: token, ...PASSING_RECOVERY } }, (dsh) => ({ model, home, web, workspace } = dsh))
 
-  const status = async (sessionId: string) => replyJson(await execute(web, sessionId, '/task'))
+  const status = async (sessionId: string) => replyJson(await execute(web, sessionId, '/task status --json'))
   const repairs = async (sessionId: string) => (await taskward(web, `/api/sessions/${sessionId}/repairs`, { token })).body
   /** One played turn: prompted, and over once the player answered it with text. */
   const prompt = async (sessionId: string, text: string) => {

@@ -36,9 +36,10 @@ function workspaceOf(messages: any[]) {
 
 /**
  * `reviewerTries`: a reviewer first tries DSH's own `write` (to `reviewer.txt`), as a hostile
- * reviewer would, then reviews as usual whatever that call answered.
+ * reviewer would, then reviews as usual whatever that call answered. `reviewerReads`: a stage reviewer
+ * also reads the node's file with DSH's own `read` before its verdict.
  */
-export function dshTaskPlayer(options: { plan?: typeof TWO_NODE_PLAN, reviewerTries?: boolean } = {}) {
+export function dshTaskPlayer(options: { plan?: typeof TWO_NODE_PLAN, reviewerTries?: boolean, reviewerReads?: boolean } = {}) {
   const plan = options.plan ?? TWO_NODE_PLAN
   return (request: MockRequest): MockReply => {
     const messages: any[] = request.body.messages ?? []
@@ -48,7 +49,13 @@ export function dshTaskPlayer(options: { plan?: typeof TWO_NODE_PLAN, reviewerTr
     const last = results.at(-1)
     if (input.startsWith('You review a ')) {
       if (options.reviewerTries && !calls.includes('write')) return call('write', { file_path: `${workspaceOf(messages)}/reviewer.txt`, content: 'a reviewer wrote this\n' })
-      if (!calls.includes('review_read_log')) return call('review_read_log', { from: 0, limit: 200 })
+      // Read the main session from where the prompt says the node's attempt began, then the node's file.
+      if (!calls.includes('review_read_log')) {
+        const after = /logged after seq (\d+)/.exec(input)?.[1]
+        return call('review_read_log', after ? { from: Number(after) + 1, limit: 50 } : { from: 0, limit: 200 })
+      }
+      const node = /Node under review: (\w+)\./.exec(input)?.[1]
+      if (options.reviewerReads && node && !calls.includes('read')) return call('read', { file_path: `${workspaceOf(messages)}/${node}.txt` })
       return call('review_verdict', { verdict: 'pass', findings: [], evidenceSeqs: [] })
     }
     if (last !== undefined && /^Error\b|"code":\s*"[A-Z_]+"/.test(last) && !last.trimStart().startsWith('{\n  "nodes"')) {

@@ -38,7 +38,7 @@ describe('recovery checks inside the real DSH host', function () {
     if (this.currentTest?.state === 'failed' && web) console.log(web.output.slice(-4000))
   })
 
-  const status = async (sessionId: string) => replyJson(await execute(web, sessionId, '/task'))
+  const status = async (sessionId: string) => replyJson(await execute(web, sessionId, '/task status --json'))
   const records = async (sessionId: string, kind: string) => carriedEvents(sessionId, await web.api('session.history', { sessionId }))
     .filter((e) => e.type === 'extension/record' && (e.data as any)?.namespace === 'dsh-task-supervisor-recovery' && (e.data as any)?.kind === kind)
     .map((e) => (e.data as any).payload)

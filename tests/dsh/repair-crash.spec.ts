@@ -33,7 +33,7 @@ describe('repair inside the real DSH host: SIGKILL between receipt and reopened 
     console.log('      dsh output', web.output.slice(-3000))
   })
 
-  const status = async (sessionId: string) => replyJson(await execute(web, sessionId, '/task'))
+  const status = async (sessionId: string) => replyJson(await execute(web, sessionId, '/task status --json'))
   const carried = async (sessionId: string) => carriedEvents(sessionId, await web.api('session.history', { sessionId }))
 
   it('restarts with the proposal confirmed and the task complete, nothing running; the next click reopens it once, with the one receipt', async () => {

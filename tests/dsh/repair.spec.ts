@@ -40,7 +40,7 @@ describe('repair after completion inside the real DSH host', function () {
     }
   })
 
-  const status = async (sessionId: string) => replyJson(await execute(web, sessionId, '/task'))
+  const status = async (sessionId: string) => replyJson(await execute(web, sessionId, '/task status --json'))
   const repair = (sessionId: string, body: unknown, options: { token?: string, origin?: string | null } = { token }) =>
     taskward(web, `/api/sessions/${sessionId}/repair`, { body, ...options })
 

@@ -42,7 +42,7 @@ describe('DSH sub-agents of a supervised session', function () {
   // A task completes only after a passing check (recovery: no checks is MISSING, never a pass).
   useDsh({ player: fallback, workspace: 'subagent', config: PASSING_RECOVERY }, (dsh) => ({ model, home, web, workspace } = dsh))
 
-  const status = async (sessionId: string) => replyJson(await execute(web, sessionId, '/task'))
+  const status = async (sessionId: string) => replyJson(await execute(web, sessionId, '/task status --json'))
 
   it('refuses a background child\'s write after the main task completed (REPAIR_CONFIRMATION_REQUIRED)', async () => {
     const { sessionId } = await web.api('session.create', { cwd: workspace })

@@ -33,7 +33,7 @@ describe('a supervised session inside the real DSH host without the bundle', fun
     web = await home.start()
     const { sessionId } = await web.api('session.create', { cwd: workspace })
     await execute(web, sessionId, '/task new Write a.txt and b.txt')
-    await waitFor(async () => replyJson(await execute(web!, sessionId, '/task')).task?.phase === 'awaiting-approval', 'the plan review to pass', 60_000)
+    await waitFor(async () => replyJson(await execute(web!, sessionId, '/task status --json')).task?.phase === 'awaiting-approval', 'the plan review to pass', 60_000)
     // The session now resumes under the `taskward` preset (a DSH event of a type rc.8 knows).
     const history = await web.api('session.history', { sessionId })
     const types = history.events.map(({ event }: any) => `${event.type}${event.type === 'agent-preset/selected' ? `=${event.data.agentPreset}` : ''}`)
@@ -86,7 +86,7 @@ describe('a supervised session inside the real DSH host without the bundle', fun
     model.script(mockText('Back under supervision.'))
     await prompt(sessionId, 'Carry on.')
     await waitFor(() => model.requests.length > served, 'the supervised session\'s model request')
-    const status = replyJson(await execute(web, sessionId, '/task'))
+    const status = replyJson(await execute(web, sessionId, '/task status --json'))
     expect(status.task?.phase).to.equal('awaiting-approval')
     // The supervisor's tools are offered to it again.
     expect(model.requests[served].body.tools.map((t: any) => t.function.name)).to.include('task_status')

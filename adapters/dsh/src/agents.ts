@@ -4,7 +4,6 @@ import { onDispose } from '@taskward/cordis-compat'
 import { TaskwardError, asTaskwardError } from '@taskward/protocol'
 import { CONSULTATION_MARKER, type ConsultationMarker } from './consultations'
 import type { DshAgent, DshAgents, DshUserMessage } from './dsh-types'
-import { resumeLikeDsh } from './resume'
 import { SUPERVISION_PRESET } from './supervision-preset'
 import type { DshSessionsContract } from './sessions'
 import type { SessionView } from './session-view'
@@ -39,7 +38,9 @@ export class AgentView {
 
   followup(message: string, meta: Record<string, any> = {}): string {
     const id = `taskward-${randomUUID()}`
-    const dsh: DshUserMessage = { id, role: 'user', content: [{ type: 'text', text: message }], source: { ...FOLLOWUP_SOURCE, origin: String(meta.origin ?? 'plugin') } }
+    // A reviewer's prompt names its review job: what marks a Taskward reviewer's log (reviewer-tools.ts).
+    const source = { ...FOLLOWUP_SOURCE, origin: String(meta.origin ?? 'plugin'), ...(typeof meta.jobId === 'string' ? { jobId: meta.jobId } : {}) }
+    const dsh: DshUserMessage = { id, role: 'user', content: [{ type: 'text', text: message }], source }
     this.dsh.followup(dsh)
     return id
   }
@@ -110,8 +111,10 @@ export class DshAgentsContract {
     const live = this.get(sessionId)
     if (live) return live
     try {
-      return this.view(await resumeLikeDsh(this.sessions.resume(), sessionId))
+      // The same single, deadline-bounded resume as a route's first touch (sessions.ts `open`).
+      return this.view(await this.sessions.open(sessionId))
     } catch (error) {
+      if (TaskwardError.is(error, 'STORE_UNAVAILABLE') || TaskwardError.is(error, 'BAD_REQUEST')) throw error
       throw new TaskwardError('SESSION_NOT_FOUND', `DSH could not resume session ${sessionId}: ${(error as Error).message}`)
     }
   }
@@ -134,9 +137,10 @@ export class DshAgentsContract {
       const parent = options.parentId ? this.dsh.get(options.parentId) : this.dsh.list()[0]
       const agentOptions = parent?.options ? { ...(parent.options.provider ? { provider: parent.options.provider } : {}), ...(parent.options.model ? { model: parent.options.model } : {}) } : undefined
       // A consultation works in the workspace with DSH's own tools (read, glob, grep…): its agent mounts
-      // the supervision preset its marker selects, as it does when DSH resumes it after a restart. A bare
-      // agent has no DSH tool at all (only the two Taskward offers it).
-      const presets = options.role === 'consultation' && this.sessions.beforeRecord ? this.sessions.resume().presets : undefined
+      // the supervision preset its marker selects, as it does when DSH resumes it after a restart. So does
+      // a reviewer, whose tools are then restricted to DSH's read-only read, glob and grep (reviewer-tools.ts).
+      // A bare agent has no DSH tool at all (only the ones Taskward offers it).
+      const presets = (options.role === 'consultation' || options.role === 'reviewer') && this.sessions.beforeRecord ? this.sessions.resume().presets : undefined
       const handle = await this.dsh.create({
         sessionId,
         meta: { ...(options.cwd ? { cwd: options.cwd } : {}), ...(options.parentId ? { parentSession: options.parentId } : {}) },
@@ -150,7 +154,16 @@ export class DshAgentsContract {
       throw new TaskwardError('SERVICE_UNAVAILABLE', `DSH could not create a session for Taskward: ${(error as Error).message}`)
     }
     const view = this.view(agent)
-    if (options.role === 'reviewer') this.offerTools(agent, 'reviewer')
+    if (options.role === 'reviewer') {
+      try {
+        this.offerTools(agent, 'reviewer')
+      } catch (error) {
+        // Never a reviewer that is offered write or bash: no review runs on this DSH instead.
+        agent.cancel({ kind: 'plugin', plugin: 'taskward' })
+        throw new TaskwardError('SERVICE_UNAVAILABLE', `DSH could not hold a reviewer to read-only tools (${(error as Error).message}); `
+          + 'no review runs here. Use the DSH version Taskward supports (docs/dsh.md).', { sessionId })
+      }
+    }
     if (options.role === 'consultation') {
       // The marker that keeps the role across a restart (DSH's header has none); it also selects the
       // supervision preset in the consultation (its first Taskward record), so DSH without the bundle refuses it.

@@ -14,10 +14,13 @@ const DESCRIPTIONS: Record<string, { description: string, hint?: string }> = {
 }
 
 /**
- * A command reply as DSH shows it: the reply's `message` when it has one, then the whole reply as
- * JSON (what Taskward's own host answers over HTTP), so people read it and clients can parse it.
+ * A command reply as DSH shows it. A status reply is read as text: its `statusText` (the supervisor
+ * derives it once, @taskward/protocol `taskStatusText`; `/task status --json` answers the view without
+ * it). Any other reply: its `message` when it has one, then the whole reply as JSON (what Taskward's own
+ * host answers over HTTP), so people read it and clients can parse it.
  */
 export function replyText(reply: unknown): string {
+  if (reply && typeof reply === 'object' && typeof (reply as any).statusText === 'string') return (reply as any).statusText
   const message = reply && typeof reply === 'object' && typeof (reply as any).message === 'string' ? `${(reply as any).message}\n\n` : ''
   return `${message}\`\`\`json\n${JSON.stringify(reply ?? null, null, 2)}\n\`\`\``
 }

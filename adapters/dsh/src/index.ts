@@ -20,6 +20,8 @@ import { DshToolsContract, refusalText, type DshToolExecution } from './tools'
 import { guardSupervisedSessions, sessionPreset, SUPERVISION_PRESET } from './supervision-preset'
 import { dropLeftoverCarriers, readCarried, withoutCarriers } from './carrier'
 import { ConsultCommand } from './consultations'
+import { STORE_DEADLINE_MS } from './deadline'
+import { isTaskwardReviewer, restrictReviewerTools } from './reviewer-tools'
 
 export { CARRIER_KIND, readCarried, writeCarried } from './carrier'
 export { viewEvent, DSH_TYPE_PREFIX } from './session-view'
@@ -34,6 +36,7 @@ export interface Config {
   supervisor: Record<string, unknown>
   workspace: Record<string, unknown>
   recovery: Record<string, unknown>
+  storeDeadlineMs: number
 }
 
 // Strict (unknown keys and bad values are CONFIG_INVALID naming the key): a misspelt key in a patch
@@ -45,6 +48,8 @@ export const Config: Schema<Partial<Config>, Config> = strictConfig('taskward', 
   supervisor: Schema.dict(Schema.any()).default({}).description('The supervisor plugin\'s config.'),
   workspace: Schema.dict(Schema.any()).default({}).description('The workspace plugin\'s config (repairMaxFiles, repairMaxBytes).'),
   recovery: Schema.dict(Schema.any()).default({}).description('The recovery plugin\'s config (checks, budgets, sandbox; docs/recovery.md).'),
+  storeDeadlineMs: Schema.natural().min(1).default(STORE_DEADLINE_MS)
+    .description('How long Taskward waits for DSH\'s flush or a session resume before answering STORE_UNAVAILABLE (ms).'),
 })) as Schema<Partial<Config>, Config>
 
 /** The service names of Taskward's host contract; DSH has services of the same names (other shapes). */
@@ -75,7 +80,8 @@ export function apply(ctx: Context, input: Partial<Config>) {
   privateEvents(ctx, label)
 
   // DSH's cold-session services are optional plugins: read each time they are needed.
-  const sessions = new DshSessionsContract(child, dsh, 'dsh', () => ({ agents: dsh.agents, persistence: c.get('sessionPersistence'), presets: c.get('agentPresets') }))
+  const sessions = new DshSessionsContract(child, dsh, 'dsh', () => ({ agents: dsh.agents, persistence: c.get('sessionPersistence'), presets: c.get('agentPresets') }),
+    { deadlineMs: config.storeDeadlineMs })
   const tools = new DshToolsContract(child, dsh.tools, sessions)
   const agents = new DshAgentsContract(child, dsh.agents, sessions, (agent, role) => role === 'reviewer' ? tools.offerReviewerTools(agent) : tools.offerConsultationTools(agent))
   guardSupervisedSessions(ctx, sessions)
@@ -126,6 +132,17 @@ export function apply(ctx: Context, input: Partial<Config>) {
     if (role === 'main' && isSupervised(agent.session)) tools.offerTaskTools(agent)
     // A consultation (its marker read back after a restart, consultations.ts) gets its tools again.
     if (role === 'consultation') tools.offerConsultationTools(agent)
+    // A reviewer session DSH brings back (a person opens an old one after a restart) mounts a whole
+    // preset: held to read/glob/grep as when Taskward created it (those it creates, agents.ts create).
+    // Only Taskward's reviewers: a user's fork of a session has a parent too.
+    if (role === 'reviewer' && !sessions.reviewers.has(agent.session.id) && isTaskwardReviewer(agent.session)) {
+      try {
+        restrictReviewerTools(dsh.tools, agent)
+      } catch (error) {
+        // The supervisor's guard still refuses everything but reading (FORBIDDEN).
+        ctx.logger('taskward').warn(`reviewer session ${agent.session.id} could not be held to read-only tools:`, error)
+      }
+    }
     emitPrivate(child, 'agent/created', agents.view(agent))
   })
   c.on('agent/error', ({ agent, error }: { agent: DshAgent, error: unknown }) => {

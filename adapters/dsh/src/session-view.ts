@@ -2,6 +2,7 @@ import { TaskwardError, type SessionEvent } from '@taskward/protocol'
 import { readCarried, writeCarried } from './carrier'
 import type { DshAgent, DshEvent, DshSession } from './dsh-types'
 import { sharedData, SHARED_TYPES } from './shared-events'
+import { STORE_DEADLINE_MS, storeDeadline } from './deadline'
 
 /** DSH's own events appear to Taskward's folds under this prefix, so no DSH type is read as one of ours. */
 export const DSH_TYPE_PREFIX = 'dsh:'
@@ -27,18 +28,14 @@ export interface SessionViewHost {
   model: string
   /** DSH's `sessions.flush`: resolves once everything appended to the session is on disk. */
   flush(session: DshSession): Promise<unknown>
-  /** How long a flush may take before the append is refused (default `FLUSH_DEADLINE_MS`). */
+  /** How long a flush may take before the append is refused (the row's `storeDeadlineMs`; default `FLUSH_DEADLINE_MS`). */
   flushDeadlineMs?: number
   /** Called before Taskward's first record lands in a session (supervision-preset.ts). */
   beforeRecord?(session: DshSession): void
 }
 
-/**
- * How long DSH's flush may take before an append is refused `STORE_UNAVAILABLE`. rc.8 writes behind in
- * 200 ms batches; a flush that never settles (a hung disk, a storage plugin that lost the promise) would
- * otherwise hang every append, click and command of the session for ever, with nobody told.
- */
-export const FLUSH_DEADLINE_MS = 30_000
+/** How long DSH's flush may take before an append is refused STORE_UNAVAILABLE (deadline.ts; the row's `storeDeadlineMs`). */
+export const FLUSH_DEADLINE_MS = STORE_DEADLINE_MS
 
 /**
  * Taskward's `Session` (docs/host.md) over one live DSH session. Seqs are DSH's own (one DSH event, one
@@ -91,25 +88,17 @@ export class SessionView {
    */
   whenDurable(): Promise<boolean> | undefined { return undefined }
 
-  /** Everything appended to the session so far (DSH's events too) on disk: DSH's `flush`. */
+  /** Everything appended to the session so far (DSH's events too) on disk: DSH's `flush`, bounded by the store deadline. */
   async durable() {
-    const deadline = this.host.flushDeadlineMs ?? FLUSH_DEADLINE_MS
-    let timer: NodeJS.Timeout | undefined
-    try {
-      await Promise.race([
-        this.host.flush(this.dsh),
-        new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`DSH's flush did not finish within ${deadline} ms`)), deadline)
-        }),
-      ])
-    } catch (error) {
-      // The events are in DSH's memory log already (it appends synchronously); what failed is the disk.
-      throw new TaskwardError('STORE_UNAVAILABLE',
-        `DSH could not write session ${this.id} to disk (${(error as Error)?.message ?? error}); what was just recorded may be lost at a restart. `
-        + 'Fix the disk or DSH\'s session storage, then check the session after restarting DSH.', { sessionId: this.id })
-    } finally {
-      clearTimeout(timer)
-    }
+    // The events are in DSH's memory log already (it appends synchronously); what failed is the disk.
+    await storeDeadline(Promise.resolve().then(() => this.host.flush(this.dsh)), {
+      sessionId: this.id,
+      deadlineMs: this.host.flushDeadlineMs ?? FLUSH_DEADLINE_MS,
+      what: 'DSH\'s flush',
+      codeFailures: true,
+      advice: `DSH could not write session ${this.id} to disk ({why}); what was just recorded may be lost at a restart. `
+        + 'Fix the disk or DSH\'s session storage, then check the session after restarting DSH.',
+    })
   }
 
   /** One process drives a DSH session: nothing to catch up. */

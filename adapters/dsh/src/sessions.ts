@@ -4,6 +4,7 @@ import { TaskwardError, type SessionEvent } from '@taskward/protocol'
 import type { DshAgent, DshAgents, DshEvent, DshSession, DshSessions } from './dsh-types'
 import { consultationMarked } from './consultations'
 import { resumeLikeDsh, type DshResumeServices } from './resume'
+import { STORE_DEADLINE_MS, storeDeadline } from './deadline'
 import { SessionView, viewEvent } from './session-view'
 
 type Observer = (session: SessionView, event: SessionEvent) => void
@@ -17,8 +18,8 @@ type Observer = (session: SessionView, event: SessionEvent) => void
 export class DshSessionsContract {
   readonly observers = new Set<Observer>()
   private readonly views = new WeakMap<DshSession, SessionView>()
-  /** Stored sessions being resumed now (see `get`). */
-  private readonly opening = new Map<string, Promise<DshSession>>()
+  /** Stored sessions being resumed now (see `open`). */
+  private readonly opening = new Map<string, Promise<DshAgent>>()
   /** Sessions this adapter created as reviewers (in memory: DSH's header has no role). */
   readonly reviewers = new Set<string>()
   /** Sessions this adapter opened as consultations (`/task consult`, consultations.ts); after a restart, their marker. */
@@ -31,8 +32,13 @@ export class DshSessionsContract {
   onRecord?: (session: DshSession) => void
   protected ctx: Context
 
-  constructor(ctx: Context, private readonly dsh: { sessions: DshSessions, agents: DshAgents }, readonly model: string, readonly resume: () => DshResumeServices) {
+  /** How long a flush or a resume may take before it is STORE_UNAVAILABLE (the row's `storeDeadlineMs`, deadline.ts). */
+  readonly deadlineMs: number
+
+  constructor(ctx: Context, private readonly dsh: { sessions: DshSessions, agents: DshAgents }, readonly model: string, readonly resume: () => DshResumeServices,
+    options: { deadlineMs?: number } = {}) {
     this.ctx = ctx
+    this.deadlineMs = options.deadlineMs ?? STORE_DEADLINE_MS
   }
 
   /** Called by the adapter's `session/event` listener on every DSH append. */
@@ -67,6 +73,7 @@ export class DshSessionsContract {
         parentOf: (s) => this.rootParent(s),
         model: this.model,
         flush: async (s) => { await this.dsh.sessions.flush?.(s) },
+        flushDeadlineMs: this.deadlineMs,
         beforeRecord: (s) => { this.beforeRecord?.(s); this.onRecord?.(s) },
       }, session)
       this.views.set(session, view)
@@ -129,24 +136,41 @@ export class DshSessionsContract {
   async get(id: string): Promise<SessionView> {
     const live = this.dsh.sessions.get(id)
     if (live) return this.view(live)
-    if (!/^[\w.-]{1,128}$/.test(id)) throw new TaskwardError('BAD_REQUEST', 'A session id holds letters, digits, ".", "_" and "-" (at most 128).')
-    // One resume per session at a time: DSH refuses a second resume of a session it is still opening
-    // (several requests right after a restart each touch it), which read as "no such session".
-    let opening = this.opening.get(id)
-    if (!opening) {
-      opening = resumeLikeDsh(this.resume(), id).then((agent) => agent.session)
-      this.opening.set(id, opening)
-      const done = () => { if (this.opening.get(id) === opening) this.opening.delete(id) }
-      opening.then(done, done)
-    }
     try {
-      return this.view(await opening)
-    } catch {
+      return this.view((await this.open(id)).session)
+    } catch (error) {
+      if (TaskwardError.is(error, 'STORE_UNAVAILABLE') || TaskwardError.is(error, 'BAD_REQUEST')) throw error
       // Opened meanwhile another way (DSH's own API, a prompt): that is the session.
       const now = this.dsh.sessions.get(id)
       if (now) return this.view(now)
       throw new TaskwardError('SESSION_NOT_FOUND', `Session ${id} is not a DSH session here (or DSH cannot open it).`)
     }
+  }
+
+  /**
+   * The live agent of stored session `id`, resumed the way DSH's own API does (resume.ts). One resume per
+   * session at a time: DSH refuses a second resume of a session it is still opening (several requests
+   * right after a restart each touch it). Each caller waits at most the store deadline: a resume that
+   * never settles answers STORE_UNAVAILABLE naming the session, never holds every later request.
+   */
+  async open(id: string): Promise<DshAgent> {
+    const live = this.dsh.agents.get(id)
+    if (live) return live
+    if (!/^[\w.-]{1,128}$/.test(id)) throw new TaskwardError('BAD_REQUEST', 'A session id holds letters, digits, ".", "_" and "-" (at most 128).')
+    let opening = this.opening.get(id)
+    if (!opening) {
+      opening = resumeLikeDsh(this.resume(), id)
+      this.opening.set(id, opening)
+      const done = () => { if (this.opening.get(id) === opening) this.opening.delete(id) }
+      opening.then(done, done)
+    }
+    return storeDeadline(opening, {
+      sessionId: id,
+      deadlineMs: this.deadlineMs,
+      what: 'DSH\'s resume of the session',
+      advice: `DSH did not bring session ${id} back ({why}); nothing was changed. Check DSH's session storage (its disk, `
+        + 'its persistence plugin), then retry; a later request waits for the same resume again.',
+    })
   }
 
   async has(id: string) {

@@ -37,6 +37,20 @@ function textOf(content: unknown): string {
   return content.filter((block) => block?.type === 'text' && typeof block.text === 'string').map((block) => block.text).join('\n')
 }
 
+/**
+ * A call's arguments as our host records them, an object: DSH logs the model's argument text as it
+ * streamed in (a JSON string). Text that is not a JSON object (a model's broken arguments) stays text.
+ */
+function callArguments(value: unknown): unknown {
+  if (typeof value !== 'string') return value
+  try {
+    const parsed = JSON.parse(value)
+    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : value
+  } catch {
+    return value
+  }
+}
+
 /** The data of one of DSH's shared events in Taskward's shape; `eventAt(seq)` reads the session's earlier events. */
 export function sharedData(event: DshEvent, eventAt: (seq: number) => DshEvent | undefined): unknown {
   const data = event.data ?? {}
@@ -46,7 +60,7 @@ export function sharedData(event: DshEvent, eventAt: (seq: number) => DshEvent |
     case 'assistant/message':
       return { text: textOf(data.message?.content) }
     case 'tool/call':
-      return { callId: data.callId, name: data.name, args: data.arguments }
+      return { callId: data.callId, name: data.name, args: callArguments(data.arguments) }
     case 'tool/result': {
       const block = Array.isArray(data.message?.content) ? data.message.content[0] : undefined
       const callId = block?.toolCallId ?? data.message?.source?.callId

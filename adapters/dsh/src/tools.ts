@@ -9,6 +9,7 @@ import { REVIEWER_TOOLS } from '@taskward/plugin-supervisor'
 import { dshParameters } from './tool-schema'
 import { TASKWARD_RESULT_META } from './shared-events'
 import { DSH_READ_ONLY_TOOLS, isDshReadOnly, resolvedDefinition } from './tool-identity'
+import { restrictReviewerTools } from './reviewer-tools'
 
 /** The supervisor's reviewer tools that are Taskward's own (DSH has read, glob and grep itself). */
 const REVIEWER_ONLY = new Set(REVIEWER_TOOLS.filter((name) => name.startsWith('review_')))
@@ -107,9 +108,14 @@ export class DshToolsContract {
     })
   }
 
-  /** Offer the reviewer-only tools to one reviewer agent (through its own context: DSH scopes them to it). */
+  /**
+   * Offer the reviewer-only tools to one reviewer agent (through its own context: DSH scopes them to it),
+   * and hold what it inherits (its preset's tools) to DSH's read-only read, glob and grep
+   * (reviewer-tools.ts). Throws when the agent cannot be restricted.
+   */
   offerReviewerTools(agent: DshAgent) {
     this.offer(agent, (name) => REVIEWER_ONLY.has(name))
+    restrictReviewerTools(this.dsh, agent)
   }
 
   /**

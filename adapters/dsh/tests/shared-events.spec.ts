@@ -42,4 +42,12 @@ describe('DSH adapter: shared event types in Taskward\'s shape', () => {
     expect(viewEvent(result([{ type: 'text', text: '[1]' }], false, { meta: { taskwardResult: true } }), 's', at).data).to.deep.include({ result: '[1]' })
     expect(viewEvent(result([{ type: 'text', text: 'not json' }], false, { meta: { taskwardResult: true } }), 's', at).data).to.deep.include({ result: 'not json' })
   })
+
+  it('a tool call carries its whole arguments as an object, as on our host (DSH logs the streamed JSON text)', () => {
+    const logged = (args: unknown) => viewEvent({ type: 'tool/call', seq: 4, time: 0, data: { turn: 1, step: 1, callId: 'c9', name: 'write', arguments: args } }, 's').data
+    expect(logged('{"file_path":"/w/a.txt","content":"a done\\n"}')).to.deep.equal({ callId: 'c9', name: 'write', args: { file_path: '/w/a.txt', content: 'a done\n' } })
+    // Text that is not a JSON object (a model's broken arguments) stays the text it was.
+    expect(logged('{"file_path":')).to.deep.include({ args: '{"file_path":' })
+    expect(logged('[1]')).to.deep.include({ args: '[1]' })
+  })
 })

@@ -3,12 +3,12 @@ import { randomUUID } from 'node:crypto'
 import type { Session } from '@taskward/host'
 import {
   approve, assertBinding, clear, edit, newTask, pause, phaseAdvice, resume, resumeTarget,
-  setEnabled, TaskwardError, type Task, type TaskBinding, type TransitionAt,
+  setEnabled, taskStatusText, TaskwardError, type Task, type TaskBinding, type TransitionAt,
 } from '@taskward/protocol'
 import { reviewRecord } from './reviews'
 import type { Supervisor } from './service'
 
-const USAGE = '/task [status] | new <objective> | approve | pause | resume | edit <objective> | clear | off | on '
+const USAGE = '/task [status [--json]] | new <objective> | approve | pause | resume | edit <objective> | clear | off | on '
   + '(approve, pause, resume, clear, off and on accept an optional <taskId>@<revision> binding)'
 
 /** The subcommands this plugin handles itself; others may add more with `registerSubcommand`. */
@@ -30,20 +30,25 @@ function reply(task: Task, message: string) {
 interface ConsoleLinks { impactLink?(sessionId: string): string }
 
 /**
- * `/task` (status): the status view; when a repair proposal waits, it says so first, with the path
- * of the console's impact panel where the user decides (`/task console` answers a login link to it).
+ * `/task` (status): the status view and, in `statusText`, the same status in words (`taskStatusText`
+ * of @taskward/protocol: phase, nodes, what is next, what waits for the user), which a host that shows
+ * command replies as text shows (DSH). When a repair proposal waits, it says so first, with the path of
+ * the console's impact panel where the user decides (`/task console` answers a login link to it).
+ * `json`: the view alone (`/task status --json`).
  */
-export async function statusReply(ctx: Context, supervisor: Supervisor, session: Session) {
+export async function statusReply(ctx: Context, supervisor: Supervisor, session: Session, options: { json?: boolean } = {}) {
   const view = await supervisor.status(session)
   const waiting = view.proposals.findLast((p) => p.status === 'pending')
-  if (!waiting) return view
-  const link = (ctx.get('webConsole') as ConsoleLinks | undefined)?.impactLink?.(session.id)
-  return {
-    ...view,
-    awaitingDecision: { id: waiting.id, title: waiting.title, ...(link ? { link } : {}) },
-    message: `A repair proposal waits for your decision: "${waiting.title}".`
-      + (link ? ` Review its impact and confirm or decline at ${link} (/task console answers a login link).` : ''),
-  }
+  const link = waiting && (ctx.get('webConsole') as ConsoleLinks | undefined)?.impactLink?.(session.id)
+  const reply = waiting
+    ? {
+        ...view,
+        awaitingDecision: { id: waiting.id, title: waiting.title, ...(link ? { link } : {}) },
+        message: `A repair proposal waits for your decision: "${waiting.title}".`
+          + (link ? ` Review its impact and confirm or decline at ${link} (/task console answers a login link).` : ''),
+      }
+    : view
+  return options.json ? reply : { ...reply, statusText: taskStatusText(reply) }
 }
 
 /** `/task …`: the user's control of the session's task. */
@@ -58,7 +63,11 @@ export function registerTaskCommand(ctx: Context, supervisor: Supervisor) {
     switch (sub) {
       case '':
       case 'status':
-        return statusReply(ctx, supervisor, session)
+      case '--json': {
+        const flag = sub === '--json' ? sub : rest
+        if (flag && flag !== '--json') throw new TaskwardError('TASK_INVALID', `/task status takes nothing or --json, not "${flag}". Usage: ${USAGE}`)
+        return statusReply(ctx, supervisor, session, { json: flag === '--json' })
+      }
       case 'new': {
         const id = `task-${randomUUID()}`
         const task = await supervisor.apply(session, (t, at) => newTask(t, { objective: rest }, { ...at, id }))

@@ -5,6 +5,8 @@ import type { Supervisor } from './service'
 
 /** What a reviewer session may run: its review tools and read-only file tools. */
 export const REVIEWER_TOOLS: readonly string[] = ['review_read_log', 'review_verdict', 'read', 'glob', 'grep']
+/** The reviewer's own tools (the supervisor's); the others are the host's read-only file tools. */
+export const REVIEWER_OWN_TOOLS: readonly string[] = ['review_read_log', 'review_verdict']
 
 /**
  * Tool admission. Main sessions: the pure `admitTool` on the session's projection (a complete task
@@ -19,9 +21,10 @@ export function registerGuard(ctx: Context, supervisor: Supervisor) {
   const sessions = original(ctx.sessions)
   /** The main session a (non-reviewer, non-main) session works for, if any (the first up its parents). */
   const mainOf = (session: Session) => mainSessionOf(sessions, session)
-  ctx.tools.guard(async ({ session, name }) => {
+  ctx.tools.guard(async ({ session, name, tool }) => {
     if (session.role === 'reviewer') {
-      if (REVIEWER_TOOLS.includes(name)) return
+      // Its own two tools, and the file tools only as the read-only tools the host defines under those names.
+      if (REVIEWER_OWN_TOOLS.includes(name) || (REVIEWER_TOOLS.includes(name) && tool?.readOnly === true)) return
       return {
         deny: {
           code: 'FORBIDDEN',

@@ -59,13 +59,15 @@ export function reviewerPrompt(job: ReviewJob, task: Task, note?: string): strin
     ? `Acceptance criteria:\n${bullets(task.plan.acceptanceCriteria)}\nNodes:\n${bullets(task.plan.nodes.map((n) =>
       `${n.id}: ${n.title}${n.dependsOn ? ` (depends on ${n.dependsOn.join(', ') || 'nothing'})` : ''}`))}`
     : 'No plan yet.'
-  const node = job.nodeId ? `\nNode under review: ${job.nodeId}.` : ''
+  const after = job.nodeId ? task.nodeRuns[job.nodeId]?.evidenceAfterSeq : undefined
+  const node = job.nodeId ? `\nNode under review: ${job.nodeId}.${after !== undefined ? ` Its attempt's work is logged after seq ${after}.` : ''}` : ''
   const evidence = job.evidenceSeqs.length ? `\nEvidence cited by the agent: seqs ${job.evidenceSeqs.join(', ')}.` : ''
   return [
     `You review a ${job.kind} of task ${task.id} (revision ${job.taskRevision}): ${task.objective}`,
     plan + node + evidence + (note ? `\nThe agent's summary: ${note}` : ''),
     KIND_QUESTIONS[job.kind],
-    `Read the main session log with review_read_log {from, limit} (at most 200 events, up to seq ${job.cutoffSeq}), then answer `
-    + 'once with review_verdict {verdict: pass | revise | needs-user, findings, evidenceSeqs}.',
+    `Read the main session with review_read_log {from, limit} (its messages, tool calls and tool results, at most 200 a page, `
+    + `up to seq ${job.cutoffSeq}; \`next\` continues, a cut field says how to read on) and the workspace's files with read, glob `
+    + 'and grep, then answer once with review_verdict {verdict: pass | revise | needs-user, findings, evidenceSeqs}.',
   ].join('\n\n')
 }

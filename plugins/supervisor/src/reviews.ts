@@ -3,7 +3,7 @@ import { isActive, onDispose } from '@taskward/cordis-compat'
 import { randomUUID } from 'node:crypto'
 import { original, type Agent, type Agents, type Session, type TurnSummary } from '@taskward/host'
 import {
-  applyCompletionReview, applyPlanReview, applyStageReview, errorResult, pause, reviewJobEnvelope, taskStateEnvelope, TaskwardError,
+  applyCompletionReview, applyPlanReview, applyStageReview, errorResult, pause, ReviewPageBuilder, reviewJobEnvelope, taskStateEnvelope, TaskwardError,
   type RecordEnvelope, type ReviewJob, type ReviewVerdict, type SupervisorState, type Task, type TransitionAt,
 } from '@taskward/protocol'
 import type { Config } from './config'
@@ -24,7 +24,10 @@ export interface VerdictInput {
  */
 export type ReviewedTransition = (task: Task | undefined, jobId: string, at: TransitionAt) => Task | Task[]
 
-export const REVIEW_PAGE_LIMIT = 200
+export { REVIEW_PAGE_LIMIT } from '@taskward/protocol'
+
+/** Events read from the main log at a time while a review page fills (fragments and records are skipped). */
+const READ_CHUNK = 500
 
 /** The one repair turn a reviewer gets when it answered in text without recording a verdict. */
 export const VERDICT_REPAIR_PROMPT = 'Your review is not recorded yet: a verdict written as text does not count. '
@@ -137,18 +140,23 @@ export class Reviews {
     return outcome.job
   }
 
-  /** `review_read_log`: a page of the main log, never past the job's cutoff. */
-  async readLog(reviewerSession: Session, from = 0, limit = 50) {
+  /**
+   * `review_read_log`: a page of the main log up to the job's cutoff, as the model lived it (messages,
+   * tool calls, tool results; `reviewPage` in @taskward/protocol skips the rest and cuts long fields).
+   * With `offset`, the one event `from`, its long field from that character on.
+   */
+  async readLog(reviewerSession: Session, from = 0, limit = 50, offset?: number) {
     const { main, job } = await this.jobFor(reviewerSession)
-    const count = Math.min(Math.max(1, limit), REVIEW_PAGE_LIMIT, job.cutoffSeq - from + 1)
-    const events = count > 0 ? await main.read({ from, limit: count }) : []
-    const last = events.at(-1)?.seq
-    return {
-      sessionId: main.id,
-      cutoffSeq: job.cutoffSeq,
-      events: events.map(({ seq, type, time, data }) => ({ seq, type, time, data })),
-      ...(last !== undefined && last < job.cutoffSeq ? { next: last + 1 } : {}),
+    const builder = new ReviewPageBuilder({ from, limit, cutoffSeq: job.cutoffSeq, ...(offset !== undefined ? { offset } : {}) })
+    for (let at = from; builder.wants(at);) {
+      const events = await main.read({ from: at, limit: Math.min(READ_CHUNK, job.cutoffSeq - at + 1) })
+      if (!events.length) break
+      let more = true
+      for (const event of events) if (!(more = builder.add(event))) break
+      if (!more) break
+      at = events.at(-1)!.seq + 1
     }
+    return { sessionId: main.id, cutoffSeq: job.cutoffSeq, ...builder.page() }
   }
 
   /** `review_verdict`: apply the reviewer's answer if its job is still the one the task waits for. */

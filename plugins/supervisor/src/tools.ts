@@ -146,14 +146,16 @@ export function registerTaskTools(ctx: Context, supervisor: Supervisor) {
 
   ctx.tools.register({
     name: 'review_read_log',
-    description: `Reviewer only: read a page of the main session log (at most ${REVIEW_PAGE_LIMIT} events, up to the review cutoff).`,
+    description: `Reviewer only: a page of the main session as its agent lived it (messages, tool calls, tool results; at most ${REVIEW_PAGE_LIMIT} `
+      + 'entries, up to the review cutoff; `next` continues). A long field is cut with a marker naming the call that reads on ({from, limit: 1, offset}).',
     readOnly: true,
     parameters: Schema.object({
       from: Schema.natural().default(0),
       limit: Schema.natural().min(1).max(REVIEW_PAGE_LIMIT).default(50),
+      offset: Schema.natural(),
     }),
-    async execute({ from, limit }: { from: number, limit: number }, { session }) {
-      return supervisor.reviews.readLog(session, from, limit)
+    async execute({ from, limit, offset }: { from: number, limit: number, offset?: number }, { session }) {
+      return supervisor.reviews.readLog(session, from, limit, offset)
     },
   })
 

@@ -65,6 +65,17 @@ describe('supervisor: tool admission', () => {
     // The reviewer ended its turn without a verdict: the task pauses with a review fault.
     expect((await supervisorOf(host).state(session)).current).to.include({ phase: 'paused', pauseReason: 'review-fault' })
     expect((await supervisorOf(host).state(session)).reviews[0].status).to.equal('failed')
+    // The file tools only as the host's read-only tools: a tool of such a name that is not read-only is refused.
+    const decide = async (name: string, tool: unknown) => {
+      for (const guard of [...(host.ctx.tools as any).guards]) {
+        const decision = await guard({ session: reviewer, agentId: reviewer.id, name, args: {}, tool })
+        if (decision && 'deny' in decision) return decision.deny.code
+      }
+    }
+    expect(await decide('grep', { name: 'grep', readOnly: false })).to.equal('FORBIDDEN')
+    expect(await decide('read', undefined)).to.equal('FORBIDDEN')
+    expect(await decide('read', { name: 'read', readOnly: true })).to.equal(undefined)
+    expect(await decide('review_read_log', { name: 'review_read_log', readOnly: true })).to.equal(undefined)
 
     const consultation = await host.ctx.sessions.create({ cwd, role: 'consultation', parentId: session.id })
     await ok(host, consultation, 'write', { path: 'consult.md', content: 'ok\n' })

@@ -1,6 +1,7 @@
 import { expect } from 'chai'
 import type { Session } from '@taskward/host'
 import type { TestHost } from '@taskward/testkit'
+import { taskStatusText } from '@taskward/protocol'
 import {
   approvedTask, command, commandError, completedTask, ok, refused, reviewsSettled, scriptReviews, supervisorOf, useSupervisedSession,
 } from './fixtures'
@@ -21,6 +22,18 @@ describe('supervisor: /task commands', () => {
     const status = await command(host, session, '/task')
     expect(status.task).to.include({ phase: 'planning', objective: 'show me', revision: 1 })
     expect(status.availableActions).to.deep.equal(['task_submit_plan'])
+  })
+
+  it('/task status carries the status in words (statusText, the text DSH shows); --json is the view alone', async () => {
+    await approvedTask(host, session)
+    const status = await command(host, session, '/task status')
+    expect(status.statusText).to.equal(taskStatusText(await supervisorOf(host).status(session)))
+    expect(status.statusText).to.include('Phase: active').and.include('  a: write greeting — pending').and.include('Next: the agent starts node a (task_start_node).')
+    const json = await command(host, session, '/task status --json')
+    expect(json).to.not.have.property('statusText')
+    expect(json.task).to.deep.equal(status.task)
+    expect(await command(host, session, '/task --json')).to.not.have.property('statusText')
+    expect((await commandError(host, session, '/task status --yaml')).code).to.equal('TASK_INVALID')
   })
 
   it('refuses a stale binding with TASK_STALE and accepts the current one', async () => {

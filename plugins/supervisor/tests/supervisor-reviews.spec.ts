@@ -36,8 +36,10 @@ describe('supervisor: reviews', () => {
     await reviewsSettled(host, session)
     const job = (await state()).reviews[0]
     expect(pages[0].sessionId).to.equal(session.id)
-    expect(pages[0].events.map((e: any) => e.seq)).to.deep.equal([0, 1, 2])
-    expect(pages[0].next).to.equal(3)
+    // Messages, tool calls and results only: the command's reply and the task record (1, 2) are skipped.
+    expect(pages[0].events.map((e: any) => [e.seq, e.type])).to.deep.equal([[0, 'user/message'], [3, 'assistant/message'], [4, 'assistant/message']])
+    expect(pages[0].skipped).to.equal(2)
+    expect(pages[0].next).to.equal(5)
     const seqs = pages[1].events.map((e: any) => e.seq)
     expect(seqs.at(-1)).to.equal(job.cutoffSeq)
     expect(pages[1]).to.not.have.property('next')
@@ -46,6 +48,31 @@ describe('supervisor: reviews', () => {
     expect(cut).to.include({ type: 'tool/call' })
     expect(job).to.include({ status: 'finished', verdict: 'pass' })
     expect(job.evidenceSeqs).to.deep.equal([0])
+  })
+
+  it('shows the reviewer the main session as the model lived it: streaming fragments never fill a page', async () => {
+    await command(host, session, '/task new write it')
+    // A host that logs every streamed argument delta (DSH's assistant/chunk) between the real events.
+    const fragments = () => Array.from({ length: 40 }, (_, k) => ({ type: 'dsh:assistant/chunk', data: { delta: `{"content":"${k}` } }))
+    await session.appendBatch(fragments())
+    await ok(host, session, 'write', { path: 'w.txt', content: 'written\n' })
+    await session.appendBatch(fragments())
+    const pages: any[] = []
+    host.scripted.script('reviewer', [
+      { toolCalls: [{ name: 'review_read_log', args: { from: 0, limit: 3 } }, { name: 'review_read_log', args: { from: 0, limit: 200 } }] },
+      ({ results }) => { pages.push(...results.map((r) => r.result)); return verdict('pass') },
+    ])
+    await ok(host, session, 'task_submit_plan', { acceptanceCriteria: [], nodes: [{ id: 'a', title: 'a' }] })
+    await reviewsSettled(host, session)
+    const [first3, whole] = pages
+    // Before, these 3 were the command, its reply and the task record, and 40 fragments followed.
+    expect(first3.events.map((e: any) => [e.type, e.name])).to.deep.equal([['user/message', undefined], ['tool/call', 'write'], ['tool/result', 'write']])
+    expect(first3.next).to.equal(first3.events[2].seq + 1)
+    expect(whole.events.map((e: any) => [e.type, e.name])).to.deep.equal([
+      ['user/message', undefined], ['tool/call', 'write'], ['tool/result', 'write'], ['tool/call', 'task_submit_plan'],
+    ])
+    expect(whole.skipped).to.be.at.least(80)
+    expect(whole.events[1].args).to.deep.equal({ path: 'w.txt', content: 'written\n' })
   })
 
   it('lets a reviewer\'s agent go once its verdict is applied: only reviews in flight keep one', async () => {
