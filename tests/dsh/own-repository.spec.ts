@@ -41,7 +41,7 @@ describe('Taskward inside the real DSH host supervises a task on its own reposit
     if (this.currentTest?.state === 'failed' && web) console.log(web.output.slice(-4000))
   })
 
-  const status = async (sessionId: string) => replyJson(await execute(web, sessionId, '/task'))
+  const status = async (sessionId: string) => replyJson(await execute(web, sessionId, '/task status --json'))
   const repair = (sessionId: string, body: unknown) => taskward(web, `/api/sessions/${sessionId}/repair`, { body, token })
 
   it('verifies with the repository\'s own tsc, completes, shows the dependencies apart in the repair stamp and reopens on the click', async () => {
