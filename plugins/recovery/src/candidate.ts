@@ -2,7 +2,7 @@ import type { Context } from 'cordis'
 import {
   candidateCommit, gitCandidate, recordedCandidate, TaskwardError, type CandidateRef, type RecoveryState,
 } from '@taskward/protocol'
-import type {} from '@taskward/plugin-workspace'
+import type { PartReading } from '@taskward/plugin-workspace'
 import { runGit as git } from './git'
 import { hiddenDirectories } from './sandbox'
 
@@ -42,8 +42,8 @@ export async function readCandidate(ctx: Context, cwd: string, source: 'workspac
 
 /** The part digests of a workspace candidate (see the workspace service's `read`). */
 export interface CandidateParts {
-  own: string
-  dependencies: string
+  own: PartReading
+  dependencies: PartReading
 }
 
 /**
@@ -58,9 +58,22 @@ export async function readCandidateOnce(ctx: Context, cwd: string, source: 'work
   return { candidate: { digest: reading.digest!, source }, parts: { own: reading.own!, dependencies: reading.dependencies! } }
 }
 
-/** One part of the workspace read again: its digest (`own` or `dependencies`). */
-export async function readCandidatePart(ctx: Context, cwd: string, part: keyof CandidateParts): Promise<string> {
+/** One part of the workspace read again (`own` or `dependencies`). */
+export async function readCandidatePart(ctx: Context, cwd: string, part: keyof CandidateParts): Promise<PartReading> {
   return (await ctx.workspace.read(cwd, part, { exclude: await hiddenDirectories() }))[part]!
+}
+
+/** Whether a part read again is the candidate's: the same entries and content, and no entry written since (versions). */
+export function samePart(now: PartReading, then: PartReading): boolean {
+  return now.digest === then.digest && now.versions === then.versions
+}
+
+/**
+ * The copied part of a check's area as it is (read without the stat cache: every file hashed): its
+ * content digest must be the candidate's own part's, whatever the workspace did meanwhile.
+ */
+export async function readCopiedPart(ctx: Context, work: string): Promise<PartReading> {
+  return (await ctx.workspace.read(work, 'own', { cache: false }))!.own!
 }
 
 /**

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import type { Context } from 'cordis'
 import type {} from '@taskward/plugin-workspace'
 import { checkResultOf, TaskwardError, type CandidateRef, type CheckResult, type CheckSpec, type RecoveryState, type SandboxKind } from '@taskward/protocol'
-import { readCandidate, readCandidateOnce, readCandidatePart, type CandidateParts } from './candidate'
+import { readCandidate, readCandidateOnce, readCandidatePart, readCopiedPart, samePart, type CandidateParts } from './candidate'
 import type { Config } from './config'
 import { cancelledRun } from './launcher'
 import type { PinWarden } from './pins'
@@ -50,7 +50,7 @@ export async function runOnCopies(context: CopiesContext, request: CopiesRequest
   // Never copied, and hidden from a bwrap check: the data directory (the session database, tokens).
   const hidden = await hiddenDirectories()
   // A bwrap check mounts the dependency directories read-only instead of copying them.
-  const dependencies = sandbox === 'bwrap' ? home.get('workspace')?.dependencies.patterns : undefined
+  const dependencies = home.get('workspace')?.dependencies.patterns
   const source = await realpath(cwd)
   const moved = (checkId: string, when: string, now: CandidateRef) => new TaskwardError('ARTIFACT_CHANGED',
     `The workspace ${cwd} changed ${when} check ${checkId}, so the check did not judge the candidate being verified; `
@@ -61,7 +61,7 @@ export async function runOnCopies(context: CopiesContext, request: CopiesRequest
     if (signal.aborted) throw cancelledRun()
     let area: CheckArea
     try {
-      area = await prepareArea(cwd, config.candidateSource === 'git', hidden, dependencies)
+      area = await prepareArea(cwd, config.candidateSource === 'git', hidden, dependencies, sandbox === 'bwrap')
     } catch (error) {
       // The launcher itself failed (it died, or could not start): refused as an internal error like a
       // check it was running, nothing recorded — not a round of the task's (budgets, reruns).
@@ -71,14 +71,24 @@ export async function runOnCopies(context: CopiesContext, request: CopiesRequest
       continue
     }
     try {
-      if (parts && area.mounts.length) {
-        // Only the part that was copied: the mounted part is read after the check.
-        const own = await readCandidatePart(home, cwd, 'own')
-        if (own !== parts.own) throw moved(spec.id, 'while the copy for', { digest: `own:${own}`, source: candidate.source })
-      } else if (candidate.source === 'workspace') {
-        const now = await readCandidateOnce(home, cwd, 'workspace')
-        if (now.candidate.digest !== candidate.digest) throw moved(spec.id, 'while the copy for', now.candidate)
-        parts = now.parts
+      if (candidate.source === 'workspace') {
+        // A rerun's candidate has no parts yet: the workspace must still be it, then its parts are known.
+        if (!parts) {
+          const now = await readCandidateOnce(home, cwd, 'workspace')
+          if (now.candidate.digest !== candidate.digest) throw moved(spec.id, 'while the copy for', now.candidate)
+          parts = now.parts!
+        } else if (!area.mounts.length) {
+          // A copy of the whole tree (copy mode): the whole tree read again.
+          const now = await readCandidateOnce(home, cwd, 'workspace')
+          if (now.candidate.digest !== candidate.digest || !samePart(now.parts!.own, parts.own) || !samePart(now.parts!.dependencies, parts.dependencies)) {
+            throw moved(spec.id, 'while the copy for', now.candidate)
+          }
+        }
+        if (area.mounts.length) {
+          // The copy itself holds the candidate's own part, whatever the workspace did since it was read.
+          const copied = await readCopiedPart(home, area.work)
+          if (copied.content !== parts.own.content) throw moved(spec.id, 'while the copy for', { digest: `copied-content:${copied.content}`, source: candidate.source })
+        }
       } else {
         const now = await readCandidate(home, cwd, config.candidateSource)
         if (now.digest !== candidate.digest) throw moved(spec.id, 'while the copy for', now)
@@ -93,8 +103,11 @@ export async function runOnCopies(context: CopiesContext, request: CopiesRequest
       }
       const run = await runCheck(spec, area, { sandbox, outputLimitBytes: config.outputLimitBytes, hidden: sandbox === 'bwrap' ? hidden : [], workspace: cwd, mounts, signal })
       if (area.mounts.length && parts) {
+        // Mounted live: the part as the check may have read it must be the candidate's, and unwritten.
         const mounted = await readCandidatePart(home, cwd, 'dependencies')
-        if (mounted !== parts.dependencies) throw moved(spec.id, 'while its dependency directories were mounted for', { digest: `dependencies:${mounted}`, source: candidate.source })
+        if (!samePart(mounted, parts.dependencies)) {
+          throw moved(spec.id, 'while its dependency directories were mounted for', { digest: `dependencies:${mounted.digest}`, source: candidate.source })
+        }
       } else if (area.mounts.length) {
         const after = await readCandidate(home, cwd, config.candidateSource)
         if (after.digest !== candidate.digest) throw moved(spec.id, 'while its dependency directories were mounted for', after)

@@ -35,9 +35,9 @@ const post = (message) => {
   try { process.send(message) } catch {}
 }
 const { spawn } = require('node:child_process')
-const { accessSync, chmodSync, closeSync, constants, copyFileSync, fstatSync, mkdirSync, openSync, readdirSync, readlinkSync, readSync, symlinkSync, writeSync } = require('node:fs')
+const { accessSync, chmodSync, closeSync, constants, copyFileSync, fstatSync, mkdirSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, symlinkSync, writeSync } = require('node:fs')
 const { chmod, copyFile, mkdir, mkdtemp, open, readdir, readlink, realpath, rm, symlink } = require('node:fs/promises')
-const { delimiter, isAbsolute, join, relative } = require('node:path')
+const { delimiter, dirname, isAbsolute, join, relative } = require('node:path')
 
 const killGroup = (pid) => {
   if (pid === undefined) return
@@ -224,7 +224,29 @@ const copySmall = (from, to, name) => {
     closeSync(source)
   }
 }
-const copyTree = async (from, to, skipGit, exclude, at = from, deps, rel = '') => {
+// A link outside the dependency directories whose target leaves the workspace (absolute, or resolving
+// outside it; a dangling one by its text): the stamp records its text only, so a check reading
+// through it would judge files the candidate does not hold. Inside dependency directories such links
+// are how packages are installed (.venv/bin/python -> /usr/bin/python3), and stay.
+const leavesWorkspace = (target, opened, root) => {
+  if (isAbsolute(target)) return true
+  // Resolved as the kernel would, component by component from the link's real directory, as far as the
+  // components exist; what does not exist yet is taken by its text.
+  let current = realpathSync(dirname(opened))
+  const parts = target.split('/')
+  for (let i = 0; i < parts.length; i++) {
+    const next = join(current, parts[i])
+    try {
+      current = realpathSync(next)
+    } catch {
+      current = join(current, ...parts.slice(i))
+      break
+    }
+  }
+  const rest = relative(root, current)
+  return rest === '..' || rest.startsWith('../') || isAbsolute(rest)
+}
+const copyTree = async (from, to, skipGit, exclude, at = from, deps, rel = '', inDependency = false, root = from) => {
   // Past PATH_MAX the old path walk failed (ENAMETOOLONG); through descriptors only the fds would bound it.
   if (Buffer.byteLength(from) >= 4096) throw new Error('cannot copy ' + from + ': its path is too long')
   let dir
@@ -249,7 +271,8 @@ const copyTree = async (from, to, skipGit, exclude, at = from, deps, rel = '') =
       const target = join(to, entry.name)
       const opened = join(base, entry.name)
       const entryRel = rel ? rel + '/' + entry.name : entry.name
-      if (deps && entry.isDirectory() && (deps.names.has(entry.name) || deps.paths.has(entryRel))) {
+      const dependency = inDependency || (deps !== undefined && entry.isDirectory() && (deps.names.has(entry.name) || deps.paths.has(entryRel)))
+      if (dependency && !inDependency && deps.mount) {
         const handle = await open(opened, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW).catch((error) => {
           if (error.code === 'ELOOP' || error.code === 'ENOTDIR') throw new Error('cannot mount ' + source + ': it is no longer a directory (it changed while it was copied)')
           throw error
@@ -257,8 +280,16 @@ const copyTree = async (from, to, skipGit, exclude, at = from, deps, rel = '') =
         deps.handles.push(handle)
         deps.rels.push(entryRel)
         mkdirSync(target, { mode: 0o700 })
-      } else if (entry.isDirectory()) await copyTree(source, target, false, exclude, opened, deps, entryRel)
-      else if (entry.isSymbolicLink()) symlinkSync(readlinkSync(opened), target)
+      } else if (entry.isDirectory()) await copyTree(source, target, false, exclude, opened, deps, entryRel, dependency, root)
+      else if (entry.isSymbolicLink()) {
+        const link = readlinkSync(opened)
+        // Only for a caller that names the dependency directories (recovery always does).
+        if (deps && !dependency && leavesWorkspace(link, opened, root)) {
+          throw new Error('cannot copy ' + source + ': it is a symbolic link to ' + link + ', outside the workspace, and a check reading through it would judge files '
+            + 'the candidate does not hold (a stamp records a link by its target text only); replace it with what it points to, or keep it in a dependency directory')
+        }
+        symlinkSync(link, target)
+      }
       else if (entry.isFile()) {
         if (!copySmall(opened, target, source)) await copyRegular(opened, target, source)
       } else throw new Error('cannot copy ' + source + ': only regular files, directories and symbolic links are copied, and this is a '
@@ -276,7 +307,7 @@ const copyTree = async (from, to, skipGit, exclude, at = from, deps, rel = '') =
 // would wait for its event loop.
 // With dependencies ({ names, paths }), the dependency directories are opened for bwrap to mount, not
 // copied (only where directories are reached through /proc/self/fd: elsewhere they are copied).
-const prepare = async (id, { cwd, base, keepGit, exclude = [], dependencies }) => {
+const prepare = async (id, { cwd, base, keepGit, exclude = [], dependencies, mount }) => {
   // The directory cwd names: cp copies a path that is a symlink as the link, and a check would run
   // in the workspace itself.
   const source = await realpath(cwd)
@@ -291,11 +322,12 @@ const prepare = async (id, { cwd, base, keepGit, exclude = [], dependencies }) =
   areas.add(root)
   try {
     await mkdir(join(root, 'home'))
-    const deps = dependencies && process.platform === 'linux' && procFd && executable('/proc/self/fd')
-      ? { names: new Set(dependencies.names), paths: new Set(dependencies.paths), handles: [], rels: [] } : undefined
+    // Mounted only where directories are reached by descriptor; elsewhere they are copied.
+    const canMount = process.platform === 'linux' && procFd && executable('/proc/self/fd')
+    const deps = dependencies ? { names: new Set(dependencies.names), paths: new Set(dependencies.paths), mount: !!mount && canMount, handles: [], rels: [] } : undefined
     if (deps) mounted.set(root, deps.handles)
     await copyTree(source, join(root, 'work'), !keepGit, new Set(exclude), source, deps)
-    return { root, real: await realpath(root), mounts: deps ? deps.rels : [] }
+    return { root, real: await realpath(root), mounts: deps && deps.mount ? deps.rels : [] }
   } catch (error) {
     await closeMounts(root)
     // As a removal does (a filled read-only directory is not removed without its mode back), and the

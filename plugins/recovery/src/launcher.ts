@@ -248,13 +248,14 @@ export function isExecutable(path: string): Promise<boolean> {
 /**
  * A new directory under `base` holding `home` (empty) and `work` (a copy of the directory `cwd` names: symlinks copied as
  * links, the root `.git` left out unless `keepGit`, and the directories `exclude` names by their real paths), made by the launcher; resolves with the directory
- * and its real path. With `dependencies`, the dependency directories are not copied but opened and
- * kept for the area's checks to mount read-only (`mounts`: their paths in the copy, in descriptor
- * order; empty where the launcher cannot reach directories by descriptor). Rejects with the file
- * system's error when the copy cannot be made.
+ * and its real path. `dependencies` names the dependency directories; with `mount` they are not copied
+ * but opened and kept for the area's checks to mount read-only (`mounts`: their paths in the copy, in
+ * descriptor order; empty where the launcher cannot reach directories by descriptor). A symbolic link
+ * outside them whose target leaves the workspace fails the copy (a check would judge files the
+ * candidate does not hold). Rejects with the file system's error when the copy cannot be made.
  */
 export function prepareInLauncher(request: {
-  cwd: string, base: string, keepGit: boolean, exclude?: string[], dependencies?: { names: string[], paths: string[] },
+  cwd: string, base: string, keepGit: boolean, exclude?: string[], dependencies?: { names: string[], paths: string[] }, mount?: boolean,
 }): Promise<{ root: string, real: string, mounts: string[] }> {
   return launcher().request('prepare', request)
 }

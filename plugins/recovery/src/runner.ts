@@ -48,7 +48,7 @@ export function bwrapExit(code: number | null, signal: NodeJS.Signals | null): {
 export async function runCheck(spec: CheckSpec, area: CheckArea, options: RunOptions): Promise<CheckRun> {
   const started = performance.now()
   // bwrap is required before anything else: a check never runs unsandboxed instead.
-  const argv = options.sandbox === 'bwrap' ? await bwrapArgv(area, spec.argv, options.hidden, options.workspace) : spec.argv
+  const argv = options.sandbox === 'bwrap' ? await bwrapArgv(area, spec.argv, options.hidden, options.workspace, options.mounts) : spec.argv
   if (options.sandbox === 'bwrap' && !await programExists(spec.argv[0], area.work, undefined, options.workspace, options.mounts)) {
     // Inside bubblewrap a missing program is only an exit status; outside it is ENOENT. Same verdict.
     return { runnerError: 'not-runnable', durationMs: performance.now() - started, output: `ENOENT: cannot start ${spec.argv[0]}` }

@@ -31,8 +31,9 @@ export interface CheckArea {
  * process makes it: the copy's dozens of file-system round trips would each wait for a busy host's
  * event loop (measured at 50 concurrent tasks: 160 ms a copy of two files, 15 ms idle).
  */
-export async function prepareArea(cwd: string, keepGit: boolean, exclude: string[] = [], dependencies?: { names: string[], paths: string[] }): Promise<CheckArea> {
-  const { root, real, mounts } = await prepareInLauncher({ cwd, base: tmpdir(), keepGit, exclude, dependencies })
+export async function prepareArea(cwd: string, keepGit: boolean, exclude: string[] = [], dependencies?: { names: string[], paths: string[] },
+  mount = false): Promise<CheckArea> {
+  const { root, real, mounts } = await prepareInLauncher({ cwd, base: tmpdir(), keepGit, exclude, dependencies, mount })
   const work = join(root, 'work')
   const home = join(root, 'home')
   const roots = [...new Set([work, home, root, join(real, 'work'), join(real, 'home'), real])]
@@ -168,6 +169,14 @@ export async function programExists(program: string, cwd: string, path = process
   return (await findOnPath(program, path, workspace)) !== undefined
 }
 
+/** The copy's paths of the `hidden` directories that lie inside a mounted directory's source. */
+function hiddenInMounts(area: CheckArea, hidden: string[], mounts: readonly { rel: string, source: string }[]): string[] {
+  return hidden.flatMap((dir) => mounts.flatMap(({ rel, source }) => {
+    const rest = relative(source, dir)
+    return rest && rest !== '..' && !rest.startsWith(`..${sep}`) && !isAbsolute(rest) ? [join(area.work, rel, rest)] : []
+  }))
+}
+
 /**
  * Where a relative `program` lies when it is inside a directory mounted into the check rather than
  * copied (`node_modules/.bin/tsc`): in that directory's source, which the check sees at that path.
@@ -187,7 +196,8 @@ function inMounts(program: string, mounts: readonly { rel: string, source: strin
  * Refused when bwrap is not installed (`SERVICE_UNAVAILABLE`): running the check unsandboxed instead
  * would silently weaken the configured policy.
  */
-export async function bwrapArgv(area: CheckArea, argv: string[], hidden: string[] = [], workspace?: string): Promise<string[]> {
+export async function bwrapArgv(area: CheckArea, argv: string[], hidden: string[] = [], workspace?: string,
+  mounts: readonly { rel: string, source: string }[] = []): Promise<string[]> {
   // On the check's PATH: a relative entry would name a directory of the copy (bwrap runs there), an
   // entry inside the workspace (`workspace`, the directory copied) the candidate's own files.
   const [bwrap, env] = await whichAll(['bwrap', 'env'], checkPath(undefined, workspace))
@@ -206,6 +216,9 @@ export async function bwrapArgv(area: CheckArea, argv: string[], hidden: string[
     ...hidden.flatMap((dir) => ['--tmpfs', dir]),
     '--bind', area.work, area.work, '--bind', area.home, area.home,
     ...area.mounts.flatMap((rel, i) => ['--ro-bind-fd', String(3 + i), join(area.work, rel)]),
+    // A hidden directory inside a mounted one (a data directory under node_modules) would come back
+    // with the mount, at its place in the copy: hidden there again.
+    ...hiddenInMounts(area, hidden, mounts).flatMap((dir) => ['--tmpfs', dir]),
     '--chdir', area.work,
     // bwrap always sets PWD; `env -u PWD` (which execs the check) keeps exactly the scrubbed environment.
     '--', ...env ? [env, '-u', 'PWD', '--'] : [], ...argv,

@@ -12,9 +12,16 @@ import { RECORD_EVENT_TYPE, RECOVERY_NAMESPACE, type SessionEvent, type Task } f
 import { TestHost, tempWorkspace } from '@taskward/testkit'
 import WorkspacePlugin from '@taskward/plugin-workspace'
 import { SupervisorPlugin } from '@taskward/plugin-supervisor'
-import { RecoveryPlugin, type Config } from '../src'
+import { findOnPath, RecoveryPlugin, type Config } from '../src'
 
 export type RecoveryConfig = Partial<Omit<Config, 'budgets'>> & { budgets?: Partial<Config['budgets']> }
+
+/** A suite's `before`: bubblewrap is there, or the suite is skipped — never in CI, which installs it. */
+export async function requireBwrap(this: Mocha.Context) {
+  if (await findOnPath('bwrap')) return
+  if (process.env.CI) throw new Error('bubblewrap (bwrap) must be installed in CI: .ci/run installs it')
+  this.skip()
+}
 
 export function plugins(config: RecoveryConfig = {}): [any, any][] {
   return [[WorkspacePlugin, {}], [SupervisorPlugin, { automaticContinuation: false }], [RecoveryPlugin, config]]

@@ -2,8 +2,7 @@ import { expect } from 'chai'
 import { createServer, type Server } from 'node:net'
 import { readFile } from 'node:fs/promises'
 import { removeTree, type TestHost } from '@taskward/testkit'
-import { findOnPath } from '../src'
-import { answerWorkspace, bootRecovery, readyTask, type RecoveryConfig } from './fixtures'
+import { answerWorkspace, bootRecovery, readyTask, requireBwrap, type RecoveryConfig } from './fixtures'
 
 /*
  * The bwrap sandbox for real (CI installs bubblewrap; elsewhere these skip unless it is installed).
@@ -15,11 +14,7 @@ describe('recovery: the bwrap sandbox', function () {
   let cwd: string | undefined
   let server: Server | undefined
 
-  before(async function () {
-    if (await findOnPath('bwrap')) return
-    if (process.env.CI) throw new Error('bubblewrap (bwrap) must be installed in CI: .ci/run installs it')
-    this.skip()
-  })
+  before(requireBwrap)
   afterEach(async () => {
     await host?.ctx.recovery.settled()
     await host?.dispose()

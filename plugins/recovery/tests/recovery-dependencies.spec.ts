@@ -1,11 +1,10 @@
-import { chmod, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises'
+import { chmod, mkdir, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { expect } from 'chai'
 import { removeTree, tempWorkspace, type TestHost } from '@taskward/testkit'
 import { TaskwardError } from '@taskward/protocol'
-import { findOnPath } from '../src'
-import { bootRecovery, readyTask, recoveryRecords, until } from './fixtures'
+import { bootRecovery, readyTask, recoveryRecords, requireBwrap, until } from './fixtures'
 
 /** A project after `npm install`: a dependency, its bin link, and the project's own file. */
 const installedProject = async () => {
@@ -21,6 +20,14 @@ const installedProject = async () => {
   return cwd
 }
 
+/** Whether a check has started: it touches $HOME/started, its HOME being inside its area in the temp directory. */
+async function checkStarted(): Promise<boolean> {
+  for (const name of await readdir(tmpdir())) {
+    if (name.startsWith('taskward-check-') && await stat(join(tmpdir(), name, 'home/started')).then(() => true, () => false)) return true
+  }
+  return false
+}
+
 /*
  * Dependency directories in a check (docs/recovery.md): bubblewrap mounts them read-only instead of
  * copying them; copy mode copies them as before.
@@ -30,11 +37,7 @@ describe('recovery: dependency directories in the checks', function () {
   let host: TestHost | undefined
   let cwd: string | undefined
 
-  before(async function () {
-    if (await findOnPath('bwrap')) return
-    if (process.env.CI) throw new Error('bubblewrap (bwrap) must be installed in CI: .ci/run installs it')
-    this.skip()
-  })
+  before(requireBwrap)
   afterEach(async () => {
     await host?.ctx.recovery.settled()
     await host?.dispose()
@@ -101,13 +104,7 @@ describe('recovery: dependency directories in the checks', function () {
     const { session, task } = await readyTask(host, cwd, [{ id: 'slow', argv: ['sh', '-c', 'touch "$HOME/started"; sleep 2'], timeoutMs: 20_000 }])
     const old = (await host.ctx.workspace.stamp(cwd)).digest
     const running = host.ctx.recovery.runChecks(session, task.id, { claim: 'progress' })
-    const started = async () => {
-      for (const name of await readdir(tmpdir())) {
-        if (name.startsWith('taskward-check-') && await stat(join(tmpdir(), name, 'home/started')).then(() => true, () => false)) return true
-      }
-      return false
-    }
-    await until(started, 'the check to start')
+    await until(checkStarted, 'the check to start')
     await writeFile(join(cwd, 'node_modules/dep/index.js'), 'module.exports = 43\n')
     const result = await running
     // The attempt that saw the change was refused and read again: what is recorded is the new candidate.
@@ -126,12 +123,7 @@ describe('recovery: dependency directories in the checks', function () {
     const { session, task } = await readyTask(host, cwd, [slow, reader])
     const old = (await host.ctx.workspace.stamp(cwd)).digest
     const running = host.ctx.recovery.runChecks(session, task.id, { claim: 'progress' })
-    await until(async () => {
-      for (const name of await readdir(tmpdir())) {
-        if (name.startsWith('taskward-check-') && await stat(join(tmpdir(), name, 'home/started')).then(() => true, () => false)) return true
-      }
-      return false
-    }, 'the slow check to start')
+    await until(checkStarted, 'the slow check to start')
     await writeFile(join(cwd, 'answer.txt'), 'changed')
     const result = await running
     expect(result.candidate.digest).to.not.equal(old)
@@ -139,6 +131,72 @@ describe('recovery: dependency directories in the checks', function () {
     expect(result.checks.find((check) => check.checkId === 'reader')!.outputExcerpt).to.include('changed')
     expect((await recoveryRecords(session, 'attempt')).map((record) => record.payload.candidate.digest)).to.not.include(old)
   })
+
+  it('sees a dependency written and put back while the check ran (content and mtime restored): the check that read it is not recorded', async () => {
+    cwd = await installedProject()
+    host = await bootRecovery({ sandbox: 'bwrap' })
+    const file = join(cwd, 'node_modules/dep/index.js')
+    // Passes only on the content the workspace holds for a moment, while the check runs.
+    // It reads at about 1 s and ends at about 3 s: the file is put back in between.
+    const check = { id: 'grep', argv: ['sh', '-c', 'touch "$HOME/started"; sleep 1; cat node_modules/dep/index.js; grep -q 43 node_modules/dep/index.js; found=$?; sleep 2; exit $found'], timeoutMs: 20_000 }
+    // Whole seconds, so that putting the times back is exact to the nanosecond (utimes takes a double).
+    await utimes(file, 1_600_000_000, 1_600_000_000)
+    const { session, task } = await readyTask(host, cwd, [check])
+    const running = host.ctx.recovery.runChecks(session, task.id, { claim: 'progress' })
+    await until(checkStarted, 'the check to start')
+    await writeFile(file, 'module.exports = 43\n')
+    await new Promise((resolve) => setTimeout(resolve, 1_800))
+    await writeFile(file, 'module.exports = 42\n')
+    await utimes(file, 1_600_000_000, 1_600_000_000)
+    const result = await running
+    // The run that read 43 was refused; the attempt read the candidate again and judged 42.
+    expect(result.checks[0].verdict, result.checks[0].outputExcerpt).to.equal('FAIL')
+    expect(result.checks[0].outputExcerpt).to.include('module.exports = 42')
+    expect((await recoveryRecords(session, 'attempt')).flatMap((record) => record.payload.checks.map((c: any) => c.verdict))).to.not.include('PASS')
+  })
+
+  it('hides a data directory that lies inside a mounted dependency directory', async () => {
+    cwd = await installedProject()
+    await mkdir(join(cwd, 'node_modules/.cache/taskward'), { recursive: true })
+    await writeFile(join(cwd, 'node_modules/.cache/taskward/taskward.db'), 'session-database-secret')
+    const saved = process.env.TASKWARD_DATA
+    process.env.TASKWARD_DATA = join(cwd, 'node_modules/.cache/taskward')
+    try {
+      const { result } = await attempt('bwrap', ['sh', '-c', 'cat node_modules/.cache/taskward/taskward.db; ls -a node_modules/.cache/taskward; cat node_modules/dep/index.js'])
+      const [check] = result.checks
+      expect(check.outputExcerpt).to.not.include('session-database-secret')
+      expect(check.outputExcerpt).to.include('module.exports = 42')
+    } finally {
+      if (saved === undefined) delete process.env.TASKWARD_DATA
+      else process.env.TASKWARD_DATA = saved
+    }
+  })
+
+  for (const sandbox of ['bwrap', 'copy'] as const) {
+    it(`refuses a copy holding a project link that leads out of the workspace, not one inside a dependency directory (${sandbox})`, async () => {
+      const outside = await tempWorkspace({ 'impl.txt': 'right' })
+      try {
+        cwd = await installedProject()
+        await symlink('/usr/bin/env', join(cwd, 'node_modules/.bin/allowed-outside'))
+        await symlink(join(outside, 'impl.txt'), join(cwd, 'answer-link.txt'))
+        const refused = (await attempt(sandbox, ['cat', 'answer-link.txt'])).result.checks[0]
+        expect(refused.verdict).to.equal('INCONCLUSIVE')
+        expect(refused.outputExcerpt).to.include('answer-link.txt').and.include('outside the workspace')
+        await rm(join(cwd, 'answer-link.txt'))
+        // A relative one that climbs out through a link to the parent: resolved, not read by its text.
+        await mkdir(join(cwd, 'sub'))
+        await symlink('..', join(cwd, 'sub/up'))
+        await symlink('up/../../escape', join(cwd, 'sub/climb'))
+        await host!.dispose()
+        host = undefined
+        const climbing = (await attempt(sandbox, ['true'])).result.checks[0]
+        expect(climbing.verdict).to.equal('INCONCLUSIVE')
+        expect(climbing.outputExcerpt).to.include('sub/climb')
+      } finally {
+        await removeTree(outside)
+      }
+    })
+  }
 
   it('refuses (ARTIFACT_CHANGED, candidate-moved) a rerun whose dependency moved while its check ran, recording nothing', async () => {
     cwd = await installedProject()

@@ -1,5 +1,5 @@
 import type { BigIntStats } from 'node:fs'
-import { PART_HEADERS, StampBudget, StampDigest, type DependencyCounts, type DependencyMatcher, type StampLimits, type StampProgress } from '@taskward/protocol'
+import { ContentDigest, PART_HEADERS, StampBudget, StampDigest, VersionDigest, type DependencyCounts, type DependencyMatcher, type StampLimits, type StampProgress } from '@taskward/protocol'
 import { CHUNK_BYTES, hashFile } from './hash-file'
 import { Pacer } from './pacer'
 import type { CaptureHashes } from './stat-cache'
@@ -10,7 +10,7 @@ export interface CaptureResult {
   /** The stamp digest (part `all` only; empty otherwise). */
   digest: string
   /** The part digests asked for (`partDigests`, or the one part captured). */
-  parts: { own?: string, dependencies?: string }
+  parts: { own?: PartReading, dependencies?: PartReading }
   entries: number
   files: number
   bytes: number
@@ -41,6 +41,32 @@ export interface CaptureOptions {
 export type CapturePart = 'all' | 'own' | 'dependencies'
 
 /**
+ * A part's digests: `digest`, the stamp framing of its entries; `versions`, their stat identities
+ * (`VersionDigest`: any write shows, even one put back); `content`, what a copy of them must hold
+ * (`ContentDigest`: no times).
+ */
+export interface PartReading {
+  digest: string
+  versions: string
+  content: string
+}
+
+/** The three digests of one part, fed entry by entry. */
+class PartDigests {
+  readonly digest: StampDigest
+  readonly versions = new VersionDigest()
+  readonly content = new ContentDigest()
+
+  constructor(header: string) {
+    this.digest = new StampDigest(header)
+  }
+
+  reading(): PartReading {
+    return { digest: this.digest.hex(), versions: this.versions.hex(), content: this.content.hex() }
+  }
+}
+
+/**
  * One full capture of the tree below `root`: entries are framed into the digest strictly in walk order,
  * one at a time, so the first problem in walk order is the one reported. The pacer yields to the event
  * loop between entries and chunks whenever a slice is used up, and ends the walk on abort. A file whose
@@ -52,8 +78,8 @@ export async function captureTree(root: Buffer, rootStats: BigIntStats, options:
   const budget = new StampBudget(options.limits)
   const part = options.part ?? 'all'
   const digest = part === 'all' ? new StampDigest() : undefined
-  const own = part === 'own' || (part === 'all' && options.partDigests) ? new StampDigest(PART_HEADERS.own) : undefined
-  const dependencies = part === 'dependencies' || (part === 'all' && options.partDigests) ? new StampDigest(PART_HEADERS.dependencies) : undefined
+  const own = part === 'own' || (part === 'all' && options.partDigests) ? new PartDigests(PART_HEADERS.own) : undefined
+  const dependencies = part === 'dependencies' || (part === 'all' && options.partDigests) ? new PartDigests(PART_HEADERS.dependencies) : undefined
   const buffer = Buffer.allocUnsafe(CHUNK_BYTES)
   const counts = { files: 0, links: 0, dependencyFiles: 0, dependencyLinks: 0 }
   let hashedBytes = 0
@@ -74,10 +100,14 @@ export async function captureTree(root: Buffer, rootStats: BigIntStats, options:
       // Walked to reach the part captured, not part of it (an own entry when capturing dependencies).
     } else if (entry.kind === 'directory') {
       digest?.addDirectory(entry.rel, meta)
-      partDigest?.addDirectory(entry.rel, meta)
+      partDigest?.digest.addDirectory(entry.rel, meta)
+      partDigest?.versions.add(entry.rel, entry.stats)
+      partDigest?.content.addDirectory(entry.rel, entry.stats.mode)
     } else if (entry.kind === 'link') {
       digest?.addLink(entry.rel, entry.target!)
-      partDigest?.addLink(entry.rel, entry.target!)
+      partDigest?.digest.addLink(entry.rel, entry.target!)
+      partDigest?.versions.add(entry.rel, entry.stats)
+      partDigest?.content.addLink(entry.rel, entry.target!)
       counts.links++
       if (entry.dependency) counts.dependencyLinks++
     } else {
@@ -92,7 +122,9 @@ export async function captureTree(root: Buffer, rootStats: BigIntStats, options:
         hashes?.record(key, versionOf(entry.stats), content, readAtNs)
       }
       digest?.addFile(entry.rel, { ...meta, size: entry.stats.size }, content)
-      partDigest?.addFile(entry.rel, { ...meta, size: entry.stats.size }, content)
+      partDigest?.digest.addFile(entry.rel, { ...meta, size: entry.stats.size }, content)
+      partDigest?.versions.add(entry.rel, entry.stats)
+      partDigest?.content.addFile(entry.rel, entry.stats.mode, entry.stats.size, content)
       counts.files++
       if (entry.dependency) counts.dependencyFiles++
     }
@@ -101,7 +133,7 @@ export async function captureTree(root: Buffer, rootStats: BigIntStats, options:
   report(undefined, true)
   return {
     digest: digest?.hex() ?? '',
-    parts: { ...own ? { own: own.hex() } : {}, ...dependencies ? { dependencies: dependencies.hex() } : {} },
+    parts: { ...own ? { own: own.reading() } : {}, ...dependencies ? { dependencies: dependencies.reading() } : {} },
     entries: budget.entries + budget.dependencyEntries,
     files: counts.files,
     bytes: budget.bytes + budget.dependencyBytes,

@@ -7,7 +7,7 @@ import {
   DependencyMatcher, loadedConfig, resolveStampLimits, validateLimitConfig, type StampLimits, type StampOptions, type WorkspaceStamp,
 } from '@taskward/protocol'
 import { Config } from './config'
-import { readWorkspace, stampWorkspace, type WorkspaceReading } from './stamp'
+import { readWorkspace, stampWorkspace, type ReadOptions, type WorkspaceReading } from './stamp'
 import type { CapturePart } from './capture'
 import { StatCacheStore } from './stat-cache'
 
@@ -72,7 +72,7 @@ export class WorkspaceService {
    * digests, `own` or `dependencies` only that part's digest. Not a stamp — a caller compares it with a
    * later reading. The data directory is left out as in `stamp`.
    */
-  async read(root: string, part: CapturePart = 'all', options: Pick<StampOptions, 'signal' | 'exclude'> = {}): Promise<WorkspaceReading> {
+  async read(root: string, part: CapturePart = 'all', options: ReadOptions = {}): Promise<WorkspaceReading> {
     const exclude = [...options.exclude ?? [], ...dataDirectoryWithin(root)]
     return readWorkspace(root, this.limits(), part, { ...options, exclude }, { dependencies: this.dependencies, cache: this.cache })
   }

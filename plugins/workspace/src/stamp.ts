@@ -1,6 +1,6 @@
 import { lstatSync, realpathSync, type BigIntStats } from 'node:fs'
 import { TaskwardError, workspaceKeyOf, type DependencyMatcher, type StampLimits, type StampOptions, type WorkspaceStamp } from '@taskward/protocol'
-import { captureTree, type CapturePart, type CaptureResult } from './capture'
+import { captureTree, type CapturePart, type CaptureResult, type PartReading } from './capture'
 import { changedError, throwIfAborted, unavailableError } from './fs-errors'
 import { CaptureHashes, type StatCacheStore } from './stat-cache'
 
@@ -100,15 +100,20 @@ export async function stampWorkspace(root: string, limits: StampLimits, options:
   return { workspaceKey: before.key, digest: first.digest, files: first.files, bytes: first.bytes, links: first.links, dependencies: first.dependencies }
 }
 
+export interface ReadOptions extends Pick<StampOptions, 'signal' | 'exclude'> {
+  /** false: hash every file, and keep nothing (a directory read once, such as a copy). */
+  cache?: boolean
+}
+
 /** One capture of a workspace (`readWorkspace`): its key, the stamp digest (part `all`) and the part digests. */
 export interface WorkspaceReading {
   workspaceKey: string
   /** The stamp digest, as `stampWorkspace` would give it for an unchanged tree (part `all` only). */
   digest?: string
-  /** sha256 hex of the frames outside dependency directories (parts `all` and `own`). */
-  own?: string
-  /** sha256 hex of the frames inside dependency directories (parts `all` and `dependencies`). */
-  dependencies?: string
+  /** The digests of what lies outside dependency directories (parts `all` and `own`). */
+  own?: PartReading
+  /** The digests of what lies inside dependency directories (parts `all` and `dependencies`). */
+  dependencies?: PartReading
 }
 
 /**
@@ -116,10 +121,12 @@ export interface WorkspaceReading {
  * caller that reads again and compares, as recovery does around a check: the whole tree with its part
  * digests, or only one part. Errors as `stampWorkspace`'s, from capture 1.
  */
-export async function readWorkspace(root: string, limits: StampLimits, part: CapturePart, options: Pick<StampOptions, 'signal' | 'exclude'> = {},
+export async function readWorkspace(root: string, limits: StampLimits, part: CapturePart, options: ReadOptions = {},
   context: StampContext = {}): Promise<WorkspaceReading> {
   const { signal, exclude } = options
-  const { dependencies, cache } = context
+  const { dependencies } = context
+  // A copy of a workspace (recovery's check area) is read once: its table would only crowd the others out.
+  const cache = options.cache === false ? undefined : context.cache
   throwIfAborted(signal)
   const opened = openRoot(root)
   const hashes = cache ? new CaptureHashes(cache.table(opened.key)) : undefined

@@ -220,21 +220,25 @@ describe('workspace stamp: dependency directories', () => {
     writeFileSync(join(root, 'node_modules/dep/index.js'), 'module.exports = 2')
     pinTimes(root)
     const depChanged = await ctx.workspace.read(root)
-    expect(depChanged.own).to.equal(whole.own)
-    expect(depChanged.dependencies).to.not.equal(whole.dependencies)
+    expect(depChanged.own!.digest).to.equal(whole.own!.digest)
+    expect(depChanged.dependencies!.digest).to.not.equal(whole.dependencies!.digest)
+    expect(depChanged.dependencies!.content).to.not.equal(whole.dependencies!.content)
+    // pinTimes wrote every entry's times: same content and mtimes, but every ctime moved.
+    expect(depChanged.own!.content).to.equal(whole.own!.content)
+    expect(depChanged.own!.versions).to.not.equal(whole.own!.versions)
 
     writeFileSync(join(root, 'src/index.ts'), 'export const changed = 1')
     pinTimes(root)
     const ownChanged = await ctx.workspace.read(root)
-    expect(ownChanged.own).to.not.equal(depChanged.own)
-    expect(ownChanged.dependencies).to.equal(depChanged.dependencies)
+    expect(ownChanged.own!.digest).to.not.equal(depChanged.own!.digest)
+    expect(ownChanged.dependencies!.digest).to.equal(depChanged.dependencies!.digest)
   })
 
   it('does not walk dependency directories when reading the own part only', async () => {
     ctx = await startWorkspace({ dependencyMaxEntries: 5 })
     manyFiles('node_modules', 30)
     await rejectsWith(ctx.workspace.read(root), 'ARTIFACT_LIMIT')
-    expect((await ctx.workspace.read(root, 'own')).own).to.match(/^[0-9a-f]{64}$/)
+    expect((await ctx.workspace.read(root, 'own')).own!.digest).to.match(/^[0-9a-f]{64}$/)
   })
 
   it('never follows a dependency directory that is a link', async () => {

@@ -13,7 +13,7 @@ export const REFUSAL_ADVICE: Readonly<Record<string, string>> = {
   SUPERVISOR_DISABLED: 'Supervision is off for this task; turn it on with /task on, then propose the repair again (switching supervision changes the task revision).',
   ARTIFACT_UNAVAILABLE: 'The workspace could not be read; check that the session\'s directory exists.',
   ARTIFACT_UNSUPPORTED: 'The workspace holds a special file (a FIFO, socket or device), which the workspace stamp does not support.',
-  ARTIFACT_LIMIT: 'The workspace is larger than the configured limits; raise repairMaxFiles or repairMaxBytes in the workspace row of cordis.yml, restart, and propose again.',
+  ARTIFACT_LIMIT: 'The workspace is larger than the configured limits; raise the limit the error names (repairMaxFiles or repairMaxBytes for the project\'s own files, dependencyMaxEntries or dependencyMaxBytes for node_modules and the like) in the workspace row of cordis.yml, restart, and propose again.',
   UNAUTHORIZED: 'You are not logged in; open the login link printed at start.',
   FORBIDDEN: 'The request was refused; reload the page from the host\'s own address.',
   BAD_REQUEST: 'The request was malformed; reload the page and try again.',
