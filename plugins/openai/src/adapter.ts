@@ -3,7 +3,7 @@ import type { Context } from 'cordis'
 import type { ModelAdapter, ModelRequest, Session } from '@taskward/host'
 import { TaskwardError, type SessionEvent } from '@taskward/protocol'
 import type { ContextConfig, RouteConfig } from './config'
-import { layoutMessages, type ChatMessage, type Layout, type StateNote } from './context'
+import { layoutMessages, MIN_RESULT_CHARS, type ChatMessage, type Layout, type StateNote } from './context'
 import { modelFault, safeString } from './model-fault'
 import { discoverContext } from './discovery'
 import { judgePromptReport, RouteContext } from './route-context'
@@ -225,7 +225,7 @@ export class OpenAIRoute implements ModelAdapter {
       const plan = await this.plan(request)
       if (!plan.layout.fits) {
         throw await this.exceeded(request, new TaskwardError('MODEL_CONTEXT_EXCEEDED',
-          `The turn's input with the instructions, the tool schemas and the task state alone is ≈${this.counter.calibrated(plan.layout.fixed + (this.toolCache?.raw ?? 0))} tokens; route "${this.config.route}" holds ${plan.limit} (${this.limits.size().source}). `
+          `The turn's input with the instructions, the tool schemas, the task state${plan.layout.required > plan.layout.fixed ? ` and the newest tool call with its result (cut to ${MIN_RESULT_CHARS} characters)` : ''} alone is ≈${this.counter.calibrated(plan.layout.required + (this.toolCache?.raw ?? 0))} tokens; route "${this.config.route}" holds ${plan.limit} (${this.limits.size().source}). `
           + 'Nothing is lost: send a shorter message, or use a model with a larger context (or raise context.contextTokens), then /task resume.',
           { route: this.config.route, limit: plan.limit, requested: this.counter.calibrated(plan.raw) }))
       }

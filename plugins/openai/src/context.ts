@@ -58,8 +58,12 @@ export interface Layout {
   tokens: number
   /** Estimated tokens of what is never dropped: system message, turn input, task state, note. */
   fixed: number
-  /** False when even `fixed` exceeds `contextTokens`: the turn's input cannot fit. */
+  /** `fixed` and the newest call with its results, cut as far as they are ever cut: what the step cannot do without. */
+  required: number
+  /** False when even `fixed` (with the newest call and its results, cut) exceeds `contextTokens`: the step cannot fit. */
   fits: boolean
+  /** The newest tool call group, always shown: its seq, and whether its arguments or results were cut to fit. */
+  newest?: { seq: number, cut: boolean }
   /** The task-state notes shown: hand them back as `notes` next step. */
   notes: StateNote[]
 }
@@ -100,7 +104,11 @@ interface Item {
   seq: number
   messages: ChatMessage[]
   note?: StateNote
+  group?: Group
 }
+
+/** Characters a result of the newest call is cut to at the least: below that, the step does not fit. */
+export const MIN_RESULT_CHARS = 200
 
 /** The messages of one model step, within the limits, in the cache-stable layout. */
 export function layoutMessages(input: ContextInput, limits: ContextLimits, count: (message: ChatMessage) => number = estimateMessage): Layout {
@@ -135,13 +143,33 @@ export function layoutMessages(input: ContextInput, limits: ContextLimits, count
       const note = older[pending++]
       items.push({ seq: note.beforeSeq - 0.5, messages: [noteMessage(note)], note })
     }
-    if (index !== inputIndex) items.push({ seq: group.seq, messages: group.messages })
+    if (index !== inputIndex) items.push({ seq: group.seq, messages: group.messages, group })
   }
   for (; pending < older.length; pending++) items.push({ seq: older[pending].beforeSeq - 0.5, messages: [noteMessage(older[pending])], note: older[pending] })
   const latestMessages = latest ? [noteMessage(latest)] : []
   const fixed = count(system) + NOTE_TOKENS + (inputMessages ? cost(inputMessages) : 0) + cost(latestMessages)
   const budget = limits.contextTokens - fixed
   const costs = items.map((item) => cost(item.messages))
+  // The newest tool call and its results always stay (the model acts on them next): older entries are
+  // dropped first, and when the group does not fit the room left by what is newer than it, its
+  // arguments and results are cut to fit (the markers say how to see the rest). Only when what is newer
+  // than it alone leaves too little room is it laid out like any other entry.
+  const newestIndex = items.findLastIndex((item) => item.group?.recut !== undefined)
+  let newest: { seq: number, cut: boolean } | undefined
+  let newestMin = 0
+  if (newestIndex >= 0) {
+    const newer = costs.slice(newestIndex + 1).reduce((sum, tokens) => sum + tokens, 0)
+    const group = items[newestIndex].group!
+    let cutHere = false
+    if (costs[newestIndex] > budget - newer) {
+      const messages = fitGroup(group, budget - newer, limits.toolResultChars, count)
+      items[newestIndex] = { ...items[newestIndex], messages }
+      costs[newestIndex] = cost(messages)
+      cutHere = true
+    }
+    newestMin = costs[newestIndex]
+    if (costs[newestIndex] + newer <= budget) newest = { seq: items[newestIndex].seq, cut: cutHere }
+  }
   const costFrom = (from: number) => items.reduce((sum, item, index) => item.seq >= from ? sum + costs[index] : sum, 0)
 
   // The earliest start that still sees only events that were read (the caller's window slides once the
@@ -163,10 +191,13 @@ export function layoutMessages(input: ContextInput, limits: ContextLimits, count
       let start = index < items.length ? items[index].seq : nextSeq
       // Far enough into a sliding read window that it can slide half its length before the next jump.
       if (input.unread && input.events.length) start = Math.max(start, input.events[Math.floor(input.events.length / 2)].seq)
+      if (newest) start = Math.min(start, newest.seq)
       dropped = start > (keepFrom ?? 0) || items.some((item) => item.seq < start)
       keepFrom = Math.max(start, keepFrom ?? 0)
     }
   }
+  // A start past the newest call (kept from a step that could not keep it) comes back to it.
+  if (newest && keepFrom > newest.seq) keepFrom = newest.seq
   const from = keepFrom
   // The latest state is always shown: where it was, or, dropped with its place, again at the end.
   let shownLatest = latest
@@ -185,7 +216,8 @@ export function layoutMessages(input: ContextInput, limits: ContextLimits, count
   const messages: ChatMessage[] = [system, ...dropNote, ...pinned, ...ordered.flatMap((item) => item.messages)]
   const tokens = fixed + costFrom(from)
   return {
-    messages, keepFrom: from, dropped, tokens, fixed, fits: fixed <= limits.contextTokens,
+    messages, keepFrom: from, dropped, tokens, fixed, required: fixed + newestMin, fits: fixed + newestMin <= limits.contextTokens,
+    ...(newest ? { newest } : {}),
     // Notes the window dropped are not kept: they are never shown again.
     notes: notes.filter((note) => note === shownLatest || note.beforeSeq - 0.5 >= from),
   }
@@ -205,6 +237,21 @@ function cutInput(text: string, tokens: number, count: (message: ChatMessage) =>
     shown = cut(text, chars)
   }
   return shown
+}
+
+/**
+ * The newest call group cut to `tokens` as `count` counts them: its arguments and results cut at fewer
+ * characters in each round, in proportion to what it still counts over, down to MIN_RESULT_CHARS.
+ */
+function fitGroup(group: Group, tokens: number, chars: number, count: (message: ChatMessage) => number): ChatMessage[] {
+  let messages = group.recut!(chars)
+  for (let round = 0; round < 8 && chars > MIN_RESULT_CHARS; round++) {
+    const counted = messages.reduce((sum, message) => sum + count(message), 0)
+    if (counted <= tokens) break
+    chars = Math.max(MIN_RESULT_CHARS, Math.floor(chars * Math.max(0, tokens) / counted * 0.9))
+    messages = group.recut!(chars)
+  }
+  return messages
 }
 
 /** Where an item at `seq` goes among `items` (sorted by their position): before the first one past it. */

@@ -1,6 +1,7 @@
 import { expect } from 'chai'
 import type { SessionEvent } from '@taskward/protocol'
-import { buildMessages, estimateTokens, layoutMessages, TASK_STATE_HEADER, type ChatMessage, type StateNote } from '../src'
+import { buildMessages, estimateTokens, layoutMessages, shrink, TASK_STATE_HEADER, type ChatMessage, type StateNote } from '../src'
+import { estimateMessage } from '../src/context'
 
 let seq = 0
 const ev = (type: string, data: any): SessionEvent => ({ seq: seq++, type, time: 0, data })
@@ -75,8 +76,54 @@ describe('model context (pure)', () => {
   it('cuts a long tool result at the limit with a marker saying how much is not shown', () => {
     const messages = buildMessages({ instructions: '', events: [user('go'), call('c', 'read'), result('c', 'read', 'x'.repeat(5000))] }, LIMITS)
     const tool = messages.find((m) => m.role === 'tool') as Extract<ChatMessage, { role: 'tool' }>
-    expect(tool.content.length).to.be.lessThan(200)
-    expect(tool.content).to.match(/…\[cut: \d+ more characters not shown\]$/)
+    expect(tool.content.length).to.be.lessThan(350)
+    // The JSON stays whole; the count is of the value's characters, and the marker says how to read on.
+    const shown = JSON.parse(tool.content).result as string
+    const [head, marker] = shown.split('\n…[cut: ')
+    expect(Number(/^(\d+) more characters not shown/.exec(marker)?.[1]) + head.length).to.equal(5000)
+    expect(marker).to.include(`\`read\` with \`offset\` ${head.length} and a \`limit\``).and.include('`grep`')
+  })
+
+  it('counts what was left out of a value the event window already cut, and a read\'s own offset', () => {
+    // The window keeps a 9,000-character content cut at 4,000 (shrink); the layout cuts it again.
+    const kept = shrink({ path: 'a.md', content: 'y'.repeat(9000) }, 4000)
+    const messages = buildMessages({ instructions: '', events: [user('go'), call('c', 'read', { path: 'a.md', offset: 500 }), result('c', 'read', kept)] }, LIMITS)
+    const shown = JSON.parse((messages.find((m) => m.role === 'tool') as any).content).result.content as string
+    const [head, marker] = shown.split('\n…[cut: ')
+    expect(Number(/^(\d+) more/.exec(marker)?.[1]) + head.length).to.equal(9000)
+    expect(marker).to.include(`\`offset\` ${500 + head.length} `)
+  })
+
+  it('always keeps the newest call and its result: cut to fit the room, older entries dropped first', () => {
+    const events: SessionEvent[] = [user('THE INPUT')]
+    for (let i = 0; i < 10; i++) events.push(said(`step ${i} ${'s'.repeat(400)}`))
+    events.push(call('big', 'read', { path: 'big.md' }), result('big', 'read', { path: 'big.md', content: '字'.repeat(6000) }))
+    const count = (m: ChatMessage) => estimateMessage(m) + ('content' in m && m.content ? (m.content.match(/字/g) ?? []).length : 0)
+    const limits = { contextTokens: 1500, toolResultChars: 4000, taskStateChars: 200 }
+    const layout = layoutMessages({ instructions: 'sys', events }, limits, count)
+    expect(layout.fits).to.equal(true)
+    // The step's text and its call are one group (seq 10).
+    expect(layout.newest).to.deep.equal({ seq: 10, cut: true })
+    expect(layout.tokens).to.be.at.most(limits.contextTokens)
+    const tool = layout.messages.find((m) => m.role === 'tool') as any
+    expect(tool?.tool_call_id).to.equal('big')
+    const content = JSON.parse(tool.content).result.content as string
+    const [head, marker] = content.split('\n…[cut: ')
+    expect(Number(/^(\d+) more/.exec(marker)?.[1]) + head.length).to.equal(6000)
+    expect(head.length).to.be.greaterThan(500)
+    // The older steps went; the input stays.
+    expect(layout.messages.map((m) => (m as any).content)).to.include('THE INPUT').and.include(`step 9 ${'s'.repeat(400)}`).and.not.include(`step 8 ${'s'.repeat(400)}`)
+    // The next step, with a newer call: the cut read is dropped rather than cutting the new one.
+    events.push(ev('model/usage', { promptTokens: 1, completionTokens: 1 }), call('w', 'write', { path: 'a.txt' }), result('w', 'write', { bytes: 1 }))
+    const next = layoutMessages({ instructions: 'sys', events, keepFrom: layout.keepFrom, notes: layout.notes }, limits, count)
+    expect(next.newest).to.deep.equal({ seq: 14, cut: false })
+    expect(next.messages.filter((m) => m.role === 'tool').map((m: any) => m.tool_call_id)).to.deep.equal(['w'])
+  })
+
+  it('does not fit (the step ends MODEL_CONTEXT_EXCEEDED) only when even the newest result cut short cannot', () => {
+    const events: SessionEvent[] = [user('go'), call('big', 'read', { path: 'big.md' }), result('big', 'read', { path: 'big.md', content: 'z'.repeat(6000) })]
+    expect(layoutMessages({ instructions: 'sys', events }, { contextTokens: 200, toolResultChars: 4000, taskStateChars: 200 }).fits).to.equal(true)
+    expect(layoutMessages({ instructions: 'sys', events }, { contextTokens: 80, toolResultChars: 4000, taskStateChars: 200 }).fits).to.equal(false)
   })
 
   it('answers a call whose result was never recorded, and leaves out a result whose call is outside the window', () => {

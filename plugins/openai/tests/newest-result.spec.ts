@@ -1,0 +1,68 @@
+import { expect } from 'chai'
+import { writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { SupervisorPlugin } from '@taskward/plugin-supervisor'
+import { TestHost, mockTools, taskPlayer } from '@taskward/testkit'
+import * as OpenAIPlugin from '../src'
+import { KEY, runTurn, until } from './helpers'
+import { bootRoute, history, ofType, useRig } from './loopback'
+
+/** A Chinese text of `chars` characters (≈ one token each), lines numbered so that a cut shows where it is. */
+export function chineseFile(chars: number) {
+  const line = (i: number) => `第${i}行：调度器在审查通过之前让节点等待，然后按照依赖关系选择下一个就绪的节点。\n`
+  let text = ''
+  for (let i = 0; text.length < chars; i++) text += line(i)
+  return text.slice(0, chars)
+}
+
+const isMain = (request: { body: any }) => String(request.body.messages?.[0]?.content ?? '').includes('You are the main agent')
+
+describe('plugin-openai: the newest tool call and its result are always in the request', function () {
+  this.timeout(60_000)
+  const rig = useRig()
+
+  it('a file larger than the window, read once: its result is cut to what fits, older entries dropped, and the node reports', async () => {
+    // The issue's case: a 6,018-character Chinese file on a vLLM server whose context is 4,653 tokens.
+    await writeFile(join(rig.cwd, 'big.md'), chineseFile(6018))
+    rig.mock.context = { tokens: 4653, dialect: 'vllm', discoverable: true, model: 'qwen2.5-coder' }
+    rig.mock.fallback = taskPlayer({ plan: { acceptanceCriteria: ['a is written'], nodes: [{ id: 'a', title: 'write a' }] }, read: 'big.md' })
+    rig.host = await TestHost.boot({
+      plugins: [
+        [SupervisorPlugin, { defaultModel: 'openai', reviewerModel: 'openai', automaticContinuation: true }],
+        [OpenAIPlugin, { routes: [{ route: 'mock', baseURL: rig.mock.baseURL, apiKey: KEY, model: 'qwen2.5-coder', maxRetries: 0 }] }],
+      ],
+      waitFor: ['supervisor'],
+    })
+    await until(() => rig.host.ctx.models.routes().includes('openai'))
+    const supervisor = (rig.host.ctx as any).supervisor
+    const { session } = await supervisor.startSession({ cwd: rig.cwd, model: 'openai' })
+    await rig.host.ctx.commands.input(session, '/task new write a after reading big.md')
+    await until(async () => (await supervisor.state(session)).current?.phase === 'awaiting-approval', 'the plan', 30_000)
+    await rig.host.ctx.commands.input(session, '/task approve')
+    await until(async () => ['complete', 'paused'].includes((await supervisor.state(session)).current?.phase), 'the task to end', 50_000)
+    const task = (await supervisor.state(session)).current
+    const events = await session.read({ from: 0, limit: 10_000 })
+    const calls = ofType(events, 'tool/call').map((e) => e.data.name)
+    // Read once, then written and reported: no loop.
+    expect(calls.filter((name) => name === 'read')).to.have.length(1)
+    expect(calls).to.include('task_report_stage')
+    expect(task.phase).to.equal('complete')
+    // Nothing refused by the server.
+    expect(rig.mock.requests.filter((r) => (r.promptTokens ?? 0) > 4653)).to.have.length(0)
+    // The request after the read held its result, cut, with a marker that says how to read the rest.
+    const main = rig.mock.requests.filter(isMain)
+    const readResult = (r: { body: any }) => r.body.messages.find((m: any) => m.role === 'tool' && String(m.content).includes('第0行'))
+    const afterRead = main.find(readResult)
+    expect(afterRead, 'a request showing the read').to.not.equal(undefined)
+    const shown = String(readResult(afterRead!).content)
+    const left = Number(/…\[cut: (\d+) more characters not shown/.exec(shown)?.[1])
+    expect(shown).to.match(/`read` with `offset` \d+/).and.match(/`grep`/)
+    // The count is of the file's characters: what is shown of the content plus what was left out is the file.
+    const content = (JSON.parse(`"${/"content":"((?:[^"\\]|\\.)*)/.exec(shown)![1]}"`) as string).split('\n…[cut:')[0]
+    expect(content.length + left).to.equal(6018)
+    expect(shown).to.include(`\`offset\` ${content.length} `)
+    // Main requests until the stage report: the issue's 132 (a loop a progress review stopped) down to a few.
+    const report = main.findIndex((r) => JSON.stringify(r.body.messages).includes('task_report_stage'))
+    expect(report + 1).to.be.within(1, 8)
+  })
+})
