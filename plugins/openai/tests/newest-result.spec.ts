@@ -65,4 +65,39 @@ describe('plugin-openai: the newest tool call and its result are always in the r
     const report = main.findIndex((r) => JSON.stringify(r.body.messages).includes('task_report_stage'))
     expect(report + 1).to.be.within(1, 8)
   })
+
+  it('a model that reads the same file again and again is answered TOOL_REPEATED, then its task pauses (loop) within a few steps', async () => {
+    await writeFile(join(rig.cwd, 'big.md'), chineseFile(6018))
+    rig.mock.context = { tokens: 4653, dialect: 'vllm', discoverable: true, model: 'qwen2.5-coder' }
+    const player = taskPlayer({ plan: { acceptanceCriteria: ['a is written'], nodes: [{ id: 'a', title: 'write a' }] } })
+    // Plans like the player, then, once a node runs, reads big.md forever (what never seeing the result did).
+    rig.mock.fallback = (request) => {
+      const state = String(request.body.messages.findLast((m: any) => String(m.content).startsWith('[host: task state'))?.content ?? '')
+      return isMain(request) && state.includes('"status":"running"') ? mockTools(['read', { path: 'big.md' }]) : player(request)
+    }
+    rig.host = await TestHost.boot({
+      plugins: [
+        [SupervisorPlugin, { defaultModel: 'openai', reviewerModel: 'openai', automaticContinuation: true }],
+        [OpenAIPlugin, { routes: [{ route: 'mock', baseURL: rig.mock.baseURL, apiKey: KEY, model: 'qwen2.5-coder', maxRetries: 0 }] }],
+      ],
+      waitFor: ['supervisor'],
+    })
+    await until(() => rig.host.ctx.models.routes().includes('openai'))
+    const supervisor = (rig.host.ctx as any).supervisor
+    const { session, agent } = await supervisor.startSession({ cwd: rig.cwd, model: 'openai' })
+    await rig.host.ctx.commands.input(session, '/task new write a after reading big.md')
+    await until(async () => (await supervisor.state(session)).current?.phase === 'awaiting-approval', 'the plan', 30_000)
+    await rig.host.ctx.commands.input(session, '/task approve')
+    await until(async () => (await supervisor.state(session)).current?.phase === 'paused', 'the pause', 30_000)
+    await agent.whenIdle()
+    const task = (await supervisor.state(session)).current
+    expect(task.pauseReason).to.equal('loop')
+    const events = await session.read({ from: 0, limit: 10_000 })
+    const reads = events.filter((e: any) => e.type === 'tool/result' && e.data.name === 'read').map((e: any) => e.data.error?.code ?? 'ok')
+    expect(reads).to.deep.equal(['ok', 'ok', 'ok', 'TOOL_REPEATED', 'TOOL_REPEATED'])
+    // The model saw the first answer: it is in the request after it.
+    const main = rig.mock.requests.filter(isMain)
+    expect(main.some((r) => JSON.stringify(r.body.messages).includes('TOOL_REPEATED'))).to.equal(true)
+    expect(rig.mock.requests.filter((r) => (r.promptTokens ?? 0) > 4653)).to.have.length(0)
+  })
 })
