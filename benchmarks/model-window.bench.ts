@@ -7,6 +7,11 @@
  *   agent on the adapter (taskPlayer: read, write, report). Printed: main-agent requests until the node's
  *   stage report (goal ≤ 8; the issue measured 132, stopped by a progress review), prompt tokens the
  *   task spent (main and reviewer sessions), and how many requests the server refused (goal: none).
+ *   restart: a three-node task driven by /task approve and /task resume (no automatic continuation); once
+ *   the first node passed and every agent is idle, the host restarts (same data, same endpoint) and
+ *   /task resume continues. Printed: the byte prefix (tools + messages serialized) the first main request
+ *   after the restart shares with the last one before it, as a share of the request (goal ≥ 90 %), and the
+ *   prompt tokens the endpoint's prefix cache served for it.
  */
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -80,6 +85,59 @@ function chineseFile(chars: number) {
     console.log(`  requests the server refused: ${refused}`)
     goals.check('oversized file: main requests until the stage report', report >= 0 && report + 1 <= 8, `${report < 0 ? 'never' : report + 1}, goal <= 8`)
     goals.check('oversized file: requests refused by the server', refused === 0, `${refused}, goal none`)
+  } finally {
+    await host.dispose()
+    await mock.close()
+    await removeTree(cwd)
+  }
+}
+
+const serialized = (request: MockRequest) => JSON.stringify({ tools: request.body.tools ?? [], messages: request.body.messages })
+const pct = (value: number) => `${(value * 100).toFixed(1)} %`
+
+{
+  const mock = await OpenAIMock.start()
+  mock.context = { tokens: 32768, dialect: 'vllm', discoverable: true, model: 'qwen2.5-coder' }
+  const nodes = ['n0', 'n1', 'n2'].map((id, i) => ({ id, title: `write ${id}`, ...(i ? { dependsOn: [`n${i - 1}`] } : {}) }))
+  mock.fallback = taskPlayer({ plan: { acceptanceCriteria: ['each node writes its file'], nodes } })
+  const cwd = await tempWorkspace()
+  const host = await TestHost.boot({
+    plugins: [
+      [SupervisorPlugin, { defaultModel: 'openai', reviewerModel: 'openai', automaticContinuation: false }],
+      [OpenAIPlugin, { routes: [{ route: 'local', baseURL: mock.baseURL, apiKey: 'sk-bench', model: 'qwen2.5-coder', maxRetries: 0 }] }],
+    ],
+    waitFor: ['supervisor'],
+  })
+  const idle = () => until(async () => host.ctx.agents.list().every((agent) => agent.state === 'idle' && !agent.queued), 'idle agents')
+  try {
+    while (!host.ctx.models.routes().includes('openai')) await new Promise((resolve) => setTimeout(resolve, 10))
+    const supervisor = () => (host.ctx as any).supervisor
+    const { session } = await supervisor().startSession({ cwd, model: 'openai' })
+    await host.ctx.commands.input(session, '/task new write three files, one per node')
+    // Without automatic continuation, /task resume follows up once.
+    await host.ctx.commands.input(session, '/task resume')
+    await until(async () => (await supervisor().state(session)).current?.phase === 'awaiting-approval', 'the plan')
+    await idle()
+    await host.ctx.commands.input(session, '/task approve')
+    await idle()
+    if ((await supervisor().state(session)).current?.nodeRuns?.n0?.status === 'pending') await host.ctx.commands.input(session, '/task resume')
+    await until(async () => (await supervisor().state(session)).current?.nodeRuns?.n0?.status === 'passed', 'node n0')
+    await idle()
+    const before = mock.requests.filter(isMain)
+    await host.restart()
+    while (!host.ctx.models.routes().includes('openai')) await new Promise((resolve) => setTimeout(resolve, 10))
+    const again = await host.ctx.sessions.get(session.id)
+    await host.ctx.commands.input(again, '/task resume')
+    await until(async () => mock.requests.filter(isMain).length > before.length && mock.requests.filter(isMain)[before.length].endedAt !== undefined, 'the first step after the restart')
+    const [last, first] = [before.at(-1)!, mock.requests.filter(isMain)[before.length]]
+    const [a, b] = [serialized(last), serialized(first)]
+    let same = 0
+    while (same < Math.min(a.length, b.length) && a.charCodeAt(same) === b.charCodeAt(same)) same++
+    const usage = (await again.read({ from: 0, limit: 100_000 })).filter((e: any) => e.type === 'model/usage').at(-1)?.data
+    console.log(`restart: a 3-node task, the host restarted once node n0 passed, then /task resume (${before.length} main requests before)`)
+    console.log(`  first main request after the restart: byte prefix shared with the last one before ${pct(same / b.length)} (${same} of ${b.length} characters; all of the last one's ${a.length - 2} but its closing brackets: ${same >= a.length - 2 ? 'yes' : 'no'})`)
+    console.log(`  prompt tokens the endpoint's prefix cache served for it: ${usage?.cachedTokens ?? 0} of ${usage?.promptTokens ?? '?'} (mock count)`)
+    goals.check('restart: first step\'s prefix reuse', same / b.length >= 0.9, `${pct(same / b.length)}, goal >= 90 %`)
   } finally {
     await host.dispose()
     await mock.close()
