@@ -12,6 +12,10 @@
  *   /task resume continues. Printed: the byte prefix (tools + messages serialized) the first main request
  *   after the restart shares with the last one before it, as a share of the request (goal ≥ 90 %), and the
  *   prompt tokens the endpoint's prefix cache served for it.
+ *   short task: a one-node task (plan, review, start, write, report, review, completion: ~8 main-agent
+ *   steps with reviews between them) on a 32k endpoint, every agent on the adapter, run MODEL_BENCH_SHORT_RUNS
+ *   (default 3) times. Printed: the byte prefix each main request shares with the previous one, as a share
+ *   of the request — median (goal ≥ 90 %) and min over all runs.
  */
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -143,6 +147,49 @@ const pct = (value: number) => `${(value * 100).toFixed(1)} %`
     await mock.close()
     await removeTree(cwd)
   }
+}
+
+{
+  const runs = Number(process.env.MODEL_BENCH_SHORT_RUNS ?? 3)
+  const shares: number[] = []
+  for (let run = 0; run < runs; run++) {
+    const mock = await OpenAIMock.start()
+    mock.context = { tokens: 32768, dialect: 'vllm', discoverable: true, model: 'qwen2.5-coder' }
+    mock.fallback = taskPlayer({ plan: { acceptanceCriteria: ['a is written'], nodes: [{ id: 'a', title: 'write a' }] } })
+    const cwd = await tempWorkspace()
+    const host = await TestHost.boot({
+      plugins: [
+        [SupervisorPlugin, { defaultModel: 'openai', reviewerModel: 'openai', automaticContinuation: true }],
+        [OpenAIPlugin, { routes: [{ route: 'local', baseURL: mock.baseURL, apiKey: 'sk-bench', model: 'qwen2.5-coder', maxRetries: 0 }] }],
+      ],
+      waitFor: ['supervisor'],
+    })
+    try {
+      while (!host.ctx.models.routes().includes('openai')) await new Promise((resolve) => setTimeout(resolve, 10))
+      const supervisor = (host.ctx as any).supervisor
+      const { session } = await supervisor.startSession({ cwd, model: 'openai' })
+      await host.ctx.commands.input(session, '/task new write a')
+      await until(async () => (await supervisor.state(session)).current?.phase === 'awaiting-approval', 'the plan')
+      await host.ctx.commands.input(session, '/task approve')
+      await until(async () => ['complete', 'paused'].includes((await supervisor.state(session)).current?.phase), 'the task to end')
+      const main = mock.requests.filter(isMain).map(serialized)
+      for (let i = 1; i < main.length; i++) {
+        const [a, b] = [main[i - 1], main[i]]
+        let same = 0
+        while (same < Math.min(a.length, b.length) && a.charCodeAt(same) === b.charCodeAt(same)) same++
+        shares.push(same / b.length)
+      }
+    } finally {
+      await host.dispose()
+      await mock.close()
+      await removeTree(cwd)
+    }
+  }
+  const sorted = [...shares].sort((a, b) => a - b)
+  const median = sorted[Math.floor(sorted.length / 2)]
+  console.log(`short task: a one-node task, ${runs} runs, ${shares.length} main steps after the first`)
+  console.log(`  byte prefix shared with the previous main request: median ${pct(median)}, min ${pct(sorted[0])}, max ${pct(sorted.at(-1)!)}`)
+  goals.check('short task: prefix reuse, median', median >= 0.9, `${pct(median)}, goal >= 90 %`)
 }
 
 goals.report()

@@ -1,5 +1,8 @@
 import type { SessionEvent } from '@taskward/protocol'
 import { cut, eventsToGroups, json, type ChatMessage, type Group } from './transcript'
+import { nextNote, noteMessage as renderNote, type StateNote } from './state-notes'
+
+export { TASK_STATE_HEADER, type StateNote } from './state-notes'
 
 export { cut, shrink, eventsToGroups, type ChatMessage, type ChatToolCall, type Group } from './transcript'
 
@@ -79,20 +82,7 @@ export function estimateMessage(message: ChatMessage): number {
   return estimateTokens(text) + 4
 }
 
-/** How a task-state note starts (what a reader of the request looks for); `seq`: the first event after it. */
-export const TASK_STATE_HEADER = '[host: task state (task_status)'
-const stateHeader = (beforeSeq: number) => `${TASK_STATE_HEADER} as of seq ${beforeSeq}; it holds until a newer one follows]\n`
 
-/**
- * Where a task state was shown: before the event `beforeSeq` (the first event after it). A note stays
- * where it was shown, so the transcript stays append-only; a new one is appended only when the state
- * changed (or the window dropped the last one).
- */
-export interface StateNote {
-  beforeSeq: number
-  /** The state as shown (JSON, cut at taskStateChars). */
-  state: string
-}
 
 /** Tokens kept for the note on dropped entries. */
 const NOTE_TOKENS = 32
@@ -120,8 +110,8 @@ export function layoutMessages(input: ContextInput, limits: ContextLimits, count
   // when the state is not the last one shown.
   const notes = (input.notes ?? []).filter((note) => note.beforeSeq <= nextSeq)
   const state = input.taskState === undefined ? undefined : cut(json(input.taskState), limits.taskStateChars)
-  if (state !== undefined && notes.at(-1)?.state !== state) notes.push({ beforeSeq: nextSeq, state })
-  const noteMessage = (note: StateNote): ChatMessage => ({ role: 'user', content: stateHeader(note.beforeSeq) + note.state })
+  if (state !== undefined && notes.at(-1)?.state !== state) notes.push(nextNote(nextSeq, state, notes.at(-1)))
+  const noteMessage = (note: StateNote): ChatMessage => renderNote(note, (beforeSeq) => notes.find((other) => other.beforeSeq === beforeSeq))
   const latest = state === undefined ? undefined : notes.at(-1)
 
   // The room of the conversation, independent of what changes per step (so the input's cut is stable).
@@ -205,6 +195,20 @@ export function layoutMessages(input: ContextInput, limits: ContextLimits, count
     shownLatest = { beforeSeq: nextSeq, state: latest.state }
     notes[notes.length - 1] = shownLatest
   }
+  // A note shown as a patch on one the window dropped is shown whole (the start moved: what follows it is new
+  // to the endpoint's cache anyway).
+  for (const [index, note] of notes.entries()) {
+    const base = note.base === undefined ? undefined : notes.find((other) => other.beforeSeq === note.base)
+    if (note.base !== undefined && (!base || base.beforeSeq - 0.5 < from)) {
+      notes[index] = { beforeSeq: note.beforeSeq, state: note.state }
+      if (note === shownLatest) shownLatest = notes[index]
+      const at = items.findIndex((other) => other.note === note)
+      if (at >= 0) {
+        items[at] = { ...items[at], note: notes[index], messages: [noteMessage(notes[index])] }
+        costs[at] = cost(items[at].messages)
+      }
+    }
+  }
   // The input in place (or pinned after the drop note), the latest note in place (or last).
   const inputSeq = inputIndex >= 0 ? groups[inputIndex].seq : undefined
   const ordered: { seq: number, messages: ChatMessage[] }[] = items.filter((item) => item.seq >= from)
@@ -214,7 +218,8 @@ export function layoutMessages(input: ContextInput, limits: ContextLimits, count
   const dropNote: ChatMessage[] = from > 0
     ? [{ role: 'user', content: `[host: conversation entries before seq ${Math.ceil(from)} are not shown; the session log has them]` }] : []
   const messages: ChatMessage[] = [system, ...dropNote, ...pinned, ...ordered.flatMap((item) => item.messages)]
-  const tokens = fixed + costFrom(from)
+  // The latest note as shown (whole again when it lost its base) in place of the one `fixed` counted.
+  const tokens = fixed - cost(latestMessages) + (shownLatest ? count(noteMessage(shownLatest)) : 0) + costFrom(from)
   return {
     messages, keepFrom: from, dropped, tokens, fixed, required: fixed + newestMin, fits: fixed + newestMin <= limits.contextTokens,
     ...(newest ? { newest } : {}),

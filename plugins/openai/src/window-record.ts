@@ -1,5 +1,5 @@
 import type { SessionEvent } from '@taskward/protocol'
-import type { StateNote } from './context'
+import type { StateNote } from './state-notes'
 
 /*
  * The window's start and its task-state notes, kept in the session log (pure). A route keeps both in
@@ -18,6 +18,8 @@ export interface WindowStart {
 }
 
 const isNote = (note: any): note is StateNote => Number.isSafeInteger(note?.beforeSeq) && typeof note?.state === 'string'
+  && (note.base === undefined || Number.isSafeInteger(note.base))
+const sameNote = (a: StateNote, b: StateNote) => a.beforeSeq === b.beforeSeq && a.state === b.state && a.base === b.base
 
 /**
  * The start and notes the session's last recorded step used, from its events (seq order), or undefined
@@ -30,15 +32,19 @@ export function readWindowStart(events: readonly SessionEvent[]): WindowStart | 
     if (event.type !== WINDOW_EVENT) continue
     const data = event.data ?? {}
     if (!Number.isSafeInteger(data.keepFrom) || data.keepFrom < 0) continue
-    const notes = Array.isArray(data.notes) ? data.notes.filter(isNote).map((note: StateNote) => ({ beforeSeq: note.beforeSeq, state: note.state })) : []
-    found = { keepFrom: data.keepFrom, notes: [...(found?.notes ?? []), ...notes] }
+    const notes: StateNote[] = Array.isArray(data.notes)
+      ? data.notes.filter(isNote).map((note: StateNote) => ({ beforeSeq: note.beforeSeq, state: note.state, ...(note.base !== undefined ? { base: note.base } : {}) }))
+      : []
+    // A note recorded again (shown whole once its base was dropped) replaces the earlier record of it.
+    const kept = (found?.notes ?? []).filter((note) => !notes.some((other) => other.beforeSeq === note.beforeSeq))
+    found = { keepFrom: data.keepFrom, notes: [...kept, ...notes].sort((a, b) => a.beforeSeq - b.beforeSeq) }
   }
   return found
 }
 
 /** What a step records: undefined when its start and notes are the ones last known (nothing new). */
 export function windowRecord(known: WindowStart | undefined, layout: WindowStart): { keepFrom: number, notes?: StateNote[] } | undefined {
-  const added = layout.notes.filter((note) => !known?.notes.some((seen) => seen.beforeSeq === note.beforeSeq && seen.state === note.state))
+  const added = layout.notes.filter((note) => !known?.notes.some((seen) => sameNote(seen, note)))
   if (known && known.keepFrom === layout.keepFrom && !added.length) return undefined
   return { keepFrom: layout.keepFrom, ...(added.length ? { notes: added } : {}) }
 }

@@ -2,6 +2,7 @@ import { expect } from 'chai'
 import type { SessionEvent } from '@taskward/protocol'
 import { buildMessages, estimateTokens, layoutMessages, shrink, TASK_STATE_HEADER, type ChatMessage, type StateNote } from '../src'
 import { estimateMessage } from '../src/context'
+import { taskStateOf } from '@taskward/testkit'
 
 let seq = 0
 const ev = (type: string, data: any): SessionEvent => ({ seq: seq++, type, time: 0, data })
@@ -213,6 +214,29 @@ describe('model context (pure)', () => {
     expect(notes).to.have.length(2)
     expect(notes[1]).to.include('"reviewing"')
     expect((changed.messages.at(-1) as any).content).to.equal(notes[1])
+  })
+
+  it('a changed state after a note still shown is a JSON merge patch on it; read in order, the notes give the state now', () => {
+    const big = { task: { id: 't1', objective: 'o'.repeat(60), phase: 'active', revision: 3 }, nodes: [{ id: 'a', status: 'running' }, { id: 'b', status: 'pending' }], pendingReview: { kind: 'stage' } }
+    const events: SessionEvent[] = [user('do it')]
+    const limits = { ...LIMITS, taskStateChars: 4000 }
+    const first = layoutMessages({ instructions: 'sys', taskState: big, events }, limits)
+    events.push(ev('model/usage', {}), call('c0', 'write'), result('c0', 'write', 'ok'))
+    const next = { ...big, task: { ...big.task, phase: 'reviewing', revision: 4 } } as any
+    delete next.pendingReview
+    const second = layoutMessages({ instructions: 'sys', taskState: next, events, keepFrom: first.keepFrom, notes: first.notes }, limits)
+    const notes = second.messages.filter((m) => (m as any).content?.startsWith(TASK_STATE_HEADER)).map((m) => (m as any).content as string)
+    expect(notes).to.have.length(2)
+    expect(notes[1]).to.match(/^\[host: task state \(task_status\) as of seq 4: changes since seq 1, a JSON merge patch\]\n/)
+    expect(JSON.parse(notes[1].slice(notes[1].indexOf('\n') + 1))).to.deep.equal({ task: { phase: 'reviewing', revision: 4 }, pendingReview: null })
+    expect(taskStateOf(second.messages)).to.deep.equal(next)
+    // The window drops the first note: the patch is shown whole from then on.
+    const third = layoutMessages({ instructions: 'sys', taskState: next, events, keepFrom: 2, notes: second.notes }, limits)
+    const shown = third.messages.filter((m) => (m as any).content?.startsWith(TASK_STATE_HEADER)).map((m) => (m as any).content as string)
+    expect(shown).to.have.length(1)
+    expect(shown[0]).to.not.include('merge patch')
+    expect(taskStateOf(third.messages)).to.deep.equal(next)
+    expect(third.notes).to.deep.equal([{ beforeSeq: 4, state: JSON.stringify(next) }])
   })
 
   it('once the window is full, drops down to the low-water mark in one jump, then keeps its start for many steps', () => {

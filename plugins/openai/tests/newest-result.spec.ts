@@ -2,7 +2,7 @@ import { expect } from 'chai'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SupervisorPlugin } from '@taskward/plugin-supervisor'
-import { TestHost, mockTools, taskPlayer } from '@taskward/testkit'
+import { TestHost, mockTools, taskPlayer, taskStateOf } from '@taskward/testkit'
 import * as OpenAIPlugin from '../src'
 import { KEY, runTurn, until } from './helpers'
 import { bootRoute, history, ofType, useRig } from './loopback'
@@ -72,8 +72,8 @@ describe('plugin-openai: the newest tool call and its result are always in the r
     const player = taskPlayer({ plan: { acceptanceCriteria: ['a is written'], nodes: [{ id: 'a', title: 'write a' }] } })
     // Plans like the player, then, once a node runs, reads big.md forever (what never seeing the result did).
     rig.mock.fallback = (request) => {
-      const state = String(request.body.messages.findLast((m: any) => String(m.content).startsWith('[host: task state'))?.content ?? '')
-      return isMain(request) && state.includes('"status":"running"') ? mockTools(['read', { path: 'big.md' }]) : player(request)
+      const state = taskStateOf(request.body.messages) as any
+      return isMain(request) && state?.nodes?.some((n: any) => n.status === 'running') ? mockTools(['read', { path: 'big.md' }]) : player(request)
     }
     rig.host = await TestHost.boot({
       plugins: [
