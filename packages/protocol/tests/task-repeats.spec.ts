@@ -35,6 +35,11 @@ describe('repeated tool calls (pure)', () => {
     const two = fold(times(2, 'read', { path: 'a' }, 'A'))
     expect(judgeRepeat(fold([{ type: 'user/message', data: { text: 'look again' } }], two), 'read', { path: 'a' }, 2).kind).to.equal('allow')
     expect(judgeRepeat(fold([{ type: 'user/message', data: { text: 'continue', origin: 'controller' } }], two), 'read', { path: 'a' }, 2).kind).to.equal('repeated')
+    // After a loop pause, a person's /task resume gives one more TOOL_REPEATED answer first.
+    const looped = fold([call('r', 'read', { path: 'a' }), failed('r', 'TOOL_REPEATED')], two)
+    expect(judgeRepeat(looped, 'read', { path: 'a' }, 2).kind).to.equal('loop')
+    expect(judgeRepeat(fold([{ type: 'user/message', data: { text: '/task resume', origin: 'user' } }], looped), 'read', { path: 'a' }, 2).kind).to.equal('repeated')
+    expect(judgeRepeat(fold([{ type: 'user/message', data: { text: '/task resume', origin: 'controller' } }], looped), 'read', { path: 'a' }, 2).kind).to.equal('loop')
   })
 
   it('identical errors count as identical results; key order does not matter; a result without its call is ignored', () => {
@@ -47,7 +52,7 @@ describe('repeated tool calls (pure)', () => {
 
   it('reads DSH\'s shape of the answer (the refusal as text) as TOOL_REPEATED too', () => {
     const three = fold(times(3, 'read', { file_path: '/w/a' }, 'A'))
-    for (const answer of [failed('x', 'TOOL_FAILED', 'TOOL_REPEATED: read was called 3 times'), result('x', 'Error: TOOL_REPEATED: read was called 3 times')]) {
+    for (const answer of [failed('x', 'TOOL_FAILED', 'TOOL_REPEATED: read was called 3 times'), result('x', 'Error: TOOL_REPEATED: read was called 3 times'), result('x', 'Tool call denied by hook: TOOL_REPEATED: read…')]) {
       const state = fold([call('x', 'read', { file_path: '/w/a' }), answer], three)
       expect(judgeRepeat(state, 'read', { file_path: '/w/a' }, 3).kind).to.equal('loop')
     }

@@ -97,10 +97,13 @@ export function foldRepeat(state: RepeatState, event: EventLike): RepeatState {
       return { pending, streak: { call, outcome, count: 1, refused: 0 } }
     }
     case 'user/message': {
-      // A person's message is new information: the row starts again. Controller turns do not break it.
+      // A person's message is new information: the row starts again. A person's command (`/task resume`
+      // after a loop pause) gives the agent one more TOOL_REPEATED answer before the next pause.
+      // Controller turns change nothing.
       const origin = data.origin ?? 'user'
-      if (origin !== 'user' || String(data.text ?? '').startsWith('/')) return state
-      return state.streak ? { pending: state.pending } : state
+      if (origin !== 'user' || !state.streak) return state
+      if (String(data.text ?? '').startsWith('/')) return state.streak.refused ? { ...state, streak: { ...state.streak, refused: 0 } } : state
+      return { pending: state.pending }
     }
     default: return state
   }
@@ -108,13 +111,13 @@ export function foldRepeat(state: RepeatState, event: EventLike): RepeatState {
 
 /**
  * Whether a result is the TOOL_REPEATED answer: its code on our host; on DSH a guard's denial reaches the
- * log as the text `TOOL_REPEATED: …` (the adapter's refusal text, `Error: ` before it as the agent saw it),
- * as an error of another code or as the result's text.
+ * log as the text `TOOL_REPEATED: …` (the adapter's refusal text, with whatever DSH puts before it), as an
+ * error of another code or as the result's text. Only read as the answer to the call the row is about.
  */
 function isRepeatedAnswer(data: { result?: unknown, error?: { code?: unknown, message?: unknown } }): boolean {
   if (data.error?.code === TOOL_REPEATED) return true
   const text = data.error ? data.error.message : data.result
-  return typeof text === 'string' && /^(?:Error: )?TOOL_REPEATED: /.test(text)
+  return typeof text === 'string' && /\bTOOL_REPEATED: /.test(text.slice(0, 200))
 }
 
 export type RepeatVerdict =
