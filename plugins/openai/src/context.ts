@@ -157,8 +157,12 @@ export function layoutMessages(input: ContextInput, limits: ContextLimits, count
       costs[newestIndex] = cost(messages)
       cutHere = true
     }
-    newestMin = costs[newestIndex]
     if (costs[newestIndex] + newer <= budget) newest = { seq: items[newestIndex].seq, cut: cutHere }
+    // What the step cannot do without: the newest call of this turn. One from before the turn's input (a
+    // message after it) that cannot fit even cut short is laid out like any other entry (it may be dropped):
+    // otherwise no message could ever get past it.
+    const beforeInput = inputIndex >= 0 && items[newestIndex].seq < groups[inputIndex].seq
+    if (!beforeInput) newestMin = costs[newestIndex]
   }
   const costFrom = (from: number) => items.reduce((sum, item, index) => item.seq >= from ? sum + costs[index] : sum, 0)
 

@@ -2,7 +2,7 @@ import { expect } from 'chai'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SupervisorPlugin } from '@taskward/plugin-supervisor'
-import { TestHost, mockTools, taskPlayer, taskStateOf } from '@taskward/testkit'
+import { TestHost, mockText, mockTools, taskPlayer, taskStateOf } from '@taskward/testkit'
 import * as OpenAIPlugin from '../src'
 import { KEY, runTurn, until } from './helpers'
 import { bootRoute, history, ofType, useRig } from './loopback'
@@ -99,5 +99,23 @@ describe('plugin-openai: the newest tool call and its result are always in the r
     const main = rig.mock.requests.filter(isMain)
     expect(main.some((r) => JSON.stringify(r.body.messages).includes('TOOL_REPEATED'))).to.equal(true)
     expect(rig.mock.requests.filter((r) => (r.promptTokens ?? 0) > 4653)).to.have.length(0)
+  })
+
+  it('ends the step MODEL_CONTEXT_EXCEEDED, sending nothing, only when even the newest results cut short cannot fit', async () => {
+    await writeFile(join(rig.cwd, 'big.md'), chineseFile(6018))
+    rig.host = await bootRoute(rig.mock, { contextTokens: 3000 })
+    const agent = await rig.agent()
+    // One step asks for 40 reads at once: 40 results of at least 200 characters each cannot fit 3,000 tokens.
+    rig.mock.script(mockTools(...Array.from({ length: 40 }, (_, i): [string, Record<string, unknown>] => ['read', { path: 'big.md', offset: i }])))
+    const { summary } = await runTurn(rig.host, agent, 'read it all')
+    expect(summary.error?.code).to.equal('MODEL_CONTEXT_EXCEEDED')
+    expect(summary.error?.message).to.match(/newest tool call with its result/).and.match(/holds \d+/)
+    expect(rig.mock.requests).to.have.length(1)
+    // One read at once fits, cut.
+    await history(agent, 0)
+    rig.mock.script(mockTools(['read', { path: 'big.md' }]), mockText('read it'))
+    const again = await runTurn(rig.host, agent, 'read it once')
+    expect(again.summary.error).to.equal(undefined)
+    expect(JSON.stringify(rig.mock.requests.at(-1)!.body.messages)).to.include('第0行').and.include('more characters not shown')
   })
 })
