@@ -137,6 +137,19 @@ function resultHint(name: string, args: unknown): (at: number) => string {
   return () => 'a narrower call shows the rest: `read` with `offset` and `limit`, or `grep`'
 }
 
+/**
+ * A result event's tool message content at the default limit, kept with the event: every step lays out
+ * the same window events again, and cutting a long result as JSON costs a few serializations.
+ */
+const rendered = new WeakMap<object, { chars: number, args: unknown, content: string }>()
+function renderedResult(event: SessionEvent, answer: Record<string, any>, chars: number): string {
+  const kept = rendered.get(event)
+  if (kept && kept.chars === chars && kept.args === answer.args) return kept.content
+  const content = toolContent(event.seq, answer, chars)
+  rendered.set(event, { chars, args: answer.args, content })
+  return content
+}
+
 /** One tool message: the result (or error) with its seq, fit to `chars`. */
 const toolContent = (seq: number, data: Record<string, any>, chars: number) => fitJson(
   data.error ? { seq, error: data.error } : { seq, result: data.result ?? null }, chars, resultHint(String(data.name ?? ''), data.args),
@@ -214,7 +227,7 @@ export function eventsToGroups(events: readonly SessionEvent[], limits: { toolRe
         // The seq lets the model cite this result as evidence (task_report_stage, repairs, verdicts).
         const answer = { ...data, args: open.calls.find((c) => c.id === id)?.args }
         open.answers.set(id, { seq: event.seq, data: answer })
-        const message: ChatMessage = { role: 'tool', tool_call_id: id, content: toolContent(event.seq, answer, limits.toolResultChars) }
+        const message: ChatMessage = { role: 'tool', tool_call_id: id, content: renderedResult(event, answer, limits.toolResultChars) }
         origins?.set(message, event)
         open.group.messages.push(message)
         // Every call answered: what waited behind them follows now.
