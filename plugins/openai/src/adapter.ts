@@ -239,7 +239,11 @@ export class OpenAIRoute implements ModelAdapter {
           { route: this.config.route, limit: plan.limit, requested: this.counter.calibrated(plan.raw) }))
       }
       // Recorded before it is sent, so that a host that restarts lays the next step out alike (window-record.ts).
-      if (plan.record) await request.session.append(WINDOW_EVENT, { route: this.config.route, ...plan.record })
+      // Not the step's business if it fails: only a restart's first request would differ.
+      if (plan.record) {
+        await request.session.append(WINDOW_EVENT, { route: this.config.route, ...plan.record })
+          .catch((error) => this.ctx.logger('openai').debug('route %s: the window was not recorded (%s)', this.config.route, error))
+      }
       try {
         return await this.send(request, plan)
       } catch (error) {

@@ -82,8 +82,6 @@ export function estimateMessage(message: ChatMessage): number {
   return estimateTokens(text) + 4
 }
 
-
-
 /** Tokens kept for the note on dropped entries. */
 const NOTE_TOKENS = 32
 
