@@ -1,7 +1,7 @@
 import { expect } from 'chai'
 import type { Agent, Session } from '@taskward/host'
 import { removeTree, type TestHost } from '@taskward/testkit'
-import { approvedTask, bootSupervisor, command, supervisorOf, turn, until, workspace } from './fixtures'
+import { approvedTask, bootSupervisor, command, ok, supervisorOf, turn, until, workspace } from './fixtures'
 
 const read = { name: 'read', args: { path: 'README.md' } }
 
@@ -91,5 +91,19 @@ describe('supervisor: repeated tool calls', () => {
     agent.followup('please look again')
     await agent.whenIdle()
     expect(await results()).to.deep.equal(['ok', 'ok', 'ok', 'ok', 'ok'])
+  })
+
+  it('a reviewer that pages the same log again and again is stopped too: its review fails and the task pauses (review-fault)', async () => {
+    await boot()
+    await approvedTask(host, session)
+    await ok(host, session, 'task_start_node', { nodeId: 'a' })
+    const page = { toolCalls: [{ name: 'review_read_log', args: { from: 0, limit: 50 } }] }
+    host.scripted.script('reviewer', Array.from({ length: 8 }, () => page))
+    await ok(host, session, 'task_report_stage', { nodeId: 'a' })
+    await until(async () => (await supervisorOf(host).state(session)).current!.phase === 'paused', 'the pause')
+    const task = (await supervisorOf(host).state(session)).current!
+    expect(task.pauseReason).to.equal('review-fault')
+    // Three pages alike, TOOL_REPEATED, then the turn was stopped: the rest of the script was not played.
+    expect(host.scripted.pending('reviewer')).to.equal(3)
   })
 })
