@@ -134,17 +134,17 @@ async function guardOverhead() {
           ...task, revision: 2, phase: 'active', plan: PLAN, nodeRuns: { a: { attempt: 1, status: 'pending' }, b: { attempt: 1, status: 'pending' }, c: { attempt: 1, status: 'pending' } },
         })], result: undefined }))
       }
-      for (let i = 0; i < 200; i++) await host.ctx.tools.execute(session, 'bench_noop', {})
+      for (let i = 0; i < 200; i++) await host.ctx.tools.execute(session, 'bench_noop', { n: i })
       const [, took] = await timeAsync(async () => {
         for (let i = 0; i < CALLS; i++) {
-          const outcome = await host.ctx.tools.execute(session, 'bench_noop', {})
+          const outcome = await host.ctx.tools.execute(session, 'bench_noop', { n: i })
           if (outcome.error) throw new Error(outcome.error.message)
         }
       })
       // The same two appends done directly: what a call costs before admission, guards and dispatch.
       const [, appends] = await timeAsync(async () => {
         for (let i = 0; i < CALLS; i++) {
-          await session.append('tool/call', { callId: `c${i}`, name: 'bench_noop', args: {} })
+          await session.append('tool/call', { callId: `c${i}`, name: 'bench_noop', args: { n: i } })
           await session.append('tool/result', { callId: `c${i}`, name: 'bench_noop', result: 1 })
         }
       })

@@ -77,17 +77,17 @@ async function toolCalls(label: string, plugins: PluginEntry[]) {
     const tools = original(host.ctx.tools)
     const appendsOnly = async () => {
       for (let i = 0; i < CALLS; i++) {
-        await session.append('tool/call', { callId: `c${i}`, name: 'bench_noop', args: {} })
+        await session.append('tool/call', { callId: `c${i}`, name: 'bench_noop', args: { n: i } })
         await session.append('tool/result', { callId: `c${i}`, name: 'bench_noop', result: 1 })
       }
     }
     const executes = async () => {
       for (let i = 0; i < CALLS; i++) {
-        const outcome = await tools.execute(session, 'bench_noop', {})
+        const outcome = await tools.execute(session, 'bench_noop', { n: i })
         if (outcome.error) throw new Error(outcome.error.message)
       }
     }
-    for (let i = 0; i < 300; i++) await tools.execute(session, 'bench_noop', {})
+    for (let i = 0; i < 300; i++) await tools.execute(session, 'bench_noop', { n: i })
     const ours: number[] = []
     const base: number[] = []
     for (let round = 0; round < ROUNDS; round++) {
@@ -119,7 +119,7 @@ async function agentSteps(label: string, plugins: PluginEntry[]) {
     const session = agent.session
     const turns = Math.max(1, Math.round(CALLS / STEPS_PER_TURN))
     const turn = async () => {
-      host.scripted.script('main', Array.from({ length: STEPS_PER_TURN }, (_, i) => ({ toolCalls: [{ id: `m${i}`, name: 'bench_noop', args: {} }] })))
+      host.scripted.script('main', Array.from({ length: STEPS_PER_TURN }, (_, i) => ({ toolCalls: [{ id: `m${i}`, name: 'bench_noop', args: { n: i } }] })))
       agent.followup('go')
       await agent.whenIdle()
     }
@@ -130,7 +130,7 @@ async function agentSteps(label: string, plugins: PluginEntry[]) {
       for (let t = 0; t < turns; t++) {
         await session.append('user/message', { text: 'go', origin: 'user' })
         for (let i = 0; i < STEPS_PER_TURN; i++) {
-          await session.append('tool/call', { callId: `c${i}`, name: 'bench_noop', args: {}, modelCallId: `m${i}` })
+          await session.append('tool/call', { callId: `c${i}`, name: 'bench_noop', args: { n: i }, modelCallId: `m${i}` })
           await session.append('tool/result', { callId: `c${i}`, name: 'bench_noop', modelCallId: `m${i}`, result: 1 })
         }
       }

@@ -55,8 +55,13 @@ function callArguments(value: unknown): unknown {
 export function sharedData(event: DshEvent, eventAt: (seq: number) => DshEvent | undefined): unknown {
   const data = event.data ?? {}
   switch (event.type) {
-    case 'user/message':
-      return { text: textOf(data.content) }
+    case 'user/message': {
+      // Taskward's own follow-ups (agents.ts) name their origin (`controller`, …) as on our host, where
+      // folds tell a person's message from the controller's by it; any other message is a person's.
+      const source = data.source
+      const ours = source?.kind === 'plugin' && source.plugin === 'taskward' && typeof source.origin === 'string'
+      return { text: textOf(data.content), ...(ours ? { origin: source.origin } : {}) }
+    }
     case 'assistant/message':
       return { text: textOf(data.message?.content) }
     case 'tool/call':

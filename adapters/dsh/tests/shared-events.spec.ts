@@ -26,6 +26,11 @@ describe('DSH adapter: shared event types in Taskward\'s shape', () => {
     expect(viewEvent(result([{ type: 'text', text: 'x' }]), 's').data).to.deep.equal({ callId: 'c1', result: 'x' })
     const user = { type: 'user/message', seq: 1, time: 0, data: { id: 'u', role: 'user', source: { kind: 'user' }, content: [{ type: 'text', text: 'hi' }, { type: 'image', data: '…' }] } }
     expect(viewEvent(user, 's')).to.deep.include({ type: 'user/message', data: { text: 'hi' } })
+    // Taskward's own follow-ups carry their origin (a controller turn is not a person's message).
+    const followup = { type: 'user/message', seq: 4, time: 0, data: { id: 'f', role: 'user', source: { kind: 'plugin', plugin: 'taskward', origin: 'controller' }, content: [{ type: 'text', text: 'go on' }] } }
+    expect(viewEvent(followup, 's').data).to.deep.equal({ text: 'go on', origin: 'controller' })
+    const foreign = { ...followup, data: { ...followup.data, source: { kind: 'plugin', plugin: 'other', origin: 'controller' } } }
+    expect(viewEvent(foreign, 's').data).to.deep.equal({ text: 'go on' })
     const assistant = { type: 'assistant/message', seq: 2, time: 0, data: { turn: 1, step: 1, message: { content: [{ type: 'text', text: 'a' }, { type: 'tool-call', id: 'c1' }, { type: 'text', text: 'b' }] } } }
     expect(viewEvent(assistant, 's').data).to.deep.equal({ text: 'a\nb' })
     expect(viewEvent({ type: 'turn/start', seq: 3, time: 0, data: { turn: 1 } }, 's')).to.deep.include({ type: 'dsh:turn/start', data: { turn: 1 } })

@@ -168,6 +168,16 @@ describe('host: tools', () => {
       expect((await run('grep', { pattern: 'TODO', include: 'src/**' })).result.matches).to.have.length(1)
     })
 
+    it('reads a part of a file by `offset` and `limit` (characters), saying where it starts and how long the file is', async () => {
+      await run('write', { path: 'big.md', content: '第一行\n第二行\n第三行\n' })
+      expect((await run('read', { path: 'big.md', offset: 4, limit: 3 })).result).to.deep.equal({ path: 'big.md', offset: 4, content: '第二行', chars: 12 })
+      expect((await run('read', { path: 'big.md', offset: 8 })).result).to.deep.equal({ path: 'big.md', offset: 8, content: '第三行\n', chars: 12 })
+      // Past the end: nothing, and where the end is.
+      expect((await run('read', { path: 'big.md', offset: 100, limit: 5 })).result).to.deep.equal({ path: 'big.md', offset: 12, content: '', chars: 12 })
+      expect((await run('read', { path: 'big.md', offset: -1 })).error?.code).to.equal('TOOL_INVALID_ARGS')
+      expect((await run('read', { path: 'big.md', limit: 0 })).error?.code).to.equal('TOOL_INVALID_ARGS')
+    })
+
     it('refuses edits that are ambiguous or miss, and reads of missing files, with codes', async () => {
       expect((await run('edit', { path: 'src/b.ts', old: 'b', new: 'c' })).error?.code).to.equal('BAD_REQUEST')
       expect((await run('edit', { path: 'src/b.ts', old: 'absent', new: 'c' })).error?.code).to.equal('BAD_REQUEST')

@@ -119,6 +119,13 @@ describe('task state reader (schema 1–11)', () => {
     expect(task).to.include({ phase: 'paused', pauseReason: 'budget', resumePhase: 'active' })
   })
 
+  it('reads a schema-11 loop pause; a schema-10 record cannot hold it', () => {
+    const task = readTaskState(envelope(11, { ...base, revision: 7, phase: 'paused', pauseReason: 'loop', resumePhase: 'active', nodeRuns: {} }), 1)
+    expect(task).to.include({ phase: 'paused', pauseReason: 'loop', resumePhase: 'active' })
+    expect(() => readTaskState(envelope(10, { ...base, revision: 7, phase: 'paused', pauseReason: 'loop', nodeRuns: {} }), 4))
+      .to.throw(TaskwardError, /seq 4/).with.property('code', 'RECORD_UNSUPPORTED')
+  })
+
   it('writers always write schema 11 with only defined optional fields; reading gives the same task', () => {
     const task: Task = { ...base, revision: 1, phase: 'planning', nodeRuns: {}, pauseReason: undefined, plan: undefined }
     const env = taskStateEnvelope(task)

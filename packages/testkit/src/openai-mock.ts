@@ -293,6 +293,43 @@ export class OpenAIMock {
   }
 }
 
+const CUT = Symbol('cut')
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> => !!value && typeof value === 'object' && !Array.isArray(value)
+
+/** RFC 7386: objects merge key by key, null removes a key, anything else replaces. */
+function mergeInto(target: unknown, patch: unknown): unknown {
+  if (!isPlainObject(patch)) return patch
+  const out: Record<string, unknown> = isPlainObject(target) ? { ...target } : {}
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete out[key]
+    else out[key] = mergeInto(out[key], value)
+  }
+  return out
+}
+
+/**
+ * The task state a request shows, read as a model would: its task-state notes in order, each the whole
+ * state or (its header says so) a JSON merge patch on the state before it. Undefined without a note; CUT
+ * when a note is not JSON (the state was cut).
+ */
+export function taskStateOf(messages: any[]): unknown {
+  let state: unknown
+  for (const message of messages) {
+    const content = String(message?.content ?? '')
+    if (message?.role !== 'user' || !content.startsWith('[host: task state (task_status)')) continue
+    const newline = content.indexOf('\n')
+    let body: unknown
+    try {
+      body = JSON.parse(content.slice(newline + 1))
+    } catch {
+      return CUT
+    }
+    state = content.slice(0, newline).includes('JSON merge patch') ? mergeInto(state, body) : body
+  }
+  return state
+}
+
 export interface TaskPlayerOptions {
   plan?: { acceptanceCriteria: string[], nodes: { id: string, title: string, dependsOn?: string[] }[] }
   /** Usage reported per step (default: the mock's estimate). */
@@ -344,14 +381,9 @@ export function taskPlayer(options: TaskPlayerOptions = {}) {
       }
       return text('Proposed the repair; it waits for your confirmation.')
     }
-    // The task state: the latest state note (the adapter appends one after the transcript when it changed).
-    const stateMessage = String(messages.findLast((m) => m.role === 'user' && String(m.content).startsWith('[host: task state (task_status)'))?.content ?? '')
-    let state: any
-    try {
-      state = stateMessage ? JSON.parse(stateMessage.slice(stateMessage.indexOf('\n') + 1)) : undefined
-    } catch {
-      return text('The task state was cut; stopping.')
-    }
+    // The task state: the state notes in order (the adapter appends one after the transcript when it changed).
+    const state: any = taskStateOf(messages)
+    if (state === CUT) return text('The task state was cut; stopping.')
     const phase = state?.task?.phase
     if (phase === 'planning') {
       return calls.includes('task_submit_plan') ? text('Plan submitted for review.') : call('task_submit_plan', plan)

@@ -68,6 +68,7 @@ export const PAUSE_LABELS = {
   recovery: 'stopped by the recovery controller',
   budget: 'a budget is used up; raise it, then /task resume',
   'model-context': "the turn's input does not fit the model's context; shorten it or use a larger context, then /task resume",
+  loop: 'the agent repeated the same call after TOOL_REPEATED; read the log, then /task resume',
 }
 
 export const STATUS_LABELS = {

@@ -3,7 +3,7 @@ import type { Context } from 'cordis'
 import type { ModelAdapter, ModelRequest, Session } from '@taskward/host'
 import { TaskwardError, type SessionEvent } from '@taskward/protocol'
 import type { ContextConfig, RouteConfig } from './config'
-import { layoutMessages, type ChatMessage, type Layout, type StateNote } from './context'
+import { layoutMessages, MIN_RESULT_CHARS, type ChatMessage, type Layout, type StateNote } from './context'
 import { modelFault, safeString } from './model-fault'
 import { discoverContext } from './discovery'
 import { judgePromptReport, RouteContext } from './route-context'
@@ -12,6 +12,7 @@ import { toolParameters, type JsonSchema } from './json-schema'
 import { instructionsFor } from './prompts'
 import { redact } from './redact'
 import { EventWindows } from './window'
+import { readWindowStart, windowRecord, WINDOW_EVENT } from './window-record'
 import { StepAssembler, type AssembledStep, type StreamChunk } from './stream'
 
 /** Why a finished step's own controller is aborted (nothing is waiting on it by then). */
@@ -44,6 +45,8 @@ interface Plan {
   /** The calibrated estimate of the whole request, margin excluded. */
   estimate: number
   limit: number
+  /** The window's start and new notes to record in the session before it is sent (window-record.ts). */
+  record?: { keepFrom: number, notes?: StateNote[] }
   /**
    * Raw tokens this request adds to what the route sent before and an endpoint's prefix cache may hold:
    * the session's previous request when it extends it (same tools, the window's start kept), else a
@@ -67,8 +70,12 @@ export class OpenAIRoute implements ModelAdapter {
   /** Steps in flight, by their STEP_HEADER id: where the route's fetch leaves a refused request's body. */
   private readonly refusals = new Map<string, { body?: string }>()
   private stepIds = 0
-  /** Per session: the seq its shown transcript starts at and its task-state notes (context.ts keeps both stable). */
-  private readonly starts = new Map<string, { keepFrom: number, notes: StateNote[], raw?: number, tools?: unknown }>()
+  /**
+   * Per session: the seq its shown transcript starts at and its task-state notes (context.ts keeps both
+   * stable); `undefined`: laid out afresh next step (a refusal, a cut). A session not in it (a restart, or
+   * forgotten) has them read back from its log (window-record.ts).
+   */
+  private readonly starts = new Map<string, { keepFrom: number, notes: StateNote[], raw?: number, tools?: unknown } | undefined>()
   /** The host's tool registry, read once: `ctx.tools` goes through cordis' tracing proxy (~0.1 ms a read). */
   private readonly registry: Context['tools']
   private toolCache?: { defs: unknown[], tools: { type: 'function', function: { name: string, description: string, parameters: JsonSchema } }[], raw: number }
@@ -184,12 +191,13 @@ export class OpenAIRoute implements ModelAdapter {
     const toolSet = this.toolSet()
     const { tools, raw: toolTokens } = toolSet
     const limit = this.limits.size().promptTokens
+    const known = this.starts.has(session.id) ? this.starts.get(session.id) : readWindowStart(events)
     const previous = this.starts.get(session.id)
     const instructions = instructionsFor(request.role, session.cwd)
     // In raw counts: the room left by the tools, shrunk by the route's calibration and the margin.
     const room = Math.floor(limit / (this.counter.ratio * SAFETY_MARGIN)) - toolTokens
     const layout = layoutMessages(
-      { instructions, taskState, events, unread, origins: this.origins, ...(previous ? { keepFrom: previous.keepFrom, notes: previous.notes } : {}) },
+      { instructions, taskState, events, unread, origins: this.origins, ...(known ? { keepFrom: known.keepFrom, notes: known.notes } : {}) },
       { contextTokens: Math.max(0, room), toolResultChars: this.context.toolResultChars, taskStateChars: this.context.taskStateChars, lowWater: this.context.lowWater },
       (message) => this.counter.message(message, this.origins),
     )
@@ -216,7 +224,8 @@ export class OpenAIRoute implements ModelAdapter {
     if (this.heads.tools !== toolSet) this.heads = { tools: toolSet, sent: new Set() }
     this.heads.sent.add(instructions)
     if (this.heads.sent.size > WINDOWS) this.heads.sent.delete(this.heads.sent.values().next().value!)
-    return { body, layout, raw, estimate: this.counter.calibrated(raw), limit, ...(fresh !== undefined ? { fresh } : {}) }
+    const record = windowRecord(known, layout)
+    return { body, layout, raw, estimate: this.counter.calibrated(raw), limit, ...(fresh !== undefined ? { fresh } : {}), ...(record ? { record } : {}) }
   }
 
   async step(request: ModelRequest): Promise<AssembledStep> {
@@ -225,9 +234,15 @@ export class OpenAIRoute implements ModelAdapter {
       const plan = await this.plan(request)
       if (!plan.layout.fits) {
         throw await this.exceeded(request, new TaskwardError('MODEL_CONTEXT_EXCEEDED',
-          `The turn's input with the instructions, the tool schemas and the task state alone is ≈${this.counter.calibrated(plan.layout.fixed + (this.toolCache?.raw ?? 0))} tokens; route "${this.config.route}" holds ${plan.limit} (${this.limits.size().source}). `
+          `The turn's input with the instructions, the tool schemas, the task state${plan.layout.required > plan.layout.fixed ? ` and the newest tool call with its result (cut to ${MIN_RESULT_CHARS} characters)` : ''} alone is ≈${this.counter.calibrated(plan.layout.required + (this.toolCache?.raw ?? 0))} tokens; route "${this.config.route}" holds ${plan.limit} (${this.limits.size().source}). `
           + 'Nothing is lost: send a shorter message, or use a model with a larger context (or raise context.contextTokens), then /task resume.',
           { route: this.config.route, limit: plan.limit, requested: this.counter.calibrated(plan.raw) }))
+      }
+      // Recorded before it is sent, so that a host that restarts lays the next step out alike (window-record.ts).
+      // Not the step's business if it fails: only a restart's first request would differ.
+      if (plan.record) {
+        await request.session.append(WINDOW_EVENT, { route: this.config.route, ...plan.record })
+          .catch((error) => this.ctx.logger('openai').debug('route %s: the window was not recorded (%s)', this.config.route, error))
       }
       try {
         return await this.send(request, plan)
@@ -240,7 +255,7 @@ export class OpenAIRoute implements ModelAdapter {
         if (counted > plan.estimate) this.counter.correct(plan.raw, counted)
         const named = Number(error.details?.limit) || Math.floor(plan.estimate * 0.75)
         this.limits.learn(named, 'a context-length refusal', Number(error.details?.completion) || undefined)
-        this.starts.delete(request.session.id)
+        this.starts.set(request.session.id, undefined)
         if (attempt === 0) {
           this.ctx.logger('openai').warn('route %s: the endpoint refused %d tokens (limit %s); retrying the step with a smaller window', this.config.route, plan.estimate, error.details?.limit ?? 'not named')
           continue
@@ -348,7 +363,7 @@ export class OpenAIRoute implements ModelAdapter {
    */
   private async learnCut(request: ModelRequest, plan: Plan, reported: number) {
     this.limits.learn(reported, 'a prompt the endpoint cut')
-    this.starts.delete(request.session.id)
+    this.starts.set(request.session.id, undefined)
     const message = `Model route "${this.config.route}" counted ${reported} prompt tokens of the ≈${plan.estimate} sent: the endpoint cut the prompt `
       + `without an error (Ollama does past its num_ctx). The route now sends at most ${this.limits.size().promptTokens} prompt tokens; `
       + 'raise num_ctx (Ollama: the model\'s PARAMETER num_ctx, or OLLAMA_CONTEXT_LENGTH) and set context.contextTokens to match.'

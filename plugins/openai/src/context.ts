@@ -1,5 +1,8 @@
 import type { SessionEvent } from '@taskward/protocol'
 import { cut, eventsToGroups, json, type ChatMessage, type Group } from './transcript'
+import { nextNote, noteMessage as renderNote, type StateNote } from './state-notes'
+
+export { TASK_STATE_HEADER, type StateNote } from './state-notes'
 
 export { cut, shrink, eventsToGroups, type ChatMessage, type ChatToolCall, type Group } from './transcript'
 
@@ -58,8 +61,12 @@ export interface Layout {
   tokens: number
   /** Estimated tokens of what is never dropped: system message, turn input, task state, note. */
   fixed: number
-  /** False when even `fixed` exceeds `contextTokens`: the turn's input cannot fit. */
+  /** `fixed` and the newest call with its results, cut as far as they are ever cut: what the step cannot do without. */
+  required: number
+  /** False when even `fixed` (with the newest call and its results, cut) exceeds `contextTokens`: the step cannot fit. */
   fits: boolean
+  /** The newest tool call group, always shown: its seq, and whether its arguments or results were cut to fit. */
+  newest?: { seq: number, cut: boolean }
   /** The task-state notes shown: hand them back as `notes` next step. */
   notes: StateNote[]
 }
@@ -75,21 +82,6 @@ export function estimateMessage(message: ChatMessage): number {
   return estimateTokens(text) + 4
 }
 
-/** How a task-state note starts (what a reader of the request looks for); `seq`: the first event after it. */
-export const TASK_STATE_HEADER = '[host: task state (task_status)'
-const stateHeader = (beforeSeq: number) => `${TASK_STATE_HEADER} as of seq ${beforeSeq}; it holds until a newer one follows]\n`
-
-/**
- * Where a task state was shown: before the event `beforeSeq` (the first event after it). A note stays
- * where it was shown, so the transcript stays append-only; a new one is appended only when the state
- * changed (or the window dropped the last one).
- */
-export interface StateNote {
-  beforeSeq: number
-  /** The state as shown (JSON, cut at taskStateChars). */
-  state: string
-}
-
 /** Tokens kept for the note on dropped entries. */
 const NOTE_TOKENS = 32
 
@@ -100,7 +92,11 @@ interface Item {
   seq: number
   messages: ChatMessage[]
   note?: StateNote
+  group?: Group
 }
+
+/** Characters a result of the newest call is cut to at the least: below that, the step does not fit. */
+export const MIN_RESULT_CHARS = 200
 
 /** The messages of one model step, within the limits, in the cache-stable layout. */
 export function layoutMessages(input: ContextInput, limits: ContextLimits, count: (message: ChatMessage) => number = estimateMessage): Layout {
@@ -112,8 +108,8 @@ export function layoutMessages(input: ContextInput, limits: ContextLimits, count
   // when the state is not the last one shown.
   const notes = (input.notes ?? []).filter((note) => note.beforeSeq <= nextSeq)
   const state = input.taskState === undefined ? undefined : cut(json(input.taskState), limits.taskStateChars)
-  if (state !== undefined && notes.at(-1)?.state !== state) notes.push({ beforeSeq: nextSeq, state })
-  const noteMessage = (note: StateNote): ChatMessage => ({ role: 'user', content: stateHeader(note.beforeSeq) + note.state })
+  if (state !== undefined && notes.at(-1)?.state !== state) notes.push(nextNote(nextSeq, state, notes.at(-1)))
+  const noteMessage = (note: StateNote): ChatMessage => renderNote(note, (beforeSeq) => notes.find((other) => other.beforeSeq === beforeSeq))
   const latest = state === undefined ? undefined : notes.at(-1)
 
   // The room of the conversation, independent of what changes per step (so the input's cut is stable).
@@ -135,13 +131,37 @@ export function layoutMessages(input: ContextInput, limits: ContextLimits, count
       const note = older[pending++]
       items.push({ seq: note.beforeSeq - 0.5, messages: [noteMessage(note)], note })
     }
-    if (index !== inputIndex) items.push({ seq: group.seq, messages: group.messages })
+    if (index !== inputIndex) items.push({ seq: group.seq, messages: group.messages, group })
   }
   for (; pending < older.length; pending++) items.push({ seq: older[pending].beforeSeq - 0.5, messages: [noteMessage(older[pending])], note: older[pending] })
   const latestMessages = latest ? [noteMessage(latest)] : []
   const fixed = count(system) + NOTE_TOKENS + (inputMessages ? cost(inputMessages) : 0) + cost(latestMessages)
   const budget = limits.contextTokens - fixed
   const costs = items.map((item) => cost(item.messages))
+  // The newest tool call and its results always stay (the model acts on them next): older entries are
+  // dropped first, and when the group does not fit the room left by what is newer than it, its
+  // arguments and results are cut to fit (the markers say how to see the rest). Only when what is newer
+  // than it alone leaves too little room is it laid out like any other entry.
+  const newestIndex = items.findLastIndex((item) => item.group?.recut !== undefined)
+  let newest: { seq: number, cut: boolean } | undefined
+  let newestMin = 0
+  if (newestIndex >= 0) {
+    const newer = costs.slice(newestIndex + 1).reduce((sum, tokens) => sum + tokens, 0)
+    const group = items[newestIndex].group!
+    let cutHere = false
+    if (costs[newestIndex] > budget - newer) {
+      const messages = fitGroup(group, budget - newer, limits.toolResultChars, count)
+      items[newestIndex] = { ...items[newestIndex], messages }
+      costs[newestIndex] = cost(messages)
+      cutHere = true
+    }
+    if (costs[newestIndex] + newer <= budget) newest = { seq: items[newestIndex].seq, cut: cutHere }
+    // What the step cannot do without: the newest call of this turn. One from before the turn's input (a
+    // message after it) that cannot fit even cut short is laid out like any other entry (it may be dropped):
+    // otherwise no message could ever get past it.
+    const beforeInput = inputIndex >= 0 && items[newestIndex].seq < groups[inputIndex].seq
+    if (!beforeInput) newestMin = costs[newestIndex]
+  }
   const costFrom = (from: number) => items.reduce((sum, item, index) => item.seq >= from ? sum + costs[index] : sum, 0)
 
   // The earliest start that still sees only events that were read (the caller's window slides once the
@@ -163,16 +183,33 @@ export function layoutMessages(input: ContextInput, limits: ContextLimits, count
       let start = index < items.length ? items[index].seq : nextSeq
       // Far enough into a sliding read window that it can slide half its length before the next jump.
       if (input.unread && input.events.length) start = Math.max(start, input.events[Math.floor(input.events.length / 2)].seq)
+      if (newest) start = Math.min(start, newest.seq)
       dropped = start > (keepFrom ?? 0) || items.some((item) => item.seq < start)
       keepFrom = Math.max(start, keepFrom ?? 0)
     }
   }
+  // A start past the newest call (kept from a step that could not keep it) comes back to it.
+  if (newest && keepFrom > newest.seq) keepFrom = newest.seq
   const from = keepFrom
   // The latest state is always shown: where it was, or, dropped with its place, again at the end.
   let shownLatest = latest
   if (latest && latest.beforeSeq - 0.5 < from) {
     shownLatest = { beforeSeq: nextSeq, state: latest.state }
     notes[notes.length - 1] = shownLatest
+  }
+  // A note shown as a patch on one the window dropped is shown whole (the start moved: what follows it is new
+  // to the endpoint's cache anyway).
+  for (const [index, note] of notes.entries()) {
+    const base = note.base === undefined ? undefined : notes.find((other) => other.beforeSeq === note.base)
+    if (note.base !== undefined && (!base || base.beforeSeq - 0.5 < from)) {
+      notes[index] = { beforeSeq: note.beforeSeq, state: note.state }
+      if (note === shownLatest) shownLatest = notes[index]
+      const at = items.findIndex((other) => other.note === note)
+      if (at >= 0) {
+        items[at] = { ...items[at], note: notes[index], messages: [noteMessage(notes[index])] }
+        costs[at] = cost(items[at].messages)
+      }
+    }
   }
   // The input in place (or pinned after the drop note), the latest note in place (or last).
   const inputSeq = inputIndex >= 0 ? groups[inputIndex].seq : undefined
@@ -183,9 +220,11 @@ export function layoutMessages(input: ContextInput, limits: ContextLimits, count
   const dropNote: ChatMessage[] = from > 0
     ? [{ role: 'user', content: `[host: conversation entries before seq ${Math.ceil(from)} are not shown; the session log has them]` }] : []
   const messages: ChatMessage[] = [system, ...dropNote, ...pinned, ...ordered.flatMap((item) => item.messages)]
-  const tokens = fixed + costFrom(from)
+  // The latest note as shown (whole again when it lost its base) in place of the one `fixed` counted.
+  const tokens = fixed - cost(latestMessages) + (shownLatest ? count(noteMessage(shownLatest)) : 0) + costFrom(from)
   return {
-    messages, keepFrom: from, dropped, tokens, fixed, fits: fixed <= limits.contextTokens,
+    messages, keepFrom: from, dropped, tokens, fixed, required: fixed + newestMin, fits: fixed + newestMin <= limits.contextTokens,
+    ...(newest ? { newest } : {}),
     // Notes the window dropped are not kept: they are never shown again.
     notes: notes.filter((note) => note === shownLatest || note.beforeSeq - 0.5 >= from),
   }
@@ -205,6 +244,21 @@ function cutInput(text: string, tokens: number, count: (message: ChatMessage) =>
     shown = cut(text, chars)
   }
   return shown
+}
+
+/**
+ * The newest call group cut to `tokens` as `count` counts them: its arguments and results cut at fewer
+ * characters in each round, in proportion to what it still counts over, down to MIN_RESULT_CHARS.
+ */
+function fitGroup(group: Group, tokens: number, chars: number, count: (message: ChatMessage) => number): ChatMessage[] {
+  let messages = group.recut!(chars)
+  for (let round = 0; round < 8 && chars > MIN_RESULT_CHARS; round++) {
+    const counted = messages.reduce((sum, message) => sum + count(message), 0)
+    if (counted <= tokens) break
+    chars = Math.max(MIN_RESULT_CHARS, Math.floor(chars * Math.max(0, tokens) / counted * 0.9))
+    messages = group.recut!(chars)
+  }
+  return messages
 }
 
 /** Where an item at `seq` goes among `items` (sorted by their position): before the first one past it. */

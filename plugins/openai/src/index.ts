@@ -7,7 +7,7 @@ import { Config, ContextConfig, type RouteConfig } from './config'
 
 export { Config, ContextConfig, RouteConfig } from './config'
 export { OpenAIRoute, type TaskStateSource } from './adapter'
-export { buildMessages, layoutMessages, eventsToGroups, cut, estimateTokens, TASK_STATE_HEADER, type ChatMessage, type ContextLimits, type Layout, type StateNote } from './context'
+export { buildMessages, layoutMessages, eventsToGroups, cut, shrink, estimateTokens, TASK_STATE_HEADER, type ChatMessage, type ContextLimits, type Layout, type StateNote } from './context'
 export { contextRefusal, bodyMessage, type ContextRefusal } from './context-limit'
 export { discoverContext, OLLAMA_DEFAULT_NUM_CTX } from './discovery'
 export { RouteContext, silentlyCut } from './route-context'

@@ -10,8 +10,16 @@ const COMMON = [
   'A tool result with an "error" carries a stable "code" and a message saying what to do next: read it and adapt.',
 ].join(' ')
 
+/** How to read the task-state notes (state-notes.ts), for the roles that get them. */
+const STATE_NOTES = [
+  'A host note of the task state (as task_status returns it) shows the supervised task\'s state as of a seq; one headed "changes since seq N,',
+  'a JSON merge patch" holds only what changed since the note before it (objects merge key by key, null removes a key,',
+  'any other value replaces; what is not named is unchanged). The latest note is the state now.',
+].join(' ')
+
 export const MAIN_INSTRUCTIONS = [
   COMMON,
+  STATE_NOTES,
   'You are the main agent of this session. Messages marked [controller] come from the task supervisor and say what',
   'the task needs next (plan with task_submit_plan, start a node with task_start_node, do the work with the file tools,',
   'report it with task_report_stage citing the evidence seqs, then task_request_completion). Follow them; do one step of',
@@ -27,6 +35,7 @@ export const REVIEWER_INSTRUCTIONS = [
 
 export const CONSULTATION_INSTRUCTIONS = [
   COMMON,
+  STATE_NOTES,
   'You are consulted about a finished task. Read what you need and answer; propose a repair only when asked.',
 ].join(' ')
 

@@ -18,10 +18,65 @@ export interface ChatToolCall {
   function: { name: string, arguments: string }
 }
 
-/** Cut `text` to `limit` characters with a marker that says how much was left out. */
-export function cut(text: string, limit: number): string {
-  if (text.length <= limit) return text
-  return `${text.slice(0, Math.max(0, limit))}\n…[cut: ${text.length - limit} more characters not shown]`
+/** A cut marker at the end of a text (what `cut` appends): its count of characters left out. */
+const MARKER = /\n…\[cut: (\d+) more characters not shown[^\]\n]*\]$/
+
+/**
+ * Cut `text` to `limit` characters with a marker that says how much was left out (`hint`, when given,
+ * says how to see it: it gets the position the cut starts at). A text that already ends with a marker
+ * (the event window keeps long values cut) is cut again from its shown part, and the new marker counts
+ * both: the count is always of the original value's characters.
+ */
+export function cut(text: string, limit: number, hint?: (at: number) => string): string {
+  const marked = MARKER.exec(text)
+  const shown = marked ? text.slice(0, marked.index) : text
+  const hidden = marked ? Number(marked[1]) : 0
+  if (shown.length <= limit && (marked || text.length <= limit)) return text
+  const at = Math.max(0, Math.min(limit, shown.length))
+  return `${shown.slice(0, at)}\n…[cut: ${shown.length - at + hidden} more characters not shown${hint ? `; ${hint(at)}` : ''}]`
+}
+
+/** Room a cut marker with a hint takes (the JSON of a value cut to fit is allowed this much past its limit). */
+const MARKER_ROOM = 240
+const MAX_ROUNDS = 6
+
+/**
+ * The JSON of `value` in about `limit` characters. While it is longer, its longest string is cut (with
+ * `hint`, told where in that string the cut starts): the JSON stays valid and each marker counts the
+ * characters of its own value. Only when no string is long enough to make it fit is the JSON text cut.
+ */
+export function fitJson(value: unknown, limit: number, hint?: (at: number) => string): string {
+  let text = json(value)
+  for (let round = 0; round < MAX_ROUNDS && text.length > limit + MARKER_ROOM; round++) {
+    const longest = longestString(value)
+    if (!longest) break
+    const [path, string] = longest
+    const marked = MARKER.exec(string)
+    const shown = marked ? marked.index : string.length
+    // Each character is at least one character of JSON: cutting `over` of them takes at least `over` off.
+    const keep = Math.max(0, shown - (text.length - limit) - (string.length - shown))
+    if (keep >= shown) break
+    value = replaceAt(value, path, cut(string, keep, hint))
+    text = json(value)
+  }
+  return text.length > limit + MARKER_ROOM ? cut(text, limit) : text
+}
+
+/** The longest string in `value` (at most MAX_DEPTH levels), with its path. */
+function longestString(value: unknown, path: (string | number)[] = [], best?: [(string | number)[], string]): [(string | number)[], string] | undefined {
+  if (typeof value === 'string') return !best || value.length > best[1].length ? [path, value] : best
+  if (!value || typeof value !== 'object' || path.length >= MAX_DEPTH) return best
+  for (const [key, item] of Object.entries(value)) best = longestString(item, [...path, Array.isArray(value) ? Number(key) : key], best)
+  return best
+}
+
+/** `value` with the string at `path` replaced (copies along the path; `value` is not changed). */
+function replaceAt(value: unknown, path: (string | number)[], replacement: string): unknown {
+  if (!path.length) return replacement
+  const [key, ...rest] = path
+  const copy: any = Array.isArray(value) ? [...value] : { ...(value as object) }
+  copy[key] = replaceAt(copy[key], rest, replacement)
+  return copy
 }
 
 const MAX_ITEMS = 200
@@ -62,7 +117,43 @@ export const json = (value: unknown) => {
 export interface Group {
   seq: number
   messages: ChatMessage[]
+  /**
+   * A group of tool calls: its messages again, with every argument list and result cut at `chars`
+   * (what the layout uses to fit the newest call and its results into the room left).
+   */
+  recut?: (chars: number) => ChatMessage[]
 }
+
+/**
+ * What a cut tool result says about the rest: where a `read` goes on (its own `offset` plus where the
+ * content was cut), and for any tool, how to see less at once.
+ */
+function resultHint(name: string, args: unknown): (at: number) => string {
+  if (name === 'read') {
+    const base = Number((args as { offset?: unknown } | undefined)?.offset)
+    const offset = Number.isSafeInteger(base) && base > 0 ? base : 0
+    return (at) => `the file goes on at character ${offset + at}: \`read\` with \`offset\` ${offset + at} and a \`limit\` shows more, \`grep\` finds lines`
+  }
+  return () => 'a narrower call shows the rest: `read` with `offset` and `limit`, or `grep`'
+}
+
+/**
+ * A result event's tool message content at the default limit, kept with the event: every step lays out
+ * the same window events again, and cutting a long result as JSON costs a few serializations.
+ */
+const rendered = new WeakMap<object, { chars: number, args: unknown, content: string }>()
+function renderedResult(event: SessionEvent, answer: Record<string, any>, chars: number): string {
+  const kept = rendered.get(event)
+  if (kept && kept.chars === chars && kept.args === answer.args) return kept.content
+  const content = toolContent(event.seq, answer, chars)
+  rendered.set(event, { chars, args: answer.args, content })
+  return content
+}
+
+/** One tool message: the result (or error) with its seq, fit to `chars`. */
+const toolContent = (seq: number, data: Record<string, any>, chars: number) => fitJson(
+  data.error ? { seq, error: data.error } : { seq, result: data.result ?? null }, chars, resultHint(String(data.name ?? ''), data.args),
+)
 
 /**
  * Map events to groups of chat messages, in order. `origins`, when given, learns the event each message
@@ -72,14 +163,15 @@ export interface Group {
 export function eventsToGroups(events: readonly SessionEvent[], limits: { toolResultChars: number }, origins?: WeakMap<object, SessionEvent>): Group[] {
   const groups: Group[] = []
   // The assistant message tool calls attach to, while only its own calls and results follow it.
-  let open: { group: Group, message: Extract<ChatMessage, { role: 'assistant' }>, pending: Set<string> } | undefined
+  let open: { group: Group, message: Extract<ChatMessage, { role: 'assistant' }>, pending: Set<string>, calls: CallPart[], answers: Map<string, { seq: number, data: Record<string, any> }> } | undefined
   // Slash commands (and their replies) the operator ran while a call was still running: shown after
   // the call's results, since the API wants every result right after its call.
   let deferred: Group[] = []
   const close = () => {
     if (open) {
       // A call without a recorded result (a crash mid-call): the API needs an answer for every call.
-      for (const id of open.pending) open.group.messages.push({ role: 'tool', tool_call_id: id, content: '(no result was recorded)' })
+      for (const id of open.pending) open.group.messages.push({ role: 'tool', tool_call_id: id, content: NO_RESULT })
+      open.group.recut = recutter(open.message.content, open.calls, open.answers)
       open = undefined
     }
     groups.push(...deferred)
@@ -109,7 +201,7 @@ export function eventsToGroups(events: readonly SessionEvent[], limits: { toolRe
         origins?.set(message, event)
         const group: Group = { seq: event.seq, messages: [message] }
         groups.push(group)
-        open = { group, message, pending: new Set() }
+        open = { group, message, pending: new Set(), calls: [], answers: new Map() }
         break
       }
       case 'tool/call': {
@@ -117,13 +209,14 @@ export function eventsToGroups(events: readonly SessionEvent[], limits: { toolRe
           const message: ChatMessage = { role: 'assistant', content: null }
           const group: Group = { seq: event.seq, messages: [message] }
           groups.push(group)
-          open = { group, message, pending: new Set() }
+          open = { group, message, pending: new Set(), calls: [], answers: new Map() }
         }
         const id = String(data.callId ?? `call-${event.seq}`)
         const call: ChatToolCall = { id, type: 'function', function: { name: String(data.name ?? ''), arguments: cut(json(data.args ?? {}), limits.toolResultChars) } }
         origins?.set(call, event)
         ;(open.message.tool_calls ??= []).push(call)
         open.pending.add(id)
+        open.calls.push({ id, name: call.function.name, args: data.args ?? {} })
         break
       }
       case 'tool/result': {
@@ -132,8 +225,9 @@ export function eventsToGroups(events: readonly SessionEvent[], limits: { toolRe
         if (!open?.pending.has(id)) break
         open.pending.delete(id)
         // The seq lets the model cite this result as evidence (task_report_stage, repairs, verdicts).
-        const body = data.error ? { seq: event.seq, error: data.error } : { seq: event.seq, result: data.result ?? null }
-        const message: ChatMessage = { role: 'tool', tool_call_id: id, content: cut(json(body), limits.toolResultChars) }
+        const answer = { ...data, args: open.calls.find((c) => c.id === id)?.args }
+        open.answers.set(id, { seq: event.seq, data: answer })
+        const message: ChatMessage = { role: 'tool', tool_call_id: id, content: renderedResult(event, answer, limits.toolResultChars) }
         origins?.set(message, event)
         open.group.messages.push(message)
         // Every call answered: what waited behind them follows now.
@@ -170,3 +264,21 @@ export function eventsToGroups(events: readonly SessionEvent[], limits: { toolRe
   return groups
 }
 
+const NO_RESULT = '(no result was recorded)'
+
+interface CallPart {
+  id: string
+  name: string
+  args: unknown
+}
+
+/** A call group's messages rebuilt with arguments and results cut at `chars` (fresh objects: never counted by event). */
+function recutter(content: string | null, calls: CallPart[], answers: Map<string, { seq: number, data: Record<string, any> }>) {
+  return (chars: number): ChatMessage[] => [
+    { role: 'assistant', content, tool_calls: calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: cut(json(c.args), chars) } })) },
+    ...calls.map((c): ChatMessage => {
+      const answer = answers.get(c.id)
+      return { role: 'tool', tool_call_id: c.id, content: answer ? toolContent(answer.seq, answer.data, chars) : NO_RESULT }
+    }),
+  ]
+}

@@ -2,6 +2,7 @@ import type { Context } from 'cordis'
 import type { Session } from '@taskward/host'
 import type { SessionEvent } from '@taskward/protocol'
 import { cut, shrink } from './context'
+import { WINDOW_EVENT } from './window-record'
 
 /**
  * The latest `size` events of the sessions a route serves, kept in memory from `session/event` so that
@@ -36,6 +37,8 @@ export class EventWindows {
   }
 
   private compact(event: SessionEvent): SessionEvent {
+    // The window's own record is read back whole (its notes are bounded by taskStateChars).
+    if (event.type === WINDOW_EVENT) return event
     const conversation = event.type === 'user/message' || event.type === 'assistant/message'
     const data = shrink(event.data, conversation ? this.messageLimit : this.toolLimit)
     return { seq: event.seq, type: event.type, time: event.time, data: conversation ? data : this.capFields(data) }

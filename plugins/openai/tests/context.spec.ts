@@ -1,6 +1,8 @@
 import { expect } from 'chai'
 import type { SessionEvent } from '@taskward/protocol'
-import { buildMessages, estimateTokens, layoutMessages, TASK_STATE_HEADER, type ChatMessage, type StateNote } from '../src'
+import { buildMessages, estimateTokens, layoutMessages, shrink, TASK_STATE_HEADER, type ChatMessage, type StateNote } from '../src'
+import { estimateMessage } from '../src/context'
+import { taskStateOf } from '@taskward/testkit'
 
 let seq = 0
 const ev = (type: string, data: any): SessionEvent => ({ seq: seq++, type, time: 0, data })
@@ -75,8 +77,54 @@ describe('model context (pure)', () => {
   it('cuts a long tool result at the limit with a marker saying how much is not shown', () => {
     const messages = buildMessages({ instructions: '', events: [user('go'), call('c', 'read'), result('c', 'read', 'x'.repeat(5000))] }, LIMITS)
     const tool = messages.find((m) => m.role === 'tool') as Extract<ChatMessage, { role: 'tool' }>
-    expect(tool.content.length).to.be.lessThan(200)
-    expect(tool.content).to.match(/…\[cut: \d+ more characters not shown\]$/)
+    expect(tool.content.length).to.be.lessThan(350)
+    // The JSON stays whole; the count is of the value's characters, and the marker says how to read on.
+    const shown = JSON.parse(tool.content).result as string
+    const [head, marker] = shown.split('\n…[cut: ')
+    expect(Number(/^(\d+) more characters not shown/.exec(marker)?.[1]) + head.length).to.equal(5000)
+    expect(marker).to.include(`\`read\` with \`offset\` ${head.length} and a \`limit\``).and.include('`grep`')
+  })
+
+  it('counts what was left out of a value the event window already cut, and a read\'s own offset', () => {
+    // The window keeps a 9,000-character content cut at 4,000 (shrink); the layout cuts it again.
+    const kept = shrink({ path: 'a.md', content: 'y'.repeat(9000) }, 4000)
+    const messages = buildMessages({ instructions: '', events: [user('go'), call('c', 'read', { path: 'a.md', offset: 500 }), result('c', 'read', kept)] }, LIMITS)
+    const shown = JSON.parse((messages.find((m) => m.role === 'tool') as any).content).result.content as string
+    const [head, marker] = shown.split('\n…[cut: ')
+    expect(Number(/^(\d+) more/.exec(marker)?.[1]) + head.length).to.equal(9000)
+    expect(marker).to.include(`\`offset\` ${500 + head.length} `)
+  })
+
+  it('always keeps the newest call and its result: cut to fit the room, older entries dropped first', () => {
+    const events: SessionEvent[] = [user('THE INPUT')]
+    for (let i = 0; i < 10; i++) events.push(said(`step ${i} ${'s'.repeat(400)}`))
+    events.push(call('big', 'read', { path: 'big.md' }), result('big', 'read', { path: 'big.md', content: '字'.repeat(6000) }))
+    const count = (m: ChatMessage) => estimateMessage(m) + ('content' in m && m.content ? (m.content.match(/字/g) ?? []).length : 0)
+    const limits = { contextTokens: 1500, toolResultChars: 4000, taskStateChars: 200 }
+    const layout = layoutMessages({ instructions: 'sys', events }, limits, count)
+    expect(layout.fits).to.equal(true)
+    // The step's text and its call are one group (seq 10).
+    expect(layout.newest).to.deep.equal({ seq: 10, cut: true })
+    expect(layout.tokens).to.be.at.most(limits.contextTokens)
+    const tool = layout.messages.find((m) => m.role === 'tool') as any
+    expect(tool?.tool_call_id).to.equal('big')
+    const content = JSON.parse(tool.content).result.content as string
+    const [head, marker] = content.split('\n…[cut: ')
+    expect(Number(/^(\d+) more/.exec(marker)?.[1]) + head.length).to.equal(6000)
+    expect(head.length).to.be.greaterThan(500)
+    // The older steps went; the input stays.
+    expect(layout.messages.map((m) => (m as any).content)).to.include('THE INPUT').and.include(`step 9 ${'s'.repeat(400)}`).and.not.include(`step 8 ${'s'.repeat(400)}`)
+    // The next step, with a newer call: the cut read is dropped rather than cutting the new one.
+    events.push(ev('model/usage', { promptTokens: 1, completionTokens: 1 }), call('w', 'write', { path: 'a.txt' }), result('w', 'write', { bytes: 1 }))
+    const next = layoutMessages({ instructions: 'sys', events, keepFrom: layout.keepFrom, notes: layout.notes }, limits, count)
+    expect(next.newest).to.deep.equal({ seq: 14, cut: false })
+    expect(next.messages.filter((m) => m.role === 'tool').map((m: any) => m.tool_call_id)).to.deep.equal(['w'])
+  })
+
+  it('does not fit (the step ends MODEL_CONTEXT_EXCEEDED) only when even the newest result cut short cannot', () => {
+    const events: SessionEvent[] = [user('go'), call('big', 'read', { path: 'big.md' }), result('big', 'read', { path: 'big.md', content: 'z'.repeat(6000) })]
+    expect(layoutMessages({ instructions: 'sys', events }, { contextTokens: 200, toolResultChars: 4000, taskStateChars: 200 }).fits).to.equal(true)
+    expect(layoutMessages({ instructions: 'sys', events }, { contextTokens: 80, toolResultChars: 4000, taskStateChars: 200 }).fits).to.equal(false)
   })
 
   it('answers a call whose result was never recorded, and leaves out a result whose call is outside the window', () => {
@@ -166,6 +214,29 @@ describe('model context (pure)', () => {
     expect(notes).to.have.length(2)
     expect(notes[1]).to.include('"reviewing"')
     expect((changed.messages.at(-1) as any).content).to.equal(notes[1])
+  })
+
+  it('a changed state after a note still shown is a JSON merge patch on it; read in order, the notes give the state now', () => {
+    const big = { task: { id: 't1', objective: 'o'.repeat(60), phase: 'active', revision: 3 }, nodes: [{ id: 'a', status: 'running' }, { id: 'b', status: 'pending' }], pendingReview: { kind: 'stage' } }
+    const events: SessionEvent[] = [user('do it')]
+    const limits = { ...LIMITS, taskStateChars: 4000 }
+    const first = layoutMessages({ instructions: 'sys', taskState: big, events }, limits)
+    events.push(ev('model/usage', {}), call('c0', 'write'), result('c0', 'write', 'ok'))
+    const next = { ...big, task: { ...big.task, phase: 'reviewing', revision: 4 } } as any
+    delete next.pendingReview
+    const second = layoutMessages({ instructions: 'sys', taskState: next, events, keepFrom: first.keepFrom, notes: first.notes }, limits)
+    const notes = second.messages.filter((m) => (m as any).content?.startsWith(TASK_STATE_HEADER)).map((m) => (m as any).content as string)
+    expect(notes).to.have.length(2)
+    expect(notes[1]).to.match(/^\[host: task state \(task_status\) as of seq 4: changes since seq 1, a JSON merge patch\]\n/)
+    expect(JSON.parse(notes[1].slice(notes[1].indexOf('\n') + 1))).to.deep.equal({ task: { phase: 'reviewing', revision: 4 }, pendingReview: null })
+    expect(taskStateOf(second.messages)).to.deep.equal(next)
+    // The window drops the first note: the patch is shown whole from then on.
+    const third = layoutMessages({ instructions: 'sys', taskState: next, events, keepFrom: 2, notes: second.notes }, limits)
+    const shown = third.messages.filter((m) => (m as any).content?.startsWith(TASK_STATE_HEADER)).map((m) => (m as any).content as string)
+    expect(shown).to.have.length(1)
+    expect(shown[0]).to.not.include('merge patch')
+    expect(taskStateOf(third.messages)).to.deep.equal(next)
+    expect(third.notes).to.deep.equal([{ beforeSeq: 4, state: JSON.stringify(next) }])
   })
 
   it('once the window is full, drops down to the low-water mark in one jump, then keeps its start for many steps', () => {

@@ -14,6 +14,8 @@ export interface Config {
   defaultModel: string
   /** Milliseconds a review may take in all (repair turn included) before it fails with REVIEW_FAULT. */
   reviewDeadlineMs: number
+  /** Identical calls with identical results in a row after which another is answered TOOL_REPEATED (0: off). */
+  repeatedCallLimit: number
 }
 
 export const Config: Schema<Partial<Config>, Config> = strictConfig('supervisor', Schema.object({
@@ -29,4 +31,6 @@ export const Config: Schema<Partial<Config>, Config> = strictConfig('supervisor'
     .description('Model route of main sessions started without naming one (startSession, the console).'),
   reviewDeadlineMs: Schema.natural().min(1).default(600000)
     .description('Milliseconds a review may take in all (its repair turn included); past it the reviewer is stopped and the review fails with REVIEW_FAULT (the task pauses).'),
+  repeatedCallLimit: Schema.natural().default(3)
+    .description('The same tool with identical arguments and an identical result this many times in a row in one session: the next identical call is answered TOOL_REPEATED, and one more ends the turn and pauses the task (loop). 0 turns it off.'),
 })) as Schema<Partial<Config>, Config>

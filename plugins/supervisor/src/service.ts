@@ -12,6 +12,7 @@ import { KeyedLock } from '@taskward/host'
 import { Controller, type ControllerStatus } from './continuation'
 import { Reviews } from './reviews'
 import { registerGuard } from './guard'
+import { registerRepeatGuard } from './repeats'
 import { registerTaskTools } from './tools'
 import { BUILTIN_SUBCOMMANDS, registerTaskCommand } from './commands'
 import type { CompletionGate, ProgressSource, ResumeGuard, TaskSubcommand, TaskTransition, Transaction } from './extensions'
@@ -118,6 +119,7 @@ export class Supervisor {
     this.controller = new Controller(ctx, this, this.config)
     this.reviews = new Reviews(ctx, this, this.config)
     registerGuard(ctx, this)
+    registerRepeatGuard(ctx, this, this.config.repeatedCallLimit)
     registerTaskTools(ctx, this)
     registerTaskCommand(ctx, this)
     holdInputDuringReviews(ctx, this)

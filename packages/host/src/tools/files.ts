@@ -49,11 +49,19 @@ async function overwrite(handle: FileHandle, content: string) {
 export function registerFileTools(ctx: Context) {
   ctx.tools.register({
     name: 'read',
-    description: 'Read a text file inside the working directory.',
+    description: 'Read a text file inside the working directory; `offset` and `limit` (characters) read a part of it.',
     readOnly: true,
-    parameters: Schema.object({ path: Schema.string().required() }),
-    async execute({ path }, { session }) {
-      return { path, content: await readText(session.cwd, path) }
+    parameters: Schema.object({
+      path: Schema.string().required(),
+      offset: Schema.natural().description('the first character to read (0: the start)'),
+      limit: Schema.natural().min(1).description('how many characters to read at most'),
+    }),
+    async execute({ path, offset, limit }, { session }) {
+      const content = await readText(session.cwd, path)
+      if (offset === undefined && limit === undefined) return { path, content }
+      // A part: where it starts and how long the whole text is, so that the next part can be asked for.
+      const from = Math.min(offset ?? 0, content.length)
+      return { path, offset: from, content: content.slice(from, limit === undefined ? undefined : from + limit), chars: content.length }
     },
   })
 

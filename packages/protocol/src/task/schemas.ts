@@ -17,8 +17,9 @@ import { optional } from '../records/reader'
  *   v8  `completionReview` gains `evidenceSeqs` and `cutoffSeq`.
  *   v9  pause reason `recovery`, review kind `progress`.
  *   v10 `acceptanceCycle`, `completedAt`, `reopenedFromProposalId`, `repairHistory`.
- *   v11 pause reasons `budget` (a recovery budget or the token budget stopped the task) and
- *       `model-context` (the turn's own input cannot fit the model's context).
+ *   v11 pause reasons `budget` (a recovery budget or the token budget stopped the task),
+ *       `model-context` (the turn's own input cannot fit the model's context) and `loop` (the agent
+ *       repeated a call after TOOL_REPEATED).
  *
  * Every field a version lacks is simply not in its schema; upgrades never add it.
  */
@@ -125,7 +126,7 @@ function repairHistoryEntry() {
 
 /** The payload schema of a `state` record written at version `v` (1–11). */
 export function taskStateSchema(v: number): Schema<any, any> {
-  const pauseReasons = ['user', 'decision', 'review-fault', 'restart', ...(v >= 9 ? ['recovery'] : []), ...(v >= 11 ? ['budget', 'model-context'] : [])]
+  const pauseReasons = ['user', 'decision', 'review-fault', 'restart', ...(v >= 9 ? ['recovery'] : []), ...(v >= 11 ? ['budget', 'model-context', 'loop'] : [])]
   return Schema.object({
     id: nonEmpty().required(),
     revision: positive().required(),

@@ -27,6 +27,7 @@ export const PAUSE_REASON_WORDS: Record<PauseReason, string> = {
   recovery: 'the recovery controller stopped execution',
   budget: 'a budget is used up',
   'model-context': 'the turn\'s input does not fit the model\'s context',
+  loop: 'the agent repeated the same tool call with the same result',
 }
 
 /** A node run's status in words. */

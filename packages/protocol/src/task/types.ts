@@ -22,7 +22,7 @@ export const TERMINAL_PHASES: readonly TaskPhase[] = ['complete', 'cleared']
  * steps, or the token budget; resuming is refused until it is raised). Records before schema 11 have
  * no `budget`: a budget stop there was paused as `recovery` or `user`, and is read as written.
  */
-export const PAUSE_REASONS = ['user', 'decision', 'review-fault', 'restart', 'recovery', 'budget', 'model-context'] as const
+export const PAUSE_REASONS = ['user', 'decision', 'review-fault', 'restart', 'recovery', 'budget', 'model-context', 'loop'] as const
 export type PauseReason = typeof PAUSE_REASONS[number]
 
 export const NODE_RUN_STATUSES = ['pending', 'running', 'reviewing', 'passed', 'needs-revision', 'awaiting-user'] as const
