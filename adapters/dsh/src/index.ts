@@ -48,7 +48,7 @@ export const Config: Schema<Partial<Config>, Config> = strictConfig('taskward', 
   supervisor: Schema.dict(Schema.any()).default({}).description('The supervisor plugin\'s config.'),
   workspace: Schema.dict(Schema.any()).default({}).description('The workspace plugin\'s config (repairMaxFiles, repairMaxBytes).'),
   recovery: Schema.dict(Schema.any()).default({}).description('The recovery plugin\'s config (checks, budgets, sandbox; docs/recovery.md).'),
-  storeDeadlineMs: Schema.natural().min(1).default(STORE_DEADLINE_MS)
+  storeDeadlineMs: Schema.natural().min(1).max(2_147_483_647).default(STORE_DEADLINE_MS)
     .description('How long Taskward waits for DSH\'s flush or a session resume before answering STORE_UNAVAILABLE (ms).'),
 })) as Schema<Partial<Config>, Config>
 

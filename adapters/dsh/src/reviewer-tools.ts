@@ -4,7 +4,8 @@ import { DSH_READ_ONLY_TOOLS, isDshReadOnly, resolvedDefinition } from './tool-i
 /*
  * What a reviewer agent in DSH is offered: its two review tools (registered in its own scope, tools.ts)
  * and DSH's own read-only file tools — `read`, `glob`, `grep` as the session's agent preset registered
- * them — on the reviewer session's workspace (the main session's cwd). Nothing that writes, edits or
+ * them — on the reviewer session's workspace (the main session's cwd; the supervisor's guard refuses a
+ * path outside it, which DSH's own read would take). Nothing that writes, edits or
  * runs: a preset brings DSH's whole standard set (write, edit, bash, subagent…), so right after the
  * preset is mounted the reviewer's own scope restricts what it inherits to those three names (rc.8's
  * `tools.restrict({allow})`, which hides every inherited name it does not list from the model AND from

@@ -57,10 +57,13 @@ export function sharedData(event: DshEvent, eventAt: (seq: number) => DshEvent |
   switch (event.type) {
     case 'user/message': {
       // Taskward's own follow-ups (agents.ts) name their origin (`controller`, …) as on our host, where
-      // folds tell a person's message from the controller's by it; any other message is a person's.
+      // folds tell a person's message from the controller's by it; a message without a plugin source is a person's.
+      // Another plugin's message (DSH's repeat-tool-reminder, time-context…) is no person's either: it
+      // must not reset what a person's message resets (the repeated-call row, for one).
       const source = data.source
       const ours = source?.kind === 'plugin' && source.plugin === 'taskward' && typeof source.origin === 'string'
-      return { text: textOf(data.content), ...(ours ? { origin: source.origin } : {}) }
+      const plugin = source?.kind === 'plugin' && !ours
+      return { text: textOf(data.content), ...(ours ? { origin: source.origin } : plugin ? { origin: 'plugin' } : {}) }
     }
     case 'assistant/message':
       return { text: textOf(data.message?.content) }

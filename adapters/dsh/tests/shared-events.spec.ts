@@ -30,7 +30,10 @@ describe('DSH adapter: shared event types in Taskward\'s shape', () => {
     const followup = { type: 'user/message', seq: 4, time: 0, data: { id: 'f', role: 'user', source: { kind: 'plugin', plugin: 'taskward', origin: 'controller' }, content: [{ type: 'text', text: 'go on' }] } }
     expect(viewEvent(followup, 's').data).to.deep.equal({ text: 'go on', origin: 'controller' })
     const foreign = { ...followup, data: { ...followup.data, source: { kind: 'plugin', plugin: 'other', origin: 'controller' } } }
-    expect(viewEvent(foreign, 's').data).to.deep.equal({ text: 'go on' })
+    // Another plugin's message (DSH's repeat-tool-reminder) is no person's: it carries origin plugin.
+    expect(viewEvent(foreign, 's').data).to.deep.equal({ text: 'go on', origin: 'plugin' })
+    const person = { ...followup, data: { ...followup.data, source: { kind: 'user' } } }
+    expect(viewEvent(person, 's').data).to.deep.equal({ text: 'go on' })
     const assistant = { type: 'assistant/message', seq: 2, time: 0, data: { turn: 1, step: 1, message: { content: [{ type: 'text', text: 'a' }, { type: 'tool-call', id: 'c1' }, { type: 'text', text: 'b' }] } } }
     expect(viewEvent(assistant, 's').data).to.deep.equal({ text: 'a\nb' })
     expect(viewEvent({ type: 'turn/start', seq: 3, time: 0, data: { turn: 1 } }, 's')).to.deep.include({ type: 'dsh:turn/start', data: { turn: 1 } })

@@ -178,6 +178,14 @@ describe('host: tools', () => {
       expect((await run('read', { path: 'big.md', limit: 0 })).error?.code).to.equal('TOOL_INVALID_ARGS')
     })
 
+    it('never starts or ends a part inside a surrogate pair (a lone half is not valid Unicode)', async () => {
+      await run('write', { path: 'emoji.md', content: 'a😀b😀' })
+      // 'a' then the pair at 1–2: a limit of 2 would end between its halves, an offset of 2 start there.
+      expect((await run('read', { path: 'emoji.md', offset: 0, limit: 2 })).result).to.include({ offset: 0, content: 'a' })
+      expect((await run('read', { path: 'emoji.md', offset: 2, limit: 3 })).result).to.include({ offset: 1, content: '😀b' })
+      expect((await run('read', { path: 'emoji.md', offset: 4, limit: 1 })).result).to.include({ offset: 4, content: '😀' })
+    })
+
     it('refuses edits that are ambiguous or miss, and reads of missing files, with codes', async () => {
       expect((await run('edit', { path: 'src/b.ts', old: 'b', new: 'c' })).error?.code).to.equal('BAD_REQUEST')
       expect((await run('edit', { path: 'src/b.ts', old: 'absent', new: 'c' })).error?.code).to.equal('BAD_REQUEST')

@@ -50,11 +50,31 @@ describe('repeated tool calls (pure)', () => {
     expect(stableJson({ b: [{ d: 1, c: 2 }], a: null })).to.equal('{"a":null,"b":[{"c":2,"d":1}]}')
   })
 
-  it('reads DSH\'s shape of the answer (the refusal as text) as TOOL_REPEATED too', () => {
+  it('reads DSH\'s shape of the answer (an error whose text is the refusal) as TOOL_REPEATED too', () => {
     const three = fold(times(3, 'read', { file_path: '/w/a' }, 'A'))
-    for (const answer of [failed('x', 'TOOL_FAILED', 'TOOL_REPEATED: read was called 3 times'), result('x', 'Error: TOOL_REPEATED: read was called 3 times'), result('x', 'Tool call denied by hook: TOOL_REPEATED: read…')]) {
+    for (const answer of [failed('x', 'TOOL_FAILED', 'TOOL_REPEATED: read was called 3 times'), failed('x', 'TOOL_FAILED', 'Error: TOOL_REPEATED: read was called 3 times')]) {
       const state = fold([call('x', 'read', { file_path: '/w/a' }), answer], three)
       expect(judgeRepeat(state, 'read', { file_path: '/w/a' }, 3).kind).to.equal('loop')
     }
+  })
+
+  it('counts on through another plugin\'s message (DSH\'s reminders), and a DSH command resets the refusal as a person\'s does', () => {
+    const notice = { type: 'user/message', data: { text: 'You called read 3 times', origin: 'plugin' } }
+    const state = fold([...times(2, 'read', { path: 'a' }, 'A'), notice, ...times(1, 'read', { path: 'a' }, 'A')])
+    expect(judgeRepeat(state, 'read', { path: 'a' }, 3).kind).to.equal('repeated')
+    const refused = fold([call('r', 'read', { path: 'a' }), failed('r', 'TOOL_REPEATED')], state)
+    expect(judgeRepeat(refused, 'read', { path: 'a' }, 3).kind).to.equal('loop')
+    const resumed = fold([{ type: 'command/run', data: { text: '/task resume' } }], refused)
+    expect(judgeRepeat(resumed, 'read', { path: 'a' }, 3).kind).to.equal('repeated')
+  })
+
+  it('never takes a result that holds the words for the refusal: the same call returning them is still stopped', () => {
+    // A grep of the docs, or a file the agent wrote to look like the answer, returned again and again.
+    for (const text of ['TOOL_REPEATED: read was called 3 times', 'docs/supervisor.md:288: holding `TOOL_REPEATED: …`']) {
+      const state = fold(times(10, 'grep', { pattern: 'TOOL_REPEATED' }, text))
+      expect(judgeRepeat(state, 'grep', { pattern: 'TOOL_REPEATED' }, 3).kind, text).to.not.equal('allow')
+    }
+    const inside = fold([...times(3, 'read', { path: 'x' }, 'A'), call('y', 'read', { path: 'x' }), failed('y', 'TOOL_FAILED', 'ENOENT: no such file TOOL_REPEATED: x')])
+    expect(judgeRepeat(inside, 'read', { path: 'x' }, 3).kind).to.equal('allow')
   })
 })

@@ -1,4 +1,4 @@
-import type { SessionEvent } from '@taskward/protocol'
+import { cutIndex, type SessionEvent } from '@taskward/protocol'
 
 /*
  * The session log as chat messages (pure): each conversation event mapped to a message, a call kept
@@ -32,8 +32,23 @@ export function cut(text: string, limit: number, hint?: (at: number) => string):
   const shown = marked ? text.slice(0, marked.index) : text
   const hidden = marked ? Number(marked[1]) : 0
   if (shown.length <= limit && (marked || text.length <= limit)) return text
-  const at = Math.max(0, Math.min(limit, shown.length))
+  const at = cutIndex(shown, Math.max(0, Math.min(limit, shown.length)))
   return `${shown.slice(0, at)}\n…[cut: ${shown.length - at + hidden} more characters not shown${hint ? `; ${hint(at)}` : ''}]`
+}
+
+/**
+ * A tool call's arguments in about `limit` characters, always valid JSON: servers parse them (vLLM
+ * runs json.loads on every call's arguments and refuses the request otherwise), so a long value is
+ * cut inside its string (`fitJson`); where no string is long enough, the cut text is kept as one.
+ */
+export function argumentsText(args: unknown, limit: number): string {
+  const text = fitJson(args, limit)
+  try {
+    JSON.parse(text)
+    return text
+  } catch {
+    return json({ cut: cut(json(args), limit) })
+  }
 }
 
 /** Room a cut marker with a hint takes (the JSON of a value cut to fit is allowed this much past its limit). */
@@ -46,6 +61,8 @@ const MAX_ROUNDS = 6
  * characters of its own value. Only when no string is long enough to make it fit is the JSON text cut.
  */
 export function fitJson(value: unknown, limit: number, hint?: (at: number) => string): string {
+  // A value the event window already kept cut (at toolResultChars) says how to read the rest too.
+  if (hint) value = hinted(value, hint)
   let text = json(value)
   for (let round = 0; round < MAX_ROUNDS && text.length > limit + MARKER_ROOM; round++) {
     const longest = longestString(value)
@@ -60,6 +77,18 @@ export function fitJson(value: unknown, limit: number, hint?: (at: number) => st
     text = json(value)
   }
   return text.length > limit + MARKER_ROOM ? cut(text, limit) : text
+}
+
+/** `value` with every cut marker that says only how much was left out given `hint` too (copies what it changes). */
+function hinted(value: unknown, hint: (at: number) => string, depth = 0): unknown {
+  if (typeof value === 'string') {
+    const marked = MARKER.exec(value)
+    if (!marked || marked[0].includes(';')) return value
+    return `${value.slice(0, marked.index)}\n…[cut: ${marked[1]} more characters not shown; ${hint(marked.index)}]`
+  }
+  if (!value || typeof value !== 'object' || depth >= MAX_DEPTH) return value
+  if (Array.isArray(value)) return value.map((item) => hinted(item, hint, depth + 1))
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, hinted(item, hint, depth + 1)]))
 }
 
 /** The longest string in `value` (at most MAX_DEPTH levels), with its path. */
@@ -212,7 +241,7 @@ export function eventsToGroups(events: readonly SessionEvent[], limits: { toolRe
           open = { group, message, pending: new Set(), calls: [], answers: new Map() }
         }
         const id = String(data.callId ?? `call-${event.seq}`)
-        const call: ChatToolCall = { id, type: 'function', function: { name: String(data.name ?? ''), arguments: cut(json(data.args ?? {}), limits.toolResultChars) } }
+        const call: ChatToolCall = { id, type: 'function', function: { name: String(data.name ?? ''), arguments: argumentsText(data.args ?? {}, limits.toolResultChars) } }
         origins?.set(call, event)
         ;(open.message.tool_calls ??= []).push(call)
         open.pending.add(id)
@@ -275,7 +304,7 @@ interface CallPart {
 /** A call group's messages rebuilt with arguments and results cut at `chars` (fresh objects: never counted by event). */
 function recutter(content: string | null, calls: CallPart[], answers: Map<string, { seq: number, data: Record<string, any> }>) {
   return (chars: number): ChatMessage[] => [
-    { role: 'assistant', content, tool_calls: calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: cut(json(c.args), chars) } })) },
+    { role: 'assistant', content, tool_calls: calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: argumentsText(c.args, chars) } })) },
     ...calls.map((c): ChatMessage => {
       const answer = answers.get(c.id)
       return { role: 'tool', tool_call_id: c.id, content: answer ? toolContent(answer.seq, answer.data, chars) : NO_RESULT }

@@ -1,3 +1,5 @@
+import { realpath } from 'node:fs/promises'
+import { isAbsolute, relative, resolve, sep } from 'node:path'
 import type { Context } from 'cordis'
 import { mainSessionOf, original, type Agent, type Session } from '@taskward/host'
 import { admitLinkedTool, admitTool, TaskwardError, type SupervisorState } from '@taskward/protocol'
@@ -21,10 +23,23 @@ export function registerGuard(ctx: Context, supervisor: Supervisor) {
   const sessions = original(ctx.sessions)
   /** The main session a (non-reviewer, non-main) session works for, if any (the first up its parents). */
   const mainOf = (session: Session) => mainSessionOf(sessions, session)
-  ctx.tools.guard(async ({ session, name, tool }) => {
+  ctx.tools.guard(async ({ session, name, tool, args }) => {
     if (session.role === 'reviewer') {
-      // Its own two tools, and the file tools only as the read-only tools the host defines under those names.
-      if (REVIEWER_OWN_TOOLS.includes(name) || (REVIEWER_TOOLS.includes(name) && tool?.readOnly === true)) return
+      // Its own two tools, and the file tools only as the read-only tools the host defines under those names,
+      // only inside the workspace: DSH's own read/glob/grep read any absolute path (our host's refuse them).
+      if (REVIEWER_OWN_TOOLS.includes(name)) return
+      if (REVIEWER_TOOLS.includes(name) && tool?.readOnly === true) {
+        const outside = await pathOutside(session.cwd, name, args)
+        if (outside === undefined) return
+        return {
+          deny: {
+            code: 'PATH_OUTSIDE_WORKSPACE',
+            message: `A reviewer reads only inside the workspace it reviews (${session.cwd}); ${JSON.stringify(outside)} lies outside it. `
+              + 'Name a path inside the workspace (relative paths are read from its root).',
+            details: { path: outside },
+          },
+        }
+      }
       return {
         deny: {
           code: 'FORBIDDEN',
@@ -53,6 +68,40 @@ export function registerGuard(ctx: Context, supervisor: Supervisor) {
       return supervisor.state(agent.session).then((state) => poisonedRefusal(agent, agent.session, state))
     }
     return mainOf(agent.session).then(async (main) => main && poisonedRefusal(agent, main, await supervisor.state(main)))
+  })
+}
+
+/** Argument names through which a file tool is told where to read (our host's and DSH's tools). */
+const PATH_ARGUMENTS = ['path', 'file_path', 'filePath', 'paths', 'dir', 'directory', 'cwd', 'include']
+const WILDCARD = /[*?[{]/
+
+/**
+ * The first path a file tool's arguments name that lies outside `cwd` — as written, or through the
+ * links it passes (resolved where it exists) — or undefined. A glob pattern (a glob's `pattern`, any
+ * `include`) counts up to its first wildcard segment.
+ */
+async function pathOutside(cwd: string, name: string, args: unknown): Promise<string | undefined> {
+  if (!args || typeof args !== 'object') return
+  const root = await realpath(cwd).catch(() => resolve(cwd))
+  // A glob's pattern names files; a grep's is a regular expression, not a path.
+  const values = [...PATH_ARGUMENTS, ...name === 'glob' ? ['pattern'] : []].flatMap((key) => {
+    const value = (args as Record<string, unknown>)[key]
+    return (Array.isArray(value) ? value : [value]).filter((item): item is string => typeof item === 'string' && item !== '')
+  })
+  for (const value of values) {
+    const segments = value.split('/')
+    const fixed = segments.slice(0, Math.max(0, segments.findIndex((segment) => WILDCARD.test(segment)))).join('/')
+    const path = WILDCARD.test(value) ? fixed || '.' : value
+    const full = resolve(cwd, path)
+    const real = await realpath(full).catch(() => full)
+    if ([full, real].some((candidate) => escapes(cwd, root, candidate))) return value
+  }
+}
+
+function escapes(cwd: string, root: string, path: string): boolean {
+  return [resolve(cwd), root].every((base) => {
+    const rest = relative(base, path)
+    return rest === '..' || rest.startsWith(`..${sep}`) || isAbsolute(rest)
   })
 }
 

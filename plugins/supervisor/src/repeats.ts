@@ -24,9 +24,11 @@ export function registerRepeatGuard(ctx: Context, supervisor: Supervisor, limit:
     states.set(id, entry)
     if (states.size > KEPT) states.delete(states.keys().next().value!)
   }
+  // Events appended while a session's log is being read back: folded on top of what the read returns.
+  const arriving = new Map<string, SessionEvent[]>()
   ctx.sessions.observe((session, event) => {
     const entry = states.get(session.id)
-    if (!entry) return
+    if (!entry) return void arriving.get(session.id)?.push(event)
     // A gap (another writer, a missed event): read back from the log next time.
     if (event.seq !== entry.next) return void states.delete(session.id)
     entry.state = foldRepeat(entry.state, event)
@@ -36,17 +38,53 @@ export function registerRepeatGuard(ctx: Context, supervisor: Supervisor, limit:
     const entry = states.get(session.id)
     if (entry && entry.next > fromSeq) states.delete(session.id)
   })
-  const stateOf = async (session: Session) => {
-    const entry = states.get(session.id)
-    if (entry && entry.next === session.seq) {
-      keep(session.id, entry)
-      return entry.state
+  // Reading the log back happens when a turn starts, never inside a step: a read makes the MySQL
+  // store write the step's staged events at once, and a step refused afterwards (LEASE_LOST) would
+  // leave them in the log.
+  const reading = new Map<string, Promise<void>>()
+  const readBack = (session: Session) => {
+    let read = reading.get(session.id)
+    if (!read) {
+      read = (async () => {
+        states.delete(session.id)
+        arriving.set(session.id, [])
+        const from = Math.max(0, session.seq - READ_BACK)
+        const events: SessionEvent[] = await session.read({ from, limit: READ_BACK })
+        let state = events.reduce(foldRepeat, REPEAT_INIT)
+        let next = events.length ? events.at(-1)!.seq + 1 : from
+        for (const event of arriving.get(session.id) ?? []) {
+          if (event.seq !== next) continue
+          state = foldRepeat(state, event)
+          next++
+        }
+        keep(session.id, { state, next })
+      })().finally(() => {
+        reading.delete(session.id)
+        arriving.delete(session.id)
+      })
+      reading.set(session.id, read)
     }
-    const from = Math.max(0, session.seq - READ_BACK)
-    const events: SessionEvent[] = await session.read({ from, limit: READ_BACK })
-    const state = events.reduce(foldRepeat, REPEAT_INIT)
-    keep(session.id, { state, next: events.length ? events.at(-1)!.seq + 1 : from })
-    return state
+    return read
+  }
+  ctx.on('agent/state', (agent: { state: string, session: Session }) => {
+    if (agent.state === 'running' && states.get(agent.session.id)?.next !== agent.session.seq) readBack(agent.session).catch(() => {})
+  })
+  const stateOf = async (session: Session): Promise<RepeatState> => {
+    const current = () => {
+      const entry = states.get(session.id)
+      return entry && entry.next === session.seq ? entry : undefined
+    }
+    const pending = reading.get(session.id)
+    if (pending) await pending.catch(() => {})
+    let entry = current()
+    if (!entry && ctx.agents.get(session.id)?.state !== 'running') {
+      // Not in a turn (a tool called directly): no step is open, the log may be read now.
+      await readBack(session)
+      entry = current()
+    }
+    if (!entry) return REPEAT_INIT // lost in the middle of a turn: counted again from the next turn
+    keep(session.id, entry)
+    return entry.state
   }
 
   ctx.tools.guard(async ({ session, name, args }) => {

@@ -66,9 +66,9 @@ describe('supervisor: tool admission', () => {
     expect((await supervisorOf(host).state(session)).current).to.include({ phase: 'paused', pauseReason: 'review-fault' })
     expect((await supervisorOf(host).state(session)).reviews[0].status).to.equal('failed')
     // The file tools only as the host's read-only tools: a tool of such a name that is not read-only is refused.
-    const decide = async (name: string, tool: unknown) => {
+    const decide = async (name: string, tool: unknown, args: Record<string, unknown> = {}) => {
       for (const guard of [...(host.ctx.tools as any).guards]) {
-        const decision = await guard({ session: reviewer, agentId: reviewer.id, name, args: {}, tool })
+        const decision = await guard({ session: reviewer, agentId: reviewer.id, name, args, tool })
         if (decision && 'deny' in decision) return decision.deny.code
       }
     }
@@ -76,6 +76,16 @@ describe('supervisor: tool admission', () => {
     expect(await decide('read', undefined)).to.equal('FORBIDDEN')
     expect(await decide('read', { name: 'read', readOnly: true })).to.equal(undefined)
     expect(await decide('review_read_log', { name: 'review_read_log', readOnly: true })).to.equal(undefined)
+    // Only inside the workspace, whatever the tool accepts (DSH's read takes any absolute path).
+    const readOnly = (name: string) => ({ name, readOnly: true })
+    expect(await decide('read', readOnly('read'), { file_path: join(cwd, 'x.md') })).to.equal(undefined)
+    expect(await decide('read', readOnly('read'), { file_path: '/etc/passwd' })).to.equal('PATH_OUTSIDE_WORKSPACE')
+    expect(await decide('read', readOnly('read'), { path: '../outside.md' })).to.equal('PATH_OUTSIDE_WORKSPACE')
+    expect(await decide('glob', readOnly('glob'), { pattern: '/root/**/*' })).to.equal('PATH_OUTSIDE_WORKSPACE')
+    expect(await decide('glob', readOnly('glob'), { pattern: 'src/**/*.ts' })).to.equal(undefined)
+    expect(await decide('grep', readOnly('grep'), { pattern: 'x', path: '..' })).to.equal('PATH_OUTSIDE_WORKSPACE')
+    // A grep's pattern is a regular expression, not a path.
+    expect(await decide('grep', readOnly('grep'), { pattern: '/usr/bin' })).to.equal(undefined)
 
     const consultation = await host.ctx.sessions.create({ cwd, role: 'consultation', parentId: session.id })
     await ok(host, consultation, 'write', { path: 'consult.md', content: 'ok\n' })

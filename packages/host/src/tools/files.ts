@@ -2,7 +2,7 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { FileHandle } from 'node:fs/promises'
 import { relative, resolve } from 'node:path'
-import { TaskwardError } from '@taskward/protocol'
+import { cutIndex, TaskwardError } from '@taskward/protocol'
 import { listFiles } from './glob'
 import { LineMatcher } from './grep'
 import { openInside } from './open'
@@ -60,8 +60,12 @@ export function registerFileTools(ctx: Context) {
       const content = await readText(session.cwd, path)
       if (offset === undefined && limit === undefined) return { path, content }
       // A part: where it starts and how long the whole text is, so that the next part can be asked for.
-      const from = Math.min(offset ?? 0, content.length)
-      return { path, offset: from, content: content.slice(from, limit === undefined ? undefined : from + limit), chars: content.length }
+      // Whole characters only: a part never starts or ends inside a surrogate pair.
+      const from = cutIndex(content, Math.min(offset ?? 0, content.length))
+      let to = limit === undefined ? content.length : cutIndex(content, Math.min(content.length, from + limit))
+      // A limit of one character that falls on a pair: the pair, whole.
+      if (to <= from && from < content.length) to = Math.min(content.length, from + 2)
+      return { path, offset: from, content: content.slice(from, to), chars: content.length }
     },
   })
 

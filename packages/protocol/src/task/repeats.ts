@@ -105,19 +105,26 @@ export function foldRepeat(state: RepeatState, event: EventLike): RepeatState {
       if (String(data.text ?? '').startsWith('/')) return state.streak.refused ? { ...state, streak: { ...state.streak, refused: 0 } } : state
       return { pending: state.pending }
     }
+    case 'command/run':
+    case 'dsh:command/run':
+      // DSH logs a person's command (`/task resume`) so, not as a message: the same as a command above.
+      return state.streak?.refused ? { ...state, streak: { ...state.streak, refused: 0 } } : state
     default: return state
   }
 }
 
 /**
  * Whether a result is the TOOL_REPEATED answer: its code on our host; on DSH a guard's denial reaches the
- * log as the text `TOOL_REPEATED: …` (the adapter's refusal text, with whatever DSH puts before it), as an
- * error of another code or as the result's text. Only read as the answer to the call the row is about.
+ * log as an error whose text is `Error: TOOL_REPEATED: …` (DSH's `Error: ` and the adapter's refusal
+ * text, `code: message`). Never a result's text, nor the code further inside an error's text: what a
+ * tool returns is the workspace's (a file, a grep of the docs), and reading as a refusal a result that
+ * merely holds the words would let the same call go on for ever. Only read as the answer to the call
+ * the row is about.
  */
 function isRepeatedAnswer(data: { result?: unknown, error?: { code?: unknown, message?: unknown } }): boolean {
-  if (data.error?.code === TOOL_REPEATED) return true
-  const text = data.error ? data.error.message : data.result
-  return typeof text === 'string' && /\bTOOL_REPEATED: /.test(text.slice(0, 200))
+  if (!data.error) return false
+  if (data.error.code === TOOL_REPEATED) return true
+  return typeof data.error.message === 'string' && /^(?:Error: )?TOOL_REPEATED: /.test(data.error.message)
 }
 
 export type RepeatVerdict =

@@ -1,3 +1,4 @@
+import { cutIndex } from '../text'
 import type { SessionEvent } from '../events'
 
 /*
@@ -91,9 +92,8 @@ function cutField(seq: number, field: ReviewCut['field'], value: unknown, offset
   if (offset === 0 && text.length <= max && typeof value !== 'string') return { value }
   if (offset === 0 && text.length <= max) return { value: text }
   const start = Math.min(offset, text.length)
-  let end = Math.min(text.length, start + max)
   // Never split a surrogate pair.
-  if (end < text.length && end > start && /[\ud800-\udbff]/.test(text[end - 1])) end--
+  const end = Math.max(start, cutIndex(text, Math.min(text.length, start + max)))
   const cut: ReviewCut = { field, offset: start, shown: end - start, total: text.length }
   if (end < text.length) cut.next = { from: seq, limit: 1, offset: end }
   const marker = end < text.length
