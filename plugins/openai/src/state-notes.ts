@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util'
 import type { ChatMessage } from './transcript'
 
 /*
@@ -66,7 +67,10 @@ export function patchText(base: string, state: string): string | undefined {
   const [from, to] = [parse(base), parse(state)]
   // A state cut at taskStateChars is not JSON: shown whole.
   if (!isObject(from) || !isObject(to)) return undefined
-  const text = JSON.stringify(mergePatch(from, to))
+  const patch = mergePatch(from, to)
+  // A value that becomes null cannot be said by a merge patch (null there means removed): shown whole.
+  if (!isDeepStrictEqual(applyMergePatch(from, patch), to)) return undefined
+  const text = JSON.stringify(patch)
   return text.length <= state.length * PATCH_SHARE ? text : undefined
 }
 
