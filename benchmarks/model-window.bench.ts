@@ -59,15 +59,8 @@ function chineseFile(chars: number) {
   mock.fallback = taskPlayer({ plan: { acceptanceCriteria: ['a is written'], nodes: [{ id: 'a', title: 'write a' }] }, read: 'big.md' })
   const cwd = await tempWorkspace()
   await writeFile(join(cwd, 'big.md'), chineseFile(FILE_CHARS))
-  const host = await TestHost.boot({
-    plugins: [
-      [SupervisorPlugin, { defaultModel: 'openai', reviewerModel: 'openai', automaticContinuation: true }],
-      [OpenAIPlugin, { routes: [{ route: 'local', baseURL: mock.baseURL, apiKey: 'sk-bench', model: 'qwen2.5-coder', maxRetries: 0 }] }],
-    ],
-    waitFor: ['supervisor'],
-  })
+  const host = await hostOn(mock, true)
   try {
-    while (!host.ctx.models.routes().includes('openai')) await new Promise((resolve) => setTimeout(resolve, 10))
     const supervisor = (host.ctx as any).supervisor
     const { session } = await supervisor.startSession({ cwd, model: 'openai' })
     await host.ctx.commands.input(session, '/task new write a after reading big.md')
@@ -97,6 +90,19 @@ function chineseFile(chars: number) {
 }
 
 const serialized = (request: MockRequest) => JSON.stringify({ tools: request.body.tools ?? [], messages: request.body.messages })
+/** A host whose sessions and reviewers use the mock's endpoint (route `openai`), once that route is up. */
+async function hostOn(mock: OpenAIMock, automaticContinuation: boolean) {
+  const host = await TestHost.boot({
+    plugins: [
+      [SupervisorPlugin, { defaultModel: 'openai', reviewerModel: 'openai', automaticContinuation }],
+      [OpenAIPlugin, { routes: [{ route: 'local', baseURL: mock.baseURL, apiKey: 'sk-bench', model: 'qwen2.5-coder', maxRetries: 0 }] }],
+    ],
+    waitFor: ['supervisor'],
+  })
+  while (!host.ctx.models.routes().includes('openai')) await new Promise((resolve) => setTimeout(resolve, 10))
+  return host
+}
+
 const pct = (value: number) => `${(value * 100).toFixed(1)} %`
 
 {
@@ -105,16 +111,9 @@ const pct = (value: number) => `${(value * 100).toFixed(1)} %`
   const nodes = ['n0', 'n1', 'n2'].map((id, i) => ({ id, title: `write ${id}`, ...(i ? { dependsOn: [`n${i - 1}`] } : {}) }))
   mock.fallback = taskPlayer({ plan: { acceptanceCriteria: ['each node writes its file'], nodes } })
   const cwd = await tempWorkspace()
-  const host = await TestHost.boot({
-    plugins: [
-      [SupervisorPlugin, { defaultModel: 'openai', reviewerModel: 'openai', automaticContinuation: false }],
-      [OpenAIPlugin, { routes: [{ route: 'local', baseURL: mock.baseURL, apiKey: 'sk-bench', model: 'qwen2.5-coder', maxRetries: 0 }] }],
-    ],
-    waitFor: ['supervisor'],
-  })
+  const host = await hostOn(mock, false)
   const idle = () => until(async () => host.ctx.agents.list().every((agent) => agent.state === 'idle' && !agent.queued), 'idle agents')
   try {
-    while (!host.ctx.models.routes().includes('openai')) await new Promise((resolve) => setTimeout(resolve, 10))
     const supervisor = () => (host.ctx as any).supervisor
     const { session } = await supervisor().startSession({ cwd, model: 'openai' })
     await host.ctx.commands.input(session, '/task new write three files, one per node')
@@ -129,7 +128,6 @@ const pct = (value: number) => `${(value * 100).toFixed(1)} %`
     await idle()
     const before = mock.requests.filter(isMain)
     await host.restart()
-    while (!host.ctx.models.routes().includes('openai')) await new Promise((resolve) => setTimeout(resolve, 10))
     const again = await host.ctx.sessions.get(session.id)
     await host.ctx.commands.input(again, '/task resume')
     await until(async () => mock.requests.filter(isMain).length > before.length && mock.requests.filter(isMain)[before.length].endedAt !== undefined, 'the first step after the restart')
@@ -157,16 +155,9 @@ const pct = (value: number) => `${(value * 100).toFixed(1)} %`
     mock.context = { tokens: 32768, dialect: 'vllm', discoverable: true, model: 'qwen2.5-coder' }
     mock.fallback = taskPlayer({ plan: { acceptanceCriteria: ['a is written'], nodes: [{ id: 'a', title: 'write a' }] } })
     const cwd = await tempWorkspace()
-    const host = await TestHost.boot({
-      plugins: [
-        [SupervisorPlugin, { defaultModel: 'openai', reviewerModel: 'openai', automaticContinuation: true }],
-        [OpenAIPlugin, { routes: [{ route: 'local', baseURL: mock.baseURL, apiKey: 'sk-bench', model: 'qwen2.5-coder', maxRetries: 0 }] }],
-      ],
-      waitFor: ['supervisor'],
-    })
+    const host = await hostOn(mock, true)
     try {
-      while (!host.ctx.models.routes().includes('openai')) await new Promise((resolve) => setTimeout(resolve, 10))
-      const supervisor = (host.ctx as any).supervisor
+        const supervisor = (host.ctx as any).supervisor
       const { session } = await supervisor.startSession({ cwd, model: 'openai' })
       await host.ctx.commands.input(session, '/task new write a')
       await until(async () => (await supervisor.state(session)).current?.phase === 'awaiting-approval', 'the plan')
