@@ -21,11 +21,8 @@ describe('plugin-openai: the newest tool call and its result are always in the r
   this.timeout(60_000)
   const rig = useRig()
 
-  it('a file larger than the window, read once: its result is cut to what fits, older entries dropped, and the node reports', async () => {
-    // The issue's case: a 6,018-character Chinese file on a vLLM server whose context is 4,653 tokens.
-    await writeFile(join(rig.cwd, 'big.md'), chineseFile(6018))
-    rig.mock.context = { tokens: 4653, dialect: 'vllm', discoverable: true, model: 'qwen2.5-coder' }
-    rig.mock.fallback = taskPlayer({ plan: { acceptanceCriteria: ['a is written'], nodes: [{ id: 'a', title: 'write a' }] }, read: 'big.md' })
+  /** The host on the rig's mock (route `openai`, once it is up); returns its supervisor. */
+  async function bootOnMock() {
     rig.host = await TestHost.boot({
       plugins: [
         [SupervisorPlugin, { defaultModel: 'openai', reviewerModel: 'openai', automaticContinuation: true }],
@@ -34,7 +31,15 @@ describe('plugin-openai: the newest tool call and its result are always in the r
       waitFor: ['supervisor'],
     })
     await until(() => rig.host.ctx.models.routes().includes('openai'))
-    const supervisor = (rig.host.ctx as any).supervisor
+    return (rig.host.ctx as any).supervisor
+  }
+
+  it('a file larger than the window, read once: its result is cut to what fits, older entries dropped, and the node reports', async () => {
+    // The issue's case: a 6,018-character Chinese file on a vLLM server whose context is 4,653 tokens.
+    await writeFile(join(rig.cwd, 'big.md'), chineseFile(6018))
+    rig.mock.context = { tokens: 4653, dialect: 'vllm', discoverable: true, model: 'qwen2.5-coder' }
+    rig.mock.fallback = taskPlayer({ plan: { acceptanceCriteria: ['a is written'], nodes: [{ id: 'a', title: 'write a' }] }, read: 'big.md' })
+    const supervisor = await bootOnMock()
     const { session } = await supervisor.startSession({ cwd: rig.cwd, model: 'openai' })
     await rig.host.ctx.commands.input(session, '/task new write a after reading big.md')
     await until(async () => (await supervisor.state(session)).current?.phase === 'awaiting-approval', 'the plan', 30_000)
@@ -75,15 +80,7 @@ describe('plugin-openai: the newest tool call and its result are always in the r
       const state = taskStateOf(request.body.messages) as any
       return isMain(request) && state?.nodes?.some((n: any) => n.status === 'running') ? mockTools(['read', { path: 'big.md' }]) : player(request)
     }
-    rig.host = await TestHost.boot({
-      plugins: [
-        [SupervisorPlugin, { defaultModel: 'openai', reviewerModel: 'openai', automaticContinuation: true }],
-        [OpenAIPlugin, { routes: [{ route: 'mock', baseURL: rig.mock.baseURL, apiKey: KEY, model: 'qwen2.5-coder', maxRetries: 0 }] }],
-      ],
-      waitFor: ['supervisor'],
-    })
-    await until(() => rig.host.ctx.models.routes().includes('openai'))
-    const supervisor = (rig.host.ctx as any).supervisor
+    const supervisor = await bootOnMock()
     const { session, agent } = await supervisor.startSession({ cwd: rig.cwd, model: 'openai' })
     await rig.host.ctx.commands.input(session, '/task new write a after reading big.md')
     await until(async () => (await supervisor.state(session)).current?.phase === 'awaiting-approval', 'the plan', 30_000)
