@@ -38,9 +38,9 @@ export function registerRepeatGuard(ctx: Context, supervisor: Supervisor, limit:
     const entry = states.get(session.id)
     if (entry && entry.next > fromSeq) states.delete(session.id)
   })
-  // Reading the log back happens when a turn starts, never inside a step: a read makes the MySQL
-  // store write the step's staged events at once, and a step refused afterwards (LEASE_LOST) would
-  // leave them in the log.
+  // Reading the log back happens when a turn starts, or whenever nothing of the session is staged —
+  // never while a step holds staged events: a read makes the MySQL store write them at once, and a step
+  // refused afterwards (LEASE_LOST) would leave them in the log.
   const reading = new Map<string, Promise<void>>()
   const readBack = (session: Session) => {
     let read = reading.get(session.id)
@@ -77,8 +77,9 @@ export function registerRepeatGuard(ctx: Context, supervisor: Supervisor, limit:
     const pending = reading.get(session.id)
     if (pending) await pending.catch(() => {})
     let entry = current()
-    if (!entry && ctx.agents.get(session.id)?.state !== 'running') {
-      // Not in a turn (a tool called directly): no step is open, the log may be read now.
+    if (!entry && session.whenDurable() === undefined) {
+      // Nothing of the session is staged (no open step holds events; DSH stages nothing): the log may
+      // be read now without writing anything early.
       await readBack(session)
       entry = current()
     }
