@@ -101,7 +101,7 @@ export async function runOnCopies(context: CopiesContext, request: CopiesRequest
         results.push(changed)
         continue
       }
-      const run = await runCheck(spec, area, { sandbox, outputLimitBytes: config.outputLimitBytes, hidden: sandbox === 'bwrap' ? hidden : [], workspace: cwd, mounts, signal })
+      const run = await runCheck(spec, area, { sandbox, outputLimitBytes: config.outputLimitBytes, hidden: sandbox === 'bwrap' ? hidden : [], workspace: cwd, mounts, workspaceReal: source, signal })
       if (area.mounts.length && parts) {
         // Mounted live: the part as the check may have read it must be the candidate's, and unwritten.
         const mounted = await readCandidatePart(home, cwd, 'dependencies')

@@ -228,14 +228,22 @@ const copySmall = (from, to, name) => {
 // outside it; a dangling one by its text): the stamp records its text only, so a check reading
 // through it would judge files the candidate does not hold. Inside dependency directories such links
 // are how packages are installed (.venv/bin/python -> /usr/bin/python3), and stay.
-const leavesWorkspace = (target, opened, root) => {
+const leavesWorkspace = (target, opened, root, deps) => {
   if (isAbsolute(target)) return true
+  // Whether a real path inside the root lies in one of its dependency directories: what a link reaches
+  // there is the dependency's (links there stay, .venv/bin/python -> /usr/bin/python3), so resolving stops.
+  const inDependency = (path) => {
+    const parts = relative(root, path).split('/')
+    if (parts[0] === '..' || isAbsolute(parts[0])) return false
+    return parts.some((name, i) => deps.names.has(name) || deps.paths.has(parts.slice(0, i + 1).join('/')))
+  }
   // Resolved as the kernel would, component by component from the link's real directory, as far as the
   // components exist; what does not exist yet is taken by its text.
   let current = realpathSync(dirname(opened))
   const parts = target.split('/')
   for (let i = 0; i < parts.length; i++) {
     const next = join(current, parts[i])
+    if (inDependency(next)) return false
     try {
       current = realpathSync(next)
     } catch {
@@ -284,9 +292,10 @@ const copyTree = async (from, to, skipGit, exclude, at = from, deps, rel = '', i
       else if (entry.isSymbolicLink()) {
         const link = readlinkSync(opened)
         // Only for a caller that names the dependency directories (recovery always does).
-        if (deps && !dependency && leavesWorkspace(link, opened, root)) {
+        if (deps && !dependency && leavesWorkspace(link, opened, root, deps)) {
           throw new Error('cannot copy ' + source + ': it is a symbolic link to ' + link + ', outside the workspace, and a check reading through it would judge files '
-            + 'the candidate does not hold (a stamp records a link by its target text only); replace it with what it points to, or keep it in a dependency directory')
+            + 'the candidate does not hold (a stamp records a link by its target text only); replace it with what it points to, or keep it in a dependency directory '
+            + '(a dependency directory must be a directory of the workspace, not itself a link)')
         }
         symlinkSync(link, target)
       }

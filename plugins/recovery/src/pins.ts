@@ -65,14 +65,18 @@ export async function stampPinned(root: string, matcher: PinMatcher, mounts: rea
       if (info.isSymbolicLink()) {
         // The link's target text, and the content it leads to when that is a regular file: the check
         // reads the content, so an edit of the (unpinned) target is a change of the pinned file.
-        let hash = `link:${(await readlink(full)).slice(0, 4096)}`
-        const target = await stat(full).catch(() => undefined)
+        const text = await readlink(full)
+        let hash = `link:${text.slice(0, 4096)}`
+        // A relative target inside a mounted directory is read where the check reads it (the mount's source).
+        const lexical = posix.normalize(posix.join(posix.dirname(path), text))
+        const reached = !isAbsolute(text) && mounts.some(({ rel }) => lexical.startsWith(`${rel}/`)) ? located(lexical) : full
+        const target = await stat(reached).catch(() => undefined)
         if (target?.isFile()) {
           bytes += target.size
           if (bytes > MAX_PINNED_BYTES) {
             throw new TaskwardError('ARTIFACT_LIMIT', `The files the checks pin hold more than ${MAX_PINNED_BYTES} bytes. Pin the files the checks trust, not whole build trees.`)
           }
-          const content = await sha256File(full).catch(() => undefined)
+          const content = await sha256File(reached).catch(() => undefined)
           if (content) hash += `\0sha256:${content}`
         }
         files.push({ path, hash })

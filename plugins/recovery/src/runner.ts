@@ -13,8 +13,10 @@ export interface RunOptions {
   hidden?: string[]
   /** The workspace the area is a copy of: PATH entries inside it are left out (`checkPath`). */
   workspace?: string
-  /** The area's mounted directories (`area.mounts`) and where each comes from: a program in one is looked up there. */
+  /** The area's mounted directories (`area.mounts`) and where each comes from (hidden directories inside them are hidden again). */
   mounts?: readonly { rel: string, source: string }[]
+  /** The real path of the workspace the area is a copy of: with mounts, a relative program is looked up there. */
+  workspaceReal?: string
   /** Aborted when the run's owner (the recovery plugin) is disposed: the check is killed, the run rejects `ABORTED`. */
   signal?: AbortSignal
 }
@@ -49,7 +51,7 @@ export async function runCheck(spec: CheckSpec, area: CheckArea, options: RunOpt
   const started = performance.now()
   // bwrap is required before anything else: a check never runs unsandboxed instead.
   const argv = options.sandbox === 'bwrap' ? await bwrapArgv(area, spec.argv, options.hidden, options.workspace, options.mounts) : spec.argv
-  if (options.sandbox === 'bwrap' && !await programExists(spec.argv[0], area.work, undefined, options.workspace, options.mounts)) {
+  if (options.sandbox === 'bwrap' && !await programExists(spec.argv[0], area.work, undefined, options.workspace, area.mounts.length ? options.workspaceReal : undefined)) {
     // Inside bubblewrap a missing program is only an exit status; outside it is ENOENT. Same verdict.
     return { runnerError: 'not-runnable', durationMs: performance.now() - started, output: `ENOENT: cannot start ${spec.argv[0]}` }
   }

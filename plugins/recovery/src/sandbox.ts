@@ -1,7 +1,7 @@
 import { realpathSync } from 'node:fs'
 import { realpath, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { delimiter, isAbsolute, join, posix, relative, resolve, sep } from 'node:path'
+import { delimiter, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { dataDirectory } from '@taskward/plugin-database'
 import { CHECK_DEFAULT_PATH, checkSearchPath, TaskwardError, type SandboxKind } from '@taskward/protocol'
 import { isExecutable, prepareInLauncher, removeInLauncher, whichAll } from './launcher'
@@ -160,12 +160,15 @@ export async function hiddenDirectories(): Promise<string[]> {
 
 /**
  * Whether argv[0] can be found the way a spawn would find it (a path relative to `cwd`, or on the
- * check's PATH: `path`'s absolute entries).
+ * check's PATH: `path`'s absolute entries). With `source` (the workspace the copy is of, when its
+ * dependency directories are mounted, not copied) a relative program is looked up there: the copy holds
+ * only empty mount points for them, while the check sees the workspace's directories there
+ * (`node_modules/.bin/tsc`, or a project link into `.venv`), and the rest of the copy is the workspace's.
  * bwrap reports a missing program as an ordinary exit status, so this decides `not-runnable` there.
  */
 export async function programExists(program: string, cwd: string, path = process.env.PATH ?? DEFAULT_PATH, workspace?: string,
-  mounts: readonly { rel: string, source: string }[] = []): Promise<boolean> {
-  if (program.includes('/')) return isExecutable(isAbsolute(program) ? program : inMounts(program, mounts) ?? join(cwd, program))
+  source?: string): Promise<boolean> {
+  if (program.includes('/')) return isExecutable(isAbsolute(program) ? program : join(source ?? cwd, program))
   return (await findOnPath(program, path, workspace)) !== undefined
 }
 
@@ -175,16 +178,6 @@ function hiddenInMounts(area: CheckArea, hidden: string[], mounts: readonly { re
     const rest = relative(source, dir)
     return rest && rest !== '..' && !rest.startsWith(`..${sep}`) && !isAbsolute(rest) ? [join(area.work, rel, rest)] : []
   }))
-}
-
-/**
- * Where a relative `program` lies when it is inside a directory mounted into the check rather than
- * copied (`node_modules/.bin/tsc`): in that directory's source, which the check sees at that path.
- */
-function inMounts(program: string, mounts: readonly { rel: string, source: string }[]): string | undefined {
-  const path = posix.normalize(program)
-  const mount = mounts.find(({ rel }) => path.startsWith(`${rel}/`))
-  return mount ? join(mount.source, path.slice(mount.rel.length + 1)) : undefined
 }
 
 /**

@@ -192,6 +192,15 @@ describe('recovery: dependency directories in the checks', function () {
         const climbing = (await attempt(sandbox, ['true'])).result.checks[0]
         expect(climbing.verdict).to.equal('INCONCLUSIVE')
         expect(climbing.outputExcerpt).to.include('sub/climb')
+        // A project link into a dependency directory stays, whatever the dependency's own links reach.
+        await rm(join(cwd, 'sub/climb'))
+        await mkdir(join(cwd, '.venv/bin'), { recursive: true })
+        await symlink('/usr/bin/env', join(cwd, '.venv/bin/python'))
+        await symlink('.venv/bin/python', join(cwd, 'python'))
+        await host!.dispose()
+        host = undefined
+        const intoVenv = (await attempt(sandbox, ['./python', 'true'])).result.checks[0]
+        expect(intoVenv.verdict, intoVenv.outputExcerpt).to.equal('PASS')
       } finally {
         await removeTree(outside)
       }

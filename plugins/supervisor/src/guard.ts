@@ -71,28 +71,33 @@ export function registerGuard(ctx: Context, supervisor: Supervisor) {
   })
 }
 
-/** Argument names through which a file tool is told where to read (our host's and DSH's tools). */
-const PATH_ARGUMENTS = ['path', 'file_path', 'filePath', 'paths', 'dir', 'directory', 'cwd', 'include']
-const WILDCARD = /[*?[{]/
+/** Argument names that name a place to read (our host's file tools and DSH's): checked as paths. */
+const PATH_ARGUMENTS = ['path', 'file_path', 'filePath', 'paths', 'dir', 'directory', 'cwd']
+/**
+ * Argument names that hold glob filters (a glob's `pattern`, an `include`): matched under the search
+ * root (ripgrep's `--glob` anchors a leading `/` to it), so they name no place of their own — only a
+ * `..` segment could climb out.
+ */
+const FILTER_ARGUMENTS = ['include']
 
 /**
- * The first path a file tool's arguments name that lies outside `cwd` — as written, or through the
- * links it passes (resolved where it exists) — or undefined. A glob pattern (a glob's `pattern`, any
- * `include`) counts up to its first wildcard segment.
+ * The first value a file tool's arguments hold that reaches outside `cwd`, or undefined: a path as
+ * written (resolved as the tools resolve it: `..` segments removed whether or not the directories exist)
+ * or through the links it passes (resolved where it exists); a glob filter that holds a `..` segment.
  */
 async function pathOutside(cwd: string, name: string, args: unknown): Promise<string | undefined> {
   if (!args || typeof args !== 'object') return
-  const root = await realpath(cwd).catch(() => resolve(cwd))
-  // A glob's pattern names files; a grep's is a regular expression, not a path.
-  const values = [...PATH_ARGUMENTS, ...name === 'glob' ? ['pattern'] : []].flatMap((key) => {
+  const strings = (keys: string[]) => keys.flatMap((key) => {
     const value = (args as Record<string, unknown>)[key]
     return (Array.isArray(value) ? value : [value]).filter((item): item is string => typeof item === 'string' && item !== '')
   })
-  for (const value of values) {
-    const segments = value.split('/')
-    const fixed = segments.slice(0, Math.max(0, segments.findIndex((segment) => WILDCARD.test(segment)))).join('/')
-    const path = WILDCARD.test(value) ? fixed || '.' : value
-    const full = resolve(cwd, path)
+  // A glob's pattern is a filter too; a grep's is a regular expression, not a path.
+  const filters = strings([...FILTER_ARGUMENTS, ...name === 'glob' ? ['pattern'] : []])
+  const climbing = filters.find((filter) => filter.split(/[\\/]/).includes('..'))
+  if (climbing !== undefined) return climbing
+  const root = await realpath(cwd).catch(() => resolve(cwd))
+  for (const value of strings(PATH_ARGUMENTS)) {
+    const full = resolve(cwd, value)
     const real = await realpath(full).catch(() => full)
     if ([full, real].some((candidate) => escapes(cwd, root, candidate))) return value
   }

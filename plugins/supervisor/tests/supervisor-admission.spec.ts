@@ -81,11 +81,17 @@ describe('supervisor: tool admission', () => {
     expect(await decide('read', readOnly('read'), { file_path: join(cwd, 'x.md') })).to.equal(undefined)
     expect(await decide('read', readOnly('read'), { file_path: '/etc/passwd' })).to.equal('PATH_OUTSIDE_WORKSPACE')
     expect(await decide('read', readOnly('read'), { path: '../outside.md' })).to.equal('PATH_OUTSIDE_WORKSPACE')
-    expect(await decide('glob', readOnly('glob'), { pattern: '/root/**/*' })).to.equal('PATH_OUTSIDE_WORKSPACE')
     expect(await decide('glob', readOnly('glob'), { pattern: 'src/**/*.ts' })).to.equal(undefined)
     expect(await decide('grep', readOnly('grep'), { pattern: 'x', path: '..' })).to.equal('PATH_OUTSIDE_WORKSPACE')
     // A grep's pattern is a regular expression, not a path.
     expect(await decide('grep', readOnly('grep'), { pattern: '/usr/bin' })).to.equal(undefined)
+    // A path is resolved as the tool resolves it: wildcards in it are only characters, `..` climbs.
+    expect(await decide('read', readOnly('read'), { file_path: '/*/../etc/passwd' })).to.equal('PATH_OUTSIDE_WORKSPACE')
+    expect(await decide('read', readOnly('read'), { file_path: 'src/{x}/../../../../../../../../etc/passwd' })).to.equal('PATH_OUTSIDE_WORKSPACE')
+    // Glob filters are matched under the search root (a leading / anchors them there); only `..` climbs out.
+    expect(await decide('glob', readOnly('glob'), { pattern: '/src/**/*.ts' })).to.equal(undefined)
+    expect(await decide('grep', readOnly('grep'), { pattern: 'x', include: '/src/*.ts' })).to.equal(undefined)
+    expect(await decide('glob', readOnly('glob'), { pattern: 'src/../../**' })).to.equal('PATH_OUTSIDE_WORKSPACE')
 
     const consultation = await host.ctx.sessions.create({ cwd, role: 'consultation', parentId: session.id })
     await ok(host, consultation, 'write', { path: 'consult.md', content: 'ok\n' })
