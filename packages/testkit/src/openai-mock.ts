@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { contextRefusalBody, ollamaShow, vllmModels, type MockDialect } from './mock-dialects'
 import { loadMockEncoders, PrefixCache, promptTokens, textTokens } from './mock-tokens'
+import { applyMergePatch } from '@taskward/protocol'
 
 /*
  * A loopback OpenAI-compatible server for tests: real HTTP on 127.0.0.1, `POST /v1/chat/completions`
@@ -295,19 +296,6 @@ export class OpenAIMock {
 
 const CUT = Symbol('cut')
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> => !!value && typeof value === 'object' && !Array.isArray(value)
-
-/** RFC 7386: objects merge key by key, null removes a key, anything else replaces. */
-function mergeInto(target: unknown, patch: unknown): unknown {
-  if (!isPlainObject(patch)) return patch
-  const out: Record<string, unknown> = isPlainObject(target) ? { ...target } : {}
-  for (const [key, value] of Object.entries(patch)) {
-    if (value === null) delete out[key]
-    else out[key] = mergeInto(out[key], value)
-  }
-  return out
-}
-
 /**
  * The task state a request shows, read as a model would: its task-state notes in order, each the whole
  * state or (its header says so) a JSON merge patch on the state before it. Undefined without a note; CUT
@@ -325,7 +313,7 @@ export function taskStateOf(messages: any[]): unknown {
     } catch {
       return CUT
     }
-    state = content.slice(0, newline).includes('JSON merge patch') ? mergeInto(state, body) : body
+    state = content.slice(0, newline).includes('JSON merge patch') ? applyMergePatch(state, body) : body
   }
   return state
 }

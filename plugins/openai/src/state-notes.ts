@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from 'node:util'
+import { applyMergePatch, mergePatch } from '@taskward/protocol'
 import type { ChatMessage } from './transcript'
 
 /*
@@ -30,29 +31,6 @@ export interface StateNote {
 const PATCH_SHARE = 0.7
 
 const isObject = (value: unknown): value is Record<string, unknown> => !!value && typeof value === 'object' && !Array.isArray(value)
-
-/** The merge patch that turns `from` into `to` (`{}` when they are equal). */
-export function mergePatch(from: unknown, to: unknown): unknown {
-  if (!isObject(from) || !isObject(to)) return to
-  const patch: Record<string, unknown> = {}
-  for (const key of Object.keys(to)) {
-    if (!(key in from)) patch[key] = to[key]
-    else if (JSON.stringify(from[key]) !== JSON.stringify(to[key])) patch[key] = isObject(from[key]) && isObject(to[key]) ? mergePatch(from[key], to[key]) : to[key]
-  }
-  for (const key of Object.keys(from)) if (!(key in to)) patch[key] = null
-  return patch
-}
-
-/** `target` with `patch` applied (RFC 7386). */
-export function applyMergePatch(target: unknown, patch: unknown): unknown {
-  if (!isObject(patch)) return patch
-  const out: Record<string, unknown> = isObject(target) ? { ...target } : {}
-  for (const [key, value] of Object.entries(patch)) {
-    if (value === null) delete out[key]
-    else out[key] = applyMergePatch(out[key], value)
-  }
-  return out
-}
 
 const parse = (text: string): unknown => {
   try {

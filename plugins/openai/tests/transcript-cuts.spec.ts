@@ -47,7 +47,8 @@ describe('plugin-openai: what a cut leaves the model', () => {
 
 describe('plugin-openai: task-state notes as merge patches', () => {
   it('shows the whole state when a value becomes null (a merge patch reads null as removed)', async () => {
-    const { patchText, applyMergePatch } = await import('../src/state-notes')
+    const { patchText } = await import('../src/state-notes')
+    const { applyMergePatch } = await import('@taskward/protocol')
     const base = JSON.stringify({ a: 1, b: { c: 2 }, long: 'x'.repeat(400) })
     expect(patchText(base, JSON.stringify({ a: 1, b: { c: null }, d: null, long: 'x'.repeat(400) }))).to.equal(undefined)
     const changed = JSON.stringify({ a: 2, b: { c: 2 }, long: 'x'.repeat(400) })
