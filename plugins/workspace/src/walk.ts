@@ -97,20 +97,31 @@ export function* walkTree(root: Buffer, rootStats: BigIntStats, budget: StampBud
 }
 
 /**
+ * `read` of an entry that must be the one `stats` describes: the entry is looked at again afterwards, and
+ * a version that moved (replaced, or written) while it was read fails the walk (`ARTIFACT_CHANGED`).
+ */
+function readUnchanged<T>(abs: Buffer, path: string, stats: BigIntStats, operation: string, read: () => T,
+  reason: 'directory-changed' | 'replaced', what: string): T {
+  let value: T
+  let after: BigIntStats
+  try {
+    value = read()
+    after = lstatSync(abs, { bigint: true })
+  } catch (error) {
+    throw entryFsError(path, operation, error)
+  }
+  const changes = versionChanges(versionOf(stats), versionOf(after))
+  if (changes.length) throw changedError(path, reason, what, { changes })
+  return value
+}
+
+/**
  * A directory's names in walk order. `readdir` follows a symlink, so the directory is looked at again
  * afterwards: if it was replaced (or its entries changed) while it was listed, the walk fails.
  */
 function listDirectory(abs: Buffer, path: string, stats: BigIntStats, atRoot: boolean): Buffer[] {
-  let names: Buffer[]
-  let after: BigIntStats
-  try {
-    names = readdirSync(abs, { encoding: 'buffer' })
-    after = lstatSync(abs, { bigint: true })
-  } catch (error) {
-    throw entryFsError(path, 'listed', error)
-  }
-  const changes = versionChanges(versionOf(stats), versionOf(after))
-  if (changes.length) throw changedError(path, 'directory-changed', 'its entries changed while it was listed', { changes })
+  const names = readUnchanged(abs, path, stats, 'listed', () => readdirSync(abs, { encoding: 'buffer' }),
+    'directory-changed', 'its entries changed while it was listed')
   return walkOrder(names, atRoot)
 }
 
@@ -119,16 +130,6 @@ function listDirectory(abs: Buffer, path: string, stats: BigIntStats, atRoot: bo
  * same version before and after the read means the target read is the one listed.
  */
 function readLink(abs: Buffer, entry: Entry, stats: BigIntStats): Buffer {
-  const path = entry.path
-  let target: Buffer
-  let after: BigIntStats
-  try {
-    target = readlinkSync(abs, { encoding: 'buffer' })
-    after = lstatSync(abs, { bigint: true })
-  } catch (error) {
-    throw entryFsError(path, 'read as a link', error)
-  }
-  const changes = versionChanges(versionOf(stats), versionOf(after))
-  if (changes.length) throw changedError(path, 'replaced', 'it was replaced while its target was read', { changes })
-  return target
+  return readUnchanged(abs, entry.path, stats, 'read as a link', () => readlinkSync(abs, { encoding: 'buffer' }),
+    'replaced', 'it was replaced while its target was read')
 }
