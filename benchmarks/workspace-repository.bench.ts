@@ -81,16 +81,19 @@ try {
   }
   const goals = new Goals()
   const rows: string[][] = []
+  const rounds = (values: number[]) => values.map((value) => value.toFixed(0)).join(' / ')
   const compare = (label: string, ours: number[], floor: number[], floorLabel: string, goal: number) => {
     const ratio = median(ours) / median(floor)
     rows.push([label, ms(median(ours)), floorLabel, ms(median(floor)), `${ratio.toFixed(2)}x`])
+    // Every round, so that the spread shows beside the medians.
+    console.log(`${label}: rounds ${rounds(ours)} ms; ${floorLabel}: rounds ${rounds(floor)} ms; ratio per round ${ours.map((value, i) => (value / floor[i]).toFixed(2)).join(' / ')}`)
     goals.check(`${label} vs ${floorLabel}`, ratio <= goal, `${ratio.toFixed(2)}x, goal <= ${goal}x`)
   }
   compare('warm stamp', warm, walk, 'bare stat walk', 2)
   compare('cold stamp', cold, sha, 'find | xargs sha256sum', 1.0)
 
   const verification = await verificationRounds(root, ROUNDS)
-  if (verification) compare('verification (2 checks of true, bwrap)', verification.ours, verification.floor, '2 bare bwrap + 1 cp -a of own files', 1.5)
+  if (verification) compare('verification (2 checks of true, bwrap)', verification.ours, verification.floor, '2 bare bwrap + 1 tar copy of own files', 1.5)
 
   const width = Math.max(...rows.map((row) => row[0].length))
   for (const [label, ours, floorLabel, floor, ratio] of rows) console.log(`${label.padEnd(width)}  ${ours.padStart(8)}   ${floorLabel}: ${floor}   ${ratio}`)
