@@ -75,23 +75,23 @@ export async function runOnCopies(context: CopiesContext, request: CopiesRequest
         // A rerun's candidate has no parts yet: the workspace must still be it, then its parts are known.
         if (!parts) {
           const now = await readCandidateOnce(home, cwd, 'workspace')
-          if (now.candidate.digest !== candidate.digest) throw moved(spec.id, 'while the copy for', now.candidate)
+          if (now.candidate.digest !== candidate.digest) throw moved(spec.id, 'while the copy was made for', now.candidate)
           parts = now.parts!
         } else if (!area.mounts.length) {
           // A copy of the whole tree (copy mode): the whole tree read again.
           const now = await readCandidateOnce(home, cwd, 'workspace')
           if (now.candidate.digest !== candidate.digest || !samePart(now.parts!.own, parts.own) || !samePart(now.parts!.dependencies, parts.dependencies)) {
-            throw moved(spec.id, 'while the copy for', now.candidate)
+            throw moved(spec.id, 'while the copy was made for', now.candidate)
           }
         }
         if (area.mounts.length) {
           // The copy itself holds the candidate's own part, whatever the workspace did since it was read.
           const copied = await readCopiedPart(home, area.work)
-          if (copied.content !== parts.own.content) throw moved(spec.id, 'while the copy for', { digest: `copied-content:${copied.content}`, source: candidate.source })
+          if (copied.content !== parts.own.content) throw moved(spec.id, 'while the copy was made for', { digest: `copied-content:${copied.content}`, source: candidate.source })
         }
       } else {
         const now = await readCandidate(home, cwd, config.candidateSource)
-        if (now.digest !== candidate.digest) throw moved(spec.id, 'while the copy for', now)
+        if (now.digest !== candidate.digest) throw moved(spec.id, 'while the copy was made for', now)
       }
       // Pinned files in a mounted directory are read where the check reads them: the workspace's.
       const mounts = area.mounts.map((rel) => ({ rel, source: join(source, rel) }))
