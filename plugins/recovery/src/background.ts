@@ -60,7 +60,7 @@ export async function verifyStage(recovery: Recovery, session: Session, stage: S
       const step = nextSettleStep(policy, { lostRounds, waits, elapsedMs: Date.now() - firstLost, quiet }, { workspace: session.cwd, taskId })
       if (step.kind === 'verify') break
       if (step.kind === 'give-up') {
-        await recordGiveUp(recovery, session, stage, step.error, lostRounds)
+        await recordGiveUp(recovery, session, stage, step.error, lostRounds, attemptsBefore)
         return undefined
       }
       const before = await readDigest(recovery, session)
@@ -88,13 +88,16 @@ async function superseded(recovery: Recovery, session: Session, taskId: string, 
   return attempts > attemptsBefore
 }
 
-async function recordGiveUp(recovery: Recovery, session: Session, stage: StageVerification, error: TaskwardError, lostRounds: number) {
-  await recovery.exclusive(session, async (resolved) => {
+async function recordGiveUp(recovery: Recovery, session: Session, stage: StageVerification, error: TaskwardError, lostRounds: number, attemptsBefore: number) {
+  const recorded = await recovery.exclusive(session, async (resolved) => {
     await recovery.usable(resolved)
+    // Nothing is missing when the task ended or a later attempt verified newer files meanwhile.
+    if (await superseded(recovery, resolved, stage.taskId, attemptsBefore)) return false
     await recovery.append(resolved, 'unverified', `${stage.taskId}-u${resolved.seq}`, {
       taskId: stage.taskId, ...stage.nodeId ? { nodeId: stage.nodeId } : {}, code: error.code,
       reason: String(error.details?.reason ?? 'workspace-unsettled'), message: error.message.slice(0, 2000), lostRounds, at: Date.now(),
     })
+    return true
   })
-  recovery.logger.warn('%s: %s', error.code, error.message)
+  if (recorded) recovery.logger.warn('%s: %s', error.code, error.message)
 }
