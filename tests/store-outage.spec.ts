@@ -179,6 +179,10 @@ describe('a store failure after start (the host stays up, coded, and serves agai
       await expectStoreUnavailable(await host.request('GET', '/health'), '/health')
       await expectStoreUnavailable(await host.request('POST', `/api/sessions/${sessionId}/input`, { text: '/task new write the answer' }), 'a command that appends')
       await expectStoreUnavailable(await host.request('GET', `/api/sessions/${sessionId}/events`), 'reading the log')
+      // A chat message starts an agent turn in the background: its appends fail there, not unhandled.
+      const chat = await host.request('POST', `/api/sessions/${sessionId}/input`, { text: 'hello while the store is down' })
+      expect([200, 202, 503], JSON.stringify(chat.body)).to.include(chat.status)
+      if (chat.status === 503) expect(chat.body.code).to.equal('STORE_UNAVAILABLE')
       // A table declared while the server is gone: its prepare fails after ready.
       expect((await host.request('POST', `/test/late-table/${lateTable}`)).status).to.equal(200)
       await sleep(500)
