@@ -39,9 +39,7 @@ export function guardTablePreparation(ctx: Context, store: () => string) {
   // pollers query ten times a second, and each retry is DDL (and a log line) against a store that is down.
   let retry: Promise<void> | undefined
   let retriedAt = 0
-  model.prepared = async () => {
-    await prepared()
-    if (!failed.size) return
+  const again = async () => {
     if (!retry && Date.now() - retriedAt >= PREPARE_RETRY_MS) {
       retriedAt = Date.now()
       retry = Promise.all([...failed.keys()].map((name) => model.prepareTasks[name] = model.prepare(name))).then(() => {}).finally(() => retry = undefined)
@@ -55,4 +53,7 @@ export function guardTablePreparation(ctx: Context, store: () => string) {
       + 'make it again once the store answers (GET /health says when).',
       { table: name, ...typeof cause === 'string' ? { cause } : {} })
   }
+  // Every query awaits this: one synchronous check after minato's own wait while every table is
+  // prepared (including a preparation that failed during that wait).
+  model.prepared = () => prepared().then(() => failed.size ? again() : undefined)
 }
