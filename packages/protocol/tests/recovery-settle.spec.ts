@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { lostToWrite, nextSettleStep, SettlePolicySchema, TaskwardError, type SettlePolicy } from '../src'
+import { lostToWrite, nextSettleStep, stageVerificationSuperseded, SettlePolicySchema, TaskwardError, type SettlePolicy } from '../src'
 import { RecoveryLog } from './fixtures/recovery/harness'
 
 /*
@@ -59,5 +59,14 @@ describe('recovery: settling a background verification (nextSettleStep)', () => 
     expect(log.state.poisoned).to.equal(undefined)
     log.append('unverified', { ...payload, code: 'not a code' })
     expect(log.state.poisoned?.seq).to.equal(1)
+  })
+
+  it('stops a stage verification that is no longer needed: the task ended or moved on, or a later attempt was recorded', () => {
+    const active = { id: 't1', phase: 'active' }
+    expect(stageVerificationSuperseded(active, 't1', { before: 2, now: 2 })).to.equal(false)
+    expect(stageVerificationSuperseded(active, 't1', { before: 2, now: 3 })).to.equal(true)
+    expect(stageVerificationSuperseded({ id: 't1', phase: 'complete' }, 't1', { before: 2, now: 2 })).to.equal(true)
+    expect(stageVerificationSuperseded({ id: 't2', phase: 'active' }, 't1', { before: 0, now: 0 })).to.equal(true)
+    expect(stageVerificationSuperseded(undefined, 't1', { before: 0, now: 0 })).to.equal(true)
   })
 })

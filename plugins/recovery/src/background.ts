@@ -1,5 +1,5 @@
 import type { Session } from '@taskward/host'
-import { lostToWrite, nextSettleStep, type RecoveryDecision, type TaskwardError } from '@taskward/protocol'
+import { lostToWrite, nextSettleStep, stageVerificationSuperseded, type RecoveryDecision, type TaskwardError } from '@taskward/protocol'
 import { readCandidateOnce } from './candidate'
 import type { Recovery } from './service'
 
@@ -83,9 +83,8 @@ function readDigest(recovery: Recovery, session: Session): Promise<string | unde
 /** The task stopped executing, or an attempt newer than the lost one verified newer files. */
 async function superseded(recovery: Recovery, session: Session, taskId: string, attemptsBefore: number) {
   const current = (await recovery.kernel.supervisor.state(session)).current
-  if (current?.id !== taskId || current.phase !== 'active') return true
-  const attempts = (await recovery.usable(session)).tasks[taskId]?.counters.attempts ?? 0
-  return attempts > attemptsBefore
+  const now = (await recovery.usable(session)).tasks[taskId]?.counters.attempts ?? 0
+  return stageVerificationSuperseded(current, taskId, { before: attemptsBefore, now })
 }
 
 async function recordGiveUp(recovery: Recovery, session: Session, stage: StageVerification, error: TaskwardError, lostRounds: number, attemptsBefore: number) {

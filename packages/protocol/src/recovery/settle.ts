@@ -73,3 +73,13 @@ export function nextSettleStep(policy: SettlePolicy, progress: SettleProgress, w
 export function lostToWrite(error: unknown): boolean {
   return TaskwardError.is(error, 'ARTIFACT_CHANGED')
 }
+
+/**
+ * Whether a stage verification that lost a round is no longer needed: the task is not the current
+ * one or not executing any more, or an attempt was recorded for it since (that one verified newer
+ * files than the stage's). Then it stops without verifying again or recording a give-up.
+ */
+export function stageVerificationSuperseded(current: { id: string, phase: string } | undefined, taskId: string, attempts: { before: number, now: number }): boolean {
+  if (current?.id !== taskId || current.phase !== 'active') return true
+  return attempts.now > attempts.before
+}
