@@ -404,4 +404,22 @@ describe('console: a task\'s checks (recovery)', function () {
     await page.waitForSelector('#input-status [data-code="CONFIG_INVALID"]')
     expect(await page.locator('#checks li[data-check-id="unit"]').count()).to.equal(1)
   })
+
+  it('shows a stage whose background verification gave up on a workspace that kept changing, with its code', async () => {
+    const sessionId = await createSession(op.host, { cwd: 'unsettled', create: true })
+    expect((await op.host.http.post(`/api/sessions/${sessionId}/input`, { text: '/task new Greet' })).status).to.equal(200)
+    const recovery = op.host.ctx.recovery
+    const taskId = (await op.host.ctx.supervisor.state(sessionId)).current!.id
+    // The record recovery appends when it gives up (plugins/recovery background.ts), through its own service.
+    await recovery.exclusive(sessionId, (session) => recovery.append(session, 'unverified', `${taskId}-u${session.seq}`, {
+      taskId, nodeId: 'greet', code: 'ARTIFACT_CHANGED', reason: 'workspace-unsettled', lostRounds: 5, at: Date.now(),
+      message: 'The workspace kept changing while the stage was verified in the background, so this stage was not verified.',
+    }))
+    await page.goto(`${op.host.ctx.connection.loginUrl}&next=${encodeURIComponent(`/sessions/${sessionId}`)}`)
+    await page.waitForSelector('#checks-unverified')
+    expect(await page.getAttribute('#checks-unverified', 'data-code')).to.equal('ARTIFACT_CHANGED')
+    expect(await page.getAttribute('#checks-unverified', 'data-reason')).to.equal('workspace-unsettled')
+    expect(await page.textContent('#checks-unverified')).to.include('Stage greet not verified').and.include('kept changing')
+    expect(await axeViolations(page)).to.deep.equal([])
+  })
 })

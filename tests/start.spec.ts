@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 import { freePort, TestHost } from '@taskward/testkit'
-import { SUPERVISOR_PROJECTION_KEY } from '@taskward/protocol'
+import { RECORD_EVENT_TYPE, RECOVERY_NAMESPACE, SUPERVISOR_PROJECTION_KEY, type SessionEvent } from '@taskward/protocol'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -147,6 +147,33 @@ describe('npm start', function () {
     }
   })
 
+  it('prints no warning on a first start: the demo\'s stage verifications run while its agent writes on, and land', async () => {
+    const host = await startHost([])
+    try {
+      await host.waitFor(() => host.output.includes('demo ready'), 'the demo')
+      const { sessions } = await (await host.api('/api/console/sessions')).json() as { sessions: { id: string }[] }
+      /** The recovery attempts of the demo session: its stage verifications (progress) and the completion's. */
+      const attempts = async () => {
+        const found: { agentClaim?: string, nodeId?: string }[] = []
+        for (let from: number | undefined = 0; from !== undefined;) {
+          const page = await (await host.api(`/api/sessions/${sessions[0].id}/events?from=${from}&limit=1000`)).json() as { events: SessionEvent[], next?: number }
+          for (const event of page.events) {
+            if (event.type === RECORD_EVENT_TYPE && event.data.namespace === RECOVERY_NAMESPACE && event.data.kind === 'attempt') found.push(event.data.payload)
+          }
+          from = page.next
+        }
+        return found
+      }
+      await host.waitFor(async () => (await attempts()).some((a) => a.agentClaim === 'progress' && a.nodeId), 'the first stage verification to be recorded')
+      // The first screen of a newcomer: no warning, and no refusal logged by a background verification.
+      expect(host.output, host.output).to.not.match(/^\[W\]/m)
+      expect(host.output).to.not.match(/ARTIFACT_CHANGED/)
+      expect(host.output).to.not.match(/^\[E\]/m)
+    } finally {
+      await host.dispose()
+    }
+  })
+
   it('saves the projection caches at Ctrl-C (the CLI ends the process after `exit`): the next start folds nothing', async () => {
     const host = await startHost([])
     let copy: string | undefined
@@ -211,6 +238,8 @@ describe('npm start', function () {
           expect(code, `run ${run}:\n${output}`).to.equal(0)
           expect(output).to.match(/Demo ready: session [\w-]+, repair proposal [\w-]+ pending\./)
           expect(output).to.not.match(/demo failed/i)
+          // Busy cores make the agent's writes and the stage verifications' copies race: still no warning.
+          expect(output, `run ${run}:\n${output}`).to.not.match(/^\[W\]/m)
         }
       } finally {
         for (const child of busy) child.kill('SIGKILL')

@@ -19,6 +19,11 @@ export function renderChecks(app, task, view) {
         'When completion is asked, the recovery controller refuses it with VALIDATION_MISSING, because nothing objective can show the work is done. '
         + 'Set at least one check below before that.'))
     : null
+  // A stage the background verification gave up on: the workspace kept changing under its copies.
+  const unverified = view.unverified
+    ? h('div', { class: 'outcome refusal', id: 'checks-unverified', 'data-code': view.unverified.code, 'data-reason': view.unverified.reason },
+      h('p', {}, h('strong', {}, `Stage${view.unverified.nodeId ? ` ${view.unverified.nodeId}` : ''} not verified (${view.unverified.code}). `), view.unverified.message))
+    : null
   const field = h('textarea', { id: 'checks-input', name: 'checks', rows: 3, 'aria-describedby': 'checks-help', 'data-keep': 'checks-input', spellcheck: 'false' })
   field.value = JSON.stringify(checks)
   // The form sends /task checks through the operator's input (absent on a host without it).
@@ -38,5 +43,5 @@ export function renderChecks(app, task, view) {
     h('p', { class: 'muted checks-source', 'data-source': view.source }, checks.length
       ? (view.source === 'task' ? 'Set for this task with /task checks:' : 'From the host configuration (recovery.checks):')
       : view.source === 'task' ? 'Removed for this task with /task checks.' : 'None configured on this host and none set for this task.'),
-    list, warning, form)
+    list, warning, unverified, form)
 }

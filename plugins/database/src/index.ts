@@ -3,6 +3,7 @@ import { Database } from 'minato'
 import { TaskwardMySQLDriver } from './mysql'
 import { loadedConfig, strictConfig } from '@taskward/protocol'
 import { Durability, TaskwardSQLiteDriver } from './sqlite'
+import { guardTablePreparation } from './prepare-guard'
 import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 
@@ -67,6 +68,7 @@ export const Config: Schema<Partial<Config>, Config> = strictConfig('database', 
 export function apply(ctx: Context, loaded: Config) {
   const config = loadedConfig('database', loaded) as Config
   ctx.plugin<undefined>(Database as any)
+  guardTablePreparation(ctx, () => config.driver === 'mysql' ? `MySQL/MariaDB at ${config.host}:${config.port}` : `SQLite ${config.path}`)
   if (config.driver === 'mysql') {
     const { driver: _, ...options } = config
     ctx.plugin(TaskwardMySQLDriver as any, options)

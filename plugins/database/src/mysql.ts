@@ -1,8 +1,8 @@
 // Named, not default: the default import breaks in the CommonJS build (esbuild interop); the named export is the same class.
 import { MySQLDriver } from '@minatojs/driver-mysql'
 import type { Context } from 'cordis'
-import type { Driver } from 'minato'
-import { TaskwardError } from '@taskward/protocol'
+import { RuntimeError, type Driver } from 'minato'
+import { storeUnavailable, TaskwardError } from '@taskward/protocol'
 
 interface IndexColumn {
   INDEX_NAME: string
@@ -44,6 +44,9 @@ export class TaskwardMySQLDriver extends (MySQLDriver as any) {
   declare config: { host: string, port: number, database: string }
   declare queue: <T = any>(sql: string, values?: any) => Promise<T>
   declare ctx: Context
+  declare logger: { debug(...args: unknown[]): void, warn(...args: unknown[]): void }
+  declare session: any
+  declare pool: any
 
   /**
    * Connect, or refuse the start: a server that does not answer, or refuses the login or the database,
@@ -56,11 +59,14 @@ export class TaskwardMySQLDriver extends (MySQLDriver as any) {
     } catch (error: any) {
       await Promise.resolve().then(() => (MySQLDriver.prototype as any).stop.call(this)).catch(() => {})
       const { host, port, database } = this.config
+      // A statement's failure is already coded (see `query`): what the server said, and its code.
+      const said = TaskwardError.is(error, 'STORE_UNAVAILABLE') ? error.details?.said : error?.message ?? error
+      const cause = TaskwardError.is(error, 'STORE_UNAVAILABLE') ? error.details?.cause : error?.code
       const refusal = new TaskwardError('STORE_UNAVAILABLE',
-        `MySQL/MariaDB at ${host}:${port} (database ${database}) did not let the host start: ${error?.message ?? error}. `
+        `MySQL/MariaDB at ${host}:${port} (database ${database}) did not let the host start: ${said}. `
         + 'Start the server, or fix host, port, user, password and database in the database row of cordis.yml '
         + '(docs/operations.md, "MySQL / MariaDB"); the host did not start.',
-        { host, port, database, ...error?.code ? { cause: error.code } : {} })
+        { host, port, database, ...cause ? { cause } : {} })
       this.ctx.emit(this.ctx, 'database/refused', refusal)
       if (this.ctx.get('loader')) setTimeout(() => process.exit(52), 50)
       throw refusal
@@ -92,6 +98,32 @@ export class TaskwardMySQLDriver extends (MySQLDriver as any) {
   async stop() {
     while (this.lastWrites.size) await Promise.allSettled([...this.lastWrites])
     return (MySQLDriver.prototype as any).stop.call(this)
+  }
+
+  /** How refusals name this store. */
+  get storeName() {
+    return `MySQL/MariaDB at ${this.config.host}:${this.config.port}`
+  }
+
+  /**
+   * Every minato statement: a failure that means the server cannot serve now (a dropped or killed
+   * connection, a refused login, a lock wait timeout) is `STORE_UNAVAILABLE` (503), not an internal
+   * error. The pool makes a new connection for the next statement, so requests succeed again once
+   * the server does.
+   */
+  query(sql: string, debug = true) {
+    return new Promise((resolve, reject) => {
+      if (debug) this.logger.debug('> %s', sql)
+      ;(this.session ?? this.pool).query(sql, (error: any, results: any) => {
+        if (!error) return resolve(results)
+        const unavailable = storeUnavailable(error, this.storeName)
+        // The base driver logs every failed statement; a store that is down would fill the log with
+        // them (the request's refusal says it once, coded).
+        if (unavailable !== error) return reject(unavailable)
+        this.logger.warn('> %s', sql)
+        reject(error?.code === 'ER_DUP_ENTRY' ? new RuntimeError('duplicate-entry', error.message) : error)
+      })
+    })
   }
 
   /** The server answers a trivial query (for `/health`). */

@@ -244,6 +244,19 @@ export class TaskwardSQLiteDriver extends (SQLiteDriver as any as typeof SQLiteD
     return this.failure
   }
 
+  /**
+   * The file was moved away from its path (its directory renamed, say) while the host ran: writes are
+   * refused meanwhile — they would go to a file nobody at that path reads. Unlike an I/O or fsync
+   * failure, nothing was lost: once the same file is back at its path, `health()` lifts the refusal.
+   */
+  private moved(what: string) {
+    this.failure ??= new TaskwardError('STORE_UNAVAILABLE',
+      `The database ${this.path} is not available: ${what}. Writes are refused until the same file is back at that path `
+      + '(GET /health says when); if it was removed, stop the host and restore a backup (docs/operations.md, "Backup and restore").',
+      { file: this.path, reason: 'file-moved' })
+    return this.failure
+  }
+
   /** Classify an engine error: damage and I/O failures are store failures; constraint errors are not. */
   classify(error: any): any {
     const message = String(error?.message ?? error)
@@ -263,15 +276,15 @@ export class TaskwardSQLiteDriver extends (SQLiteDriver as any as typeof SQLiteD
 
   /** Whether the store still works: remembered failures, and the file on disk still being this one. */
   health(): StoreHealth {
+    if (this.failure?.details?.reason === 'file-moved' && this.dbFd !== undefined && this.atItsPath() === 'same') {
+      this.failure = undefined
+      this.logger.info('the database %s is back at its path; writes are acknowledged again', this.path)
+    }
     if (!this.failure && this.dbFd !== undefined) {
       try {
-        const open = fstatSync(this.dbFd)
-        let onDisk
-        try {
-          onDisk = statSync(this.path)
-        } catch {}
-        if (!onDisk || onDisk.ino !== open.ino || onDisk.dev !== open.dev) {
-          this.fail('STORE_UNAVAILABLE', `the file was ${onDisk ? 'replaced' : 'removed'} while the host ran (${basename(this.path)}); writes would go to a file nobody will read`)
+        const where = this.atItsPath()
+        if (where !== 'same') {
+          this.moved(`the file was ${where === 'other' ? 'replaced' : 'removed or moved'} while the host ran (${basename(this.path)}); writes would go to a file nobody will read`)
         } else {
           this.db.exec('SELECT count(*) FROM sqlite_master')
         }
@@ -282,6 +295,18 @@ export class TaskwardSQLiteDriver extends (SQLiteDriver as any as typeof SQLiteD
     }
     if (this.failure) return { ok: false, code: this.failure.code as StoreHealth['code'], message: this.failure.message }
     return { ok: true }
+  }
+
+  /** Whether the file open here is still the one at `path`. */
+  private atItsPath(): 'same' | 'other' | 'missing' {
+    const open = fstatSync(this.dbFd!)
+    let onDisk
+    try {
+      onDisk = statSync(this.path)
+    } catch {
+      return 'missing'
+    }
+    return onDisk.ino === open.ino && onDisk.dev === open.dev ? 'same' : 'other'
   }
 
   /**

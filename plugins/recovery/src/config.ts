@@ -1,5 +1,5 @@
 import Schema from 'schemastery'
-import { BudgetsSchema, CheckSpecSchema, configInvalid, strictConfig, unpassableArgument, validatePins, type Budgets, type CheckSpec } from '@taskward/protocol'
+import { BudgetsSchema, CheckSpecSchema, SettlePolicySchema, type SettlePolicy, configInvalid, strictConfig, unpassableArgument, validatePins, type Budgets, type CheckSpec } from '@taskward/protocol'
 
 export interface Config {
   /** Controller-owned checks (argv, never a shell string). `[]` means validation is MISSING. */
@@ -15,6 +15,8 @@ export interface Config {
   budgets: Budgets
   /** Bytes of a check's output kept (head and tail) while it runs. */
   outputLimitBytes: number
+  /** How a stage's background verification that lost the race with a write waits and retries. */
+  settle: SettlePolicy
 }
 
 export const Config: Schema<Partial<Config>, Config> = strictConfig('recovery', Schema.object({
@@ -27,6 +29,7 @@ export const Config: Schema<Partial<Config>, Config> = strictConfig('recovery', 
   budgets: BudgetsSchema,
   outputLimitBytes: Schema.natural().min(1024).default(64 * 1024)
     .description('Bytes of check output kept while it runs (the head and the tail).'),
+  settle: SettlePolicySchema,
 }) as Schema<Partial<Config>, Config>, { check: checkChecks })
 
 /**

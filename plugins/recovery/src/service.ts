@@ -121,6 +121,11 @@ export class Recovery {
     provideService(ctx, 'recovery', this)
   }
 
+  /** Aborted when this plugin is disposed: deferred work waiting on something stops waiting. */
+  get stopping(): AbortSignal {
+    return this.runs.signal
+  }
+
   /** This plugin's logger (a cordis 3 `Service` had one; both versions have `ctx.logger(name)`). */
   get logger() {
     return this.home.logger('recovery')

@@ -5,6 +5,7 @@ import {
   comparePinnedSets, effectiveCycle, effectivePins, EventTypes, latestRecoveryAttempt, PinMatcher, progressDelta, progressSignalOf, TaskwardError,
   unpassableArgument, validateCheckSpecs, type SessionEvent, type Task,
 } from '@taskward/protocol'
+import { verifyStage } from './background'
 import { CompletionGate } from './gate'
 import type { Recovery } from './service'
 import { resumeRefusal, stopExecution, stopPauseReason, StopReplay } from './stop'
@@ -76,9 +77,12 @@ function registerChecksCommand(ctx: Context, recovery: Recovery) {
       const baseline = state.tasks[task.id]?.pinBaseline
       const matcher = new PinMatcher(checks)
       const changed = baseline ? comparePinnedSets(baseline.files, await stampPinned(session.cwd, matcher), matcher) : undefined
+      // A stage the background verification gave up on (the workspace kept changing): coded, with its seq.
+      const unverified = state.tasks[task.id]?.unverified
       return {
         taskId: task.id, source: own ? 'task' : 'config', checks,
         pins: checks.map((check) => ({ checkId: check.id, patterns: effectivePins(check) })),
+        ...unverified ? { unverified } : {},
         ...baseline ? { baseline: { seq: baseline.seq, files: baseline.files.map((file) => file.path) }, changed } : {},
       }
     }
@@ -113,19 +117,13 @@ function registerChecksCommand(ctx: Context, recovery: Recovery) {
   })
 }
 
-/** A stage report of a main session: verify the candidate as a 'progress' attempt (its delta is evidence). */
+/** A stage report of a main session: verify the candidate as a 'progress' attempt (its delta is evidence; see `verifyStage`). */
 function onStageReported(recovery: Recovery, session: Session, event: SessionEvent) {
   if (session.role !== 'main' || event.type !== EventTypes.toolResult) return
   if (event.data?.name !== 'task_report_stage' || event.data.error || !event.data.result?.taskId) return
   const { taskId, nodeId } = event.data.result as { taskId: string, nodeId?: string }
   recovery.track((async () => {
-    const stop = await recovery.exclusive(session, async (resolved) => {
-      const state = await recovery.usable(resolved)
-      // Without checks there is nothing objective to measure; MISSING is decided at completion.
-      if (!recovery.checksFor(state, taskId).length) return undefined
-      await recovery.recordAttempt(resolved, taskId, { claim: 'progress', ...nodeId ? { nodeId } : {} })
-      return recovery.budgetStopAfterProgress(resolved, taskId)
-    })
+    const stop = await verifyStage(recovery, session, { taskId, ...nodeId ? { nodeId } : {} })
     // Outside the recovery lock: stopping is a supervisor transition.
     if (stop) await stopExecution(recovery, session, taskId, stopPauseReason(stop))
   })())

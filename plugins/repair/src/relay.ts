@@ -66,6 +66,8 @@ export type ConfirmHere = (sessionId: string, binding: RepairBinding) => Promise
  */
 export class ClickRelay {
   private polling = false
+  /** The poll is failing (the store is down): logged once when it starts failing and once when it works again. */
+  private pollFailing = false
   /** The first poll sweeps: rows left while no host ran are removed at the next start. */
   private sweptAt = 0
 
@@ -198,8 +200,12 @@ export class ClickRelay {
         const self = await current
         if (self) void this.decide(row, self)
       }
+      if (this.pollFailing) this.ctx.logger('repair').info('reading the relayed Confirm clicks works again')
+      this.pollFailing = false
     } catch (error: any) {
-      this.ctx.logger('repair').warn('could not read the relayed Confirm clicks: %s', error?.message ?? error)
+      // Polled ten times a second: a store that is down would otherwise fill the log.
+      if (!this.pollFailing) this.ctx.logger('repair').warn('could not read the relayed Confirm clicks (logged once until it works again): %s', error?.message ?? error)
+      this.pollFailing = true
     } finally {
       this.polling = false
     }

@@ -90,7 +90,9 @@ class SQLiteEventStore implements EventStore {
 
   writeStaged(): Promise<void> | undefined {
     if (!this.staged.size) return
-    if (!this.isReady) return this.ready().then(() => this.writeStaged())
+    // Tables that cannot be prepared: the staged batches carry the refusal (their steps report it);
+    // callers that do not wait for this (settled, beforeWrite) are left nothing unhandled.
+    if (!this.isReady) return this.ready().then(() => this.writeStaged(), (error) => StagedBatches.refuse(this.staged.take(), error))
     try {
       return this.insert('', [])?.catch(() => {})
     } catch {
@@ -106,7 +108,11 @@ class SQLiteEventStore implements EventStore {
 
   /** minato creates and migrates the tables asynchronously after start: wait for that once. */
   private ready() {
-    return this.tablesReady ??= this.ctx.database.prepared().then(() => { this.isReady = true })
+    // A failed preparation (the store was down) is asked again by the next write, not kept.
+    return this.tablesReady ??= this.ctx.database.prepared().then(() => { this.isReady = true }, (error) => {
+      this.tablesReady = undefined
+      throw error
+    })
   }
 
   private statement(sql: string) {

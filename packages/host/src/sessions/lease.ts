@@ -2,7 +2,7 @@ import type { Context } from 'cordis'
 import { hostname } from 'node:os'
 import { randomBytes } from 'node:crypto'
 import { readFileSync, readlinkSync } from 'node:fs'
-import { TaskwardError } from '@taskward/protocol'
+import { storeUnavailable, TaskwardError } from '@taskward/protocol'
 import { storeDriver } from '../store/health'
 import type { Session } from './session'
 
@@ -110,7 +110,7 @@ export class SessionLeases {
     const driver = this.driver
     if (!driver) return Promise.reject(new TaskwardError('STORE_UNAVAILABLE', 'The database is not open; start the host again.'))
     const sent = new Promise((resolve, reject) => {
-      driver.pool.query(sql, values, (error: any, results: any) => error ? reject(error) : resolve(results))
+      driver.pool.query(sql, values, (error: any, results: any) => error ? reject(storeUnavailable(error, driver.storeName ?? 'MySQL/MariaDB')) : resolve(results))
     })
     // The driver closes its pool only once these settled (plugins/database's TaskwardMySQLDriver).
     const pending: Set<Promise<unknown>> | undefined = driver.lastWrites

@@ -1,6 +1,6 @@
 import type { Context } from 'cordis'
 import type { SessionEvent } from '@taskward/protocol'
-import { TaskwardError } from '@taskward/protocol'
+import { storeUnavailable, TaskwardError } from '@taskward/protocol'
 import type { EventStore, ReadOptions, StoredEvent } from './event-store'
 import { duplicate } from './duplicate'
 import type { Fence } from './lease'
@@ -29,9 +29,16 @@ export class MySQLEventStore implements EventStore {
   }
 
   private async query(sql: string, values: any[]): Promise<any> {
-    await (this.tablesReady ??= this.ctx.database.prepared())
+    // Kept once the tables are prepared; a failed preparation (the store was down) is asked again.
+    const ready = this.tablesReady ??= this.ctx.database.prepared()
+    try {
+      await ready
+    } catch (error) {
+      if (this.tablesReady === ready) this.tablesReady = undefined
+      throw error
+    }
     return new Promise((resolve, reject) => {
-      this.driver.pool.query(sql, values, (error: any, results: any) => error ? reject(error) : resolve(results))
+      this.driver.pool.query(sql, values, (error: any, results: any) => error ? reject(storeUnavailable(error, this.driver.storeName ?? 'MySQL/MariaDB')) : resolve(results))
     })
   }
 

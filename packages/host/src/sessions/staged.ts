@@ -91,6 +91,9 @@ export class StagedBatches {
 
   /** Record that `batches` were not written, because of `error`. */
   static refuse(batches: StagedBatch[], error: unknown) {
+    // Nothing to refuse: a rejected promise made here would have nobody to handle it (an unhandled
+    // rejection on every failed write of a store that is down).
+    if (!batches.length) return
     for (const batch of batches) fail(batch, error)
     StagedBatches.settle(batches, Promise.reject(error))
   }

@@ -23,12 +23,19 @@ export function storeDriver(ctx: Context): any {
 export async function storeHealth(ctx: Context): Promise<StoreHealth> {
   const driver = storeDriver(ctx)
   if (!driver) return { ok: false, code: 'STORE_UNAVAILABLE', error: 'The database is not open.' }
-  if (typeof driver.health !== 'function') return { ok: true }
   try {
-    const health = await driver.health()
-    if (health.ok) return { ok: true }
-    return { ok: false, code: health.code ?? 'STORE_UNAVAILABLE', error: health.message ?? 'The database failed.' }
+    const health = typeof driver.health === 'function' ? await driver.health() : { ok: true }
+    if (!health.ok) return { ok: false, code: health.code ?? 'STORE_UNAVAILABLE', error: health.message ?? 'The database failed.' }
   } catch (error: any) {
     return { ok: false, code: 'STORE_UNAVAILABLE', error: `The database does not answer: ${error?.message ?? error}` }
   }
+  try {
+    // A table whose preparation failed (the store was down when it ran) is prepared again here —
+    // after the driver's own check, which lifts a failure that has passed — and answers
+    // STORE_UNAVAILABLE while it still fails (plugins/database, prepare-guard.ts).
+    await (ctx.get('database') as any)?.prepared?.()
+  } catch (error: any) {
+    return { ok: false, code: error?.code === 'STORE_CORRUPT' ? 'STORE_CORRUPT' : 'STORE_UNAVAILABLE', error: error?.message ?? String(error) }
+  }
+  return { ok: true }
 }

@@ -147,7 +147,23 @@ export interface PinsPayload {
   at: number
 }
 
+/**
+ * A background verification (a stage report's checks) that gave up: the workspace kept changing under
+ * its copies, so the stage was not verified. Evidence for a person; it changes no decision or budget.
+ */
+export interface UnverifiedPayload {
+  taskId: string
+  nodeId?: string
+  /** The refusal's code and reason (`ARTIFACT_CHANGED`, `workspace-unsettled`). */
+  code: string
+  reason: string
+  message: string
+  lostRounds: number
+  at: number
+}
+
 export interface RecoveryPayloads {
+  unverified: UnverifiedPayload
   attempt: AttemptPayload
   decision: DecisionPayload
   candidate: CandidatePayload
@@ -267,6 +283,16 @@ const PinsSchema = Schema.object({
   at: Time.required(),
 })
 
+const UnverifiedSchema = Schema.object({
+  taskId: Id.required(),
+  nodeId: Id,
+  code: Schema.string().pattern(/^[A-Z][A-Z0-9_]*$/).required(),
+  reason: Schema.string().max(100).required(),
+  message: Text.required(),
+  lostRounds: Schema.natural().required(),
+  at: Time.required(),
+})
+
 /** Reads `dsh-task-supervisor-recovery` records (version 1) into today's shape. */
 export const recoveryReader = defineReader({
   namespace: RECOVERY_NAMESPACE,
@@ -280,6 +306,7 @@ export const recoveryReader = defineReader({
     strategy: { schemas: { 1: StrategySchema } },
     checks: { schemas: { 1: ChecksSchema } },
     pins: { schemas: { 1: PinsSchema } },
+    unverified: { schemas: { 1: UnverifiedSchema } },
   },
 })
 

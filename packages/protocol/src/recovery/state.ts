@@ -5,7 +5,7 @@ import { CheckSpec, validateCheckSpecs } from './checks'
 import { JournalRecord, journalViolation } from './journal'
 import { normalizePinnedFiles, pinnedSetDigest, type PinnedFile } from './pins'
 import {
-  AttemptPayload, DecisionPayload, RECOVERY_NAMESPACE, recoveryReader, RecoveryPayloads, RecoveryKind,
+  AttemptPayload, DecisionPayload, RECOVERY_NAMESPACE, recoveryReader, RecoveryPayloads, RecoveryKind, type UnverifiedPayload,
 } from './records'
 
 /**
@@ -45,6 +45,8 @@ export interface TaskRecovery {
   checks?: CheckSpec[]
   /** The latest stamp of the task's pinned files (`pins` record); absent before the first one. */
   pinBaseline?: PinBaseline
+  /** The latest background verification that gave up (`unverified` record); it changes no decision. */
+  unverified?: UnverifiedPayload & { seq: number }
 }
 
 export interface PinBaseline {
@@ -180,6 +182,11 @@ function applyRecord<K extends RecoveryKind>(state: RecoveryState, kind: K, payl
       const task = state.tasks[taskId] ?? emptyTask(taskId)
       const pinBaseline: PinBaseline = { files: sorted.map((file) => ({ ...file })), digest, ...acceptanceCycle ? { acceptanceCycle } : {}, seq }
       return withTask(state, { ...task, pinBaseline })
+    }
+    case 'unverified': {
+      const record = payload as RecoveryPayloads['unverified']
+      const task = state.tasks[record.taskId] ?? emptyTask(record.taskId)
+      return withTask(state, { ...task, unverified: { ...record, seq } })
     }
     default: throw new Violation(`unknown kind "${kind}"`)
   }

@@ -14,7 +14,7 @@ function summary(session: Session): SessionSummary {
 
 /** What the console reads of the recovery controller (optional: recovery is opt-in per host config). */
 interface RecoveryReader {
-  state(session: Session): Promise<{ tasks: Record<string, { checks?: CheckSpec[] } | undefined> }>
+  state(session: Session): Promise<{ tasks: Record<string, { checks?: CheckSpec[], unverified?: UnverifiedStage } | undefined> }>
   checksFor(state: unknown, taskId: string): CheckSpec[]
 }
 
@@ -24,6 +24,19 @@ export interface ChecksView {
   taskId?: string
   source?: 'task' | 'config'
   checks?: CheckSpec[]
+  /** The latest stage verification that gave up on a workspace that kept changing (coded; see docs/recovery.md). */
+  unverified?: UnverifiedStage
+}
+
+/** A recorded background verification that gave up (recovery's `unverified` record). */
+export interface UnverifiedStage {
+  code: string
+  reason: string
+  message: string
+  nodeId?: string
+  lostRounds: number
+  at: number
+  seq: number
 }
 
 export async function readChecks(ctx: Context, session: Session, taskId: string | undefined): Promise<ChecksView> {
@@ -31,7 +44,8 @@ export async function readChecks(ctx: Context, session: Session, taskId: string 
   if (!recovery) return { loaded: false }
   if (!taskId) return { loaded: true }
   const state = await recovery.state(session)
-  return { loaded: true, taskId, source: state.tasks[taskId]?.checks ? 'task' : 'config', checks: recovery.checksFor(state, taskId) }
+  const unverified = state.tasks[taskId]?.unverified
+  return { loaded: true, taskId, source: state.tasks[taskId]?.checks ? 'task' : 'config', checks: recovery.checksFor(state, taskId), ...unverified ? { unverified } : {} }
 }
 
 /** The task view of one session, with its evidence quotes read from the log. */

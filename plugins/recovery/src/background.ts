@@ -1,0 +1,102 @@
+import type { Session } from '@taskward/host'
+import { lostToWrite, nextSettleStep, stageVerificationSuperseded, type RecoveryDecision, type TaskwardError } from '@taskward/protocol'
+import { readCandidateOnce } from './candidate'
+import type { Recovery } from './service'
+
+/** What a stage report asks of recovery: verify the workspace as a 'progress' attempt of the task. */
+export interface StageVerification {
+  taskId: string
+  nodeId?: string
+}
+
+function sleep(ms: number, signal: AbortSignal) {
+  return new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve()
+    const done = () => {
+      clearTimeout(timer)
+      signal.removeEventListener('abort', done)
+      resolve()
+    }
+    const timer = setTimeout(done, ms)
+    signal.addEventListener('abort', done, { once: true })
+  })
+}
+
+/**
+ * A stage report's verification, in the background. The agent works on meanwhile, so a write can
+ * land while a check's copy is made (`runOnCopies` refuses it: the copy is not the candidate). Such a
+ * lost round is not dropped: the lock is let go, the workspace is read until it holds still
+ * (`nextSettleStep` decides how long to wait and when to give up), and the stage is verified again.
+ * It stops without a record when a later attempt of the task was recorded meanwhile (that attempt
+ * verified newer files) or the task is no longer executing; when it gives up, the refusal is recorded
+ * (an `unverified` record, shown by `/task checks`) and logged once. Returns a budget STOP to apply.
+ */
+export async function verifyStage(recovery: Recovery, session: Session, stage: StageVerification): Promise<RecoveryDecision | undefined> {
+  const { taskId, nodeId } = stage
+  const policy = recovery.config.settle
+  const signal = recovery.stopping
+  let lostRounds = 0
+  let firstLost = 0
+  let attemptsBefore = 0
+  while (true) {
+    try {
+      return await recovery.exclusive(session, async (resolved) => {
+        const state = await recovery.usable(resolved)
+        // Without checks there is nothing objective to measure; MISSING is decided at completion.
+        if (!recovery.checksFor(state, taskId).length) return undefined
+        if (lostRounds && await superseded(recovery, resolved, taskId, attemptsBefore)) return undefined
+        attemptsBefore = state.tasks[taskId]?.counters.attempts ?? 0
+        await recovery.recordAttempt(resolved, taskId, { claim: 'progress', ...nodeId ? { nodeId } : {} })
+        return recovery.budgetStopAfterProgress(resolved, taskId)
+      })
+    } catch (error) {
+      if (!lostToWrite(error) || signal.aborted) throw error
+      lostRounds++
+      firstLost ||= Date.now()
+    }
+    let waits = 0
+    let quiet: boolean | undefined
+    while (true) {
+      const step = nextSettleStep(policy, { lostRounds, waits, elapsedMs: Date.now() - firstLost, quiet }, { workspace: session.cwd, taskId })
+      if (step.kind === 'verify') break
+      if (step.kind === 'give-up') {
+        await recordGiveUp(recovery, session, stage, step.error, lostRounds, attemptsBefore)
+        return undefined
+      }
+      const before = await readDigest(recovery, session)
+      await sleep(step.ms, signal)
+      if (signal.aborted) return undefined
+      quiet = before !== undefined && before === await readDigest(recovery, session)
+      waits++
+    }
+  }
+}
+
+/** The candidate's digest now; undefined when a write moved it while it was read (not quiet). */
+function readDigest(recovery: Recovery, session: Session): Promise<string | undefined> {
+  return readCandidateOnce(recovery.home, session.cwd, recovery.config.candidateSource).then((read) => read.candidate.digest, (error) => {
+    if (lostToWrite(error)) return undefined
+    throw error
+  })
+}
+
+/** The task stopped executing, or an attempt newer than the lost one verified newer files. */
+async function superseded(recovery: Recovery, session: Session, taskId: string, attemptsBefore: number) {
+  const current = (await recovery.kernel.supervisor.state(session)).current
+  const now = (await recovery.usable(session)).tasks[taskId]?.counters.attempts ?? 0
+  return stageVerificationSuperseded(current, taskId, { before: attemptsBefore, now })
+}
+
+async function recordGiveUp(recovery: Recovery, session: Session, stage: StageVerification, error: TaskwardError, lostRounds: number, attemptsBefore: number) {
+  const recorded = await recovery.exclusive(session, async (resolved) => {
+    await recovery.usable(resolved)
+    // Nothing is missing when the task ended or a later attempt verified newer files meanwhile.
+    if (await superseded(recovery, resolved, stage.taskId, attemptsBefore)) return false
+    await recovery.append(resolved, 'unverified', `${stage.taskId}-u${resolved.seq}`, {
+      taskId: stage.taskId, ...stage.nodeId ? { nodeId: stage.nodeId } : {}, code: error.code,
+      reason: String(error.details?.reason ?? 'workspace-unsettled'), message: error.message.slice(0, 2000), lostRounds, at: Date.now(),
+    })
+    return true
+  })
+  if (recorded) recovery.logger.warn('%s: %s', error.code, error.message)
+}
