@@ -1,7 +1,7 @@
 import { expect } from 'chai'
 import Schema from 'schemastery'
 import { TaskwardError } from '../src/errors'
-import { defineReader, optional } from '../src/records'
+import { defineReader, optional, writeVersionOf } from '../src/records'
 
 /**
  * A 1–10 reader for a made-up namespace whose shape changed on the way: v1 `{id, title}`; v3 adds the
@@ -118,5 +118,39 @@ describe('records: a 1–10 reader', () => {
   it('refuses a record of another namespace', () => {
     const error = unsupported(() => notes.read({ ...envelope(1, { id: 'h', title: 'x' }), namespace: 'other' }, 9))
     expect(error.details).to.include({ namespace: 'other', seq: 9 })
+  })
+})
+
+describe('records: a kind unchanged since an older version', () => {
+  const shape = Schema.object({ n: Schema.number().required() })
+  const changed = Schema.object({ m: Schema.number().required() })
+  let todayCalls = 0
+  const today = (p: unknown) => { todayCalls++; return typeof (p as any)?.n === 'number' && Object.keys(p as object).length === 1 }
+  const spec = {
+    namespace: 'test-kinds', writes: 3, minVersion: 1,
+    kinds: {
+      old: { schemas: { 1: shape }, today },
+      renamed: { schemas: { 1: changed, 2: shape }, upgrades: { 1: (p: any) => ({ n: p.m }) }, today },
+      added: { schemas: { 3: shape }, today },
+    },
+  }
+  const reader = defineReader(spec)
+  const env = (kind: string, schemaVersion: number, payload: unknown) => ({ namespace: 'test-kinds', schemaVersion, kind, recordId: 'r', payload })
+
+  it('is written at the lowest version already in today\'s shape', () => {
+    expect(writeVersionOf(spec, 'old')).to.equal(1)
+    expect(writeVersionOf(spec, 'renamed')).to.equal(2)
+    expect(writeVersionOf(spec, 'added')).to.equal(3)
+    expect(() => writeVersionOf(spec, 'constructor')).to.throw(TaskwardError)
+  })
+
+  it('is read by the fast path from that version on, and through its upgrades below it', () => {
+    todayCalls = 0
+    expect(reader.read(env('old', 1, { n: 1 }), 1).payload).to.deep.equal({ n: 1 })
+    expect(reader.read(env('renamed', 2, { n: 2 }), 2).payload).to.deep.equal({ n: 2 })
+    expect(todayCalls).to.equal(2)
+    expect(reader.read(env('renamed', 1, { m: 3 }), 3).payload).to.deep.equal({ n: 3 })
+    expect(todayCalls).to.equal(2)
+    expect(() => reader.read(env('added', 2, { n: 4 }), 4)).to.throw(/no schema for version 2/)
   })
 })

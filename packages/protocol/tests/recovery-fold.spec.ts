@@ -1,7 +1,7 @@
 import { expect } from 'chai'
 import {
   completionVeto, decide, foldRecovery, foldRecoveryLog, initRecoveryState, RECORD_EVENT_TYPE, RECOVERY_NAMESPACE,
-  recoveryReader, recoveryRecord, SessionEvent, TaskwardError,
+  recoveryReader, recoveryRecord, RECOVERY_SCHEMA_VERSION, SessionEvent, TaskwardError,
 } from '../src'
 import { digest, RecoveryLog } from './fixtures/recovery/harness'
 
@@ -39,7 +39,7 @@ describe('recovery records and fold', () => {
   })
 
   it('poisons on an unsupported schema version or kind', () => {
-    const v2 = { ...recoveryRecord('attempt', 'r', attemptPayload() as any), schemaVersion: 2 }
+    const v2 = { ...recoveryRecord('attempt', 'r', attemptPayload() as any), schemaVersion: RECOVERY_SCHEMA_VERSION + 1 }
     expect(foldRecovery(initRecoveryState(), event(0, v2)).poisoned?.seq).to.equal(0)
     const unknownKind = { ...recoveryRecord('attempt', 'r', attemptPayload() as any), kind: 'vote' }
     expect(foldRecovery(initRecoveryState(), event(0, unknownKind)).poisoned?.seq).to.equal(0)

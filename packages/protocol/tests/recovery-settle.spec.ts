@@ -1,5 +1,9 @@
 import { expect } from 'chai'
-import { lostToWrite, nextSettleStep, stageVerificationSuperseded, SettlePolicySchema, TaskwardError, type SettlePolicy } from '../src'
+import Schema from 'schemastery'
+import {
+  defineReader, indexRecordEvents, lostToWrite, missingReaders, nextSettleStep, RECOVERY_NAMESPACE, recordPairs, recoveryReader,
+  stageVerificationSuperseded, SettlePolicySchema, TaskwardError, type RecordEnvelope, type SettlePolicy,
+} from '../src'
 import { RecoveryLog } from './fixtures/recovery/harness'
 
 /*
@@ -59,6 +63,24 @@ describe('recovery: settling a background verification (nextSettleStep)', () => 
     expect(log.state.poisoned).to.equal(undefined)
     log.append('unverified', { ...payload, code: 'not a code' })
     expect(log.state.poisoned?.seq).to.equal(1)
+  })
+
+  it('writes `unverified` at version 2 and every other kind at 1, so a reader of 1 is refused only where a give-up is recorded', () => {
+    const log = new RecoveryLog('t1')
+    const payload = { taskId: 't1', nodeId: 'a', code: 'ARTIFACT_CHANGED', reason: 'workspace-unsettled', message: 'kept changing', lostRounds: 2, at: 5 }
+    const checks = log.append('checks', { taskId: 't1', checks: [{ id: 'unit', argv: ['true'], timeoutMs: 1000 }], setBy: 'user', at: 1 })
+    expect((checks.data as RecordEnvelope).schemaVersion).to.equal(1)
+    const giveUp = log.append('unverified', payload)
+    expect((giveUp.data as RecordEnvelope).schemaVersion).to.equal(2)
+    // The reader of the release before (recovery records 1 only), as admission sees it.
+    const before = defineReader({ namespace: RECOVERY_NAMESPACE, writes: 1, minVersion: 1, kinds: { checks: { schemas: { 1: Schema.any() } } } })
+    const pairs = [...recordPairs(indexRecordEvents([checks]))]
+    expect(missingReaders(pairs, [before])).to.deep.equal([])
+    const withGiveUp = [...recordPairs(indexRecordEvents([checks, giveUp]))]
+    expect(missingReaders(withGiveUp, [before]).map((p) => p.schemaVersion)).to.deep.equal([2])
+    expect(missingReaders(withGiveUp, [recoveryReader])).to.deep.equal([])
+    // A give-up written at version 1 never existed: it is refused, not read.
+    expect(() => recoveryReader.read({ ...(giveUp.data as RecordEnvelope), schemaVersion: 1 }, 9)).to.throw(/no schema for version 1/)
   })
 
   it('stops a stage verification that is no longer needed: the task ended or moved on, or a later attempt was recorded', () => {

@@ -84,6 +84,24 @@ function schemaFor(spec: KindSpec, version: number) {
   return Number.isFinite(best) ? spec.schemas[best] : undefined
 }
 
+/**
+ * The lowest version whose payloads are already in today's shape (version `writes`): the schema
+ * `writes` uses is its schema too, and no upgrade applies from it on. `writes` itself at the latest.
+ */
+function todayVersionOf(spec: KindSpec, writes: number): number {
+  const today = schemaFor(spec, writes)
+  let from = writes
+  while (from > 1 && schemaFor(spec, from - 1) === today && !spec.upgrades?.[from - 1]) from--
+  return today ? from : writes
+}
+
+/** The version a new record of `kind` is written at: the lowest one in today's shape (see `todayVersionOf`). */
+export function writeVersionOf(reader: ReaderSpec, kind: string): number {
+  const spec = Object.hasOwn(reader.kinds, kind) ? reader.kinds[kind] : undefined
+  if (!spec) throw new TaskwardError('RECORD_UNSUPPORTED', `Reader ${reader.namespace} has no kind "${kind}".`, { namespace: reader.namespace, kind })
+  return todayVersionOf(spec, reader.writes)
+}
+
 export function defineReader(spec: ReaderSpec): RecordReader {
   if (!Number.isSafeInteger(spec.minVersion) || !Number.isSafeInteger(spec.writes)
     || spec.minVersion < 1 || spec.writes < spec.minVersion) {
@@ -91,6 +109,10 @@ export function defineReader(spec: ReaderSpec): RecordReader {
   }
   // The schema of today's version, per kind, looked up once (it is the one almost every record uses).
   const todaySchemas = new Map(Object.values(spec.kinds).map((kind) => [kind, schemaFor(kind, spec.writes)]))
+  // Per kind, the lowest version already in today's shape: today's schema and no upgrade from there on.
+  // A kind whose shape did not change since it was added is written at that version (older readers
+  // keep reading it), so the fast path must hold there too, not only at `writes`.
+  const todayFrom = new Map(Object.values(spec.kinds).map((kind) => [kind, todayVersionOf(kind, spec.writes)]))
   const reader: RecordReader = {
     namespace: spec.namespace,
     minVersion: spec.minVersion,
@@ -107,10 +129,11 @@ export function defineReader(spec: ReaderSpec): RecordReader {
       // Own kinds only: "constructor" or "__proto__" must be an unknown kind, not Object's.
       const kind = Object.hasOwn(spec.kinds, envelope.kind) ? spec.kinds[envelope.kind] : undefined
       if (!kind) throw unsupported(envelope, seq, `unknown kind "${envelope.kind}"`)
-      const schema = envelope.schemaVersion === spec.writes ? todaySchemas.get(kind) : schemaFor(kind, envelope.schemaVersion)
+      const inTodayShape = envelope.schemaVersion >= todayFrom.get(kind)!
+      const schema = inTodayShape ? todaySchemas.get(kind) : schemaFor(kind, envelope.schemaVersion)
       if (!schema) throw unsupported(envelope, seq, `no schema for version ${envelope.schemaVersion}`)
       let payload: any
-      if (fastPath && envelope.schemaVersion === spec.writes && kind.today?.(envelope.payload)) {
+      if (fastPath && inTodayShape && kind.today?.(envelope.payload)) {
         // Today's shape: nothing to validate further or upgrade; copy so the caller owns the result.
         payload = kind.canonical ? kind.canonical(envelope.payload) : structuredClone(envelope.payload)
       } else {

@@ -1,6 +1,6 @@
 import Schema from 'schemastery'
 import { RecordEnvelope } from '../envelope'
-import { defineReader, optional } from '../records'
+import { defineReader, optional, writeVersionOf, type ReaderSpec } from '../records'
 import { CheckResult, CheckResultSchema, CheckSpec, CheckSpecSchema, CHECK_ID_PATTERN } from './checks'
 import { Budgets, BudgetsUsed } from './budgets'
 import type { ProgressDelta } from './delta'
@@ -8,7 +8,13 @@ import type { AggregateVerdict } from './verdict'
 import { MAX_PINNED_FILES, type PinBaselineReason, type PinnedFile } from './pins'
 
 export const RECOVERY_NAMESPACE = 'dsh-task-supervisor-recovery'
-export const RECOVERY_SCHEMA_VERSION = 1
+/**
+ * The newest version of recovery records. 2 added the kind `unverified`; every other kind keeps
+ * version 1's shape and is still written at 1 (`recoveryRecord`), so a host that reads only 1 keeps
+ * reading every session where no background verification gave up, and reader admission refuses it
+ * (instead of a poisoned projection) where one did.
+ */
+export const RECOVERY_SCHEMA_VERSION = 2
 
 /** A workspace digest (sha256) or a git commit id (sha1 or sha256). */
 const Digest = Schema.string().pattern(/^[0-9a-f]{40}(?:[0-9a-f]{24})?$/)
@@ -293,8 +299,8 @@ const UnverifiedSchema = Schema.object({
   at: Time.required(),
 })
 
-/** Reads `dsh-task-supervisor-recovery` records (version 1) into today's shape. */
-export const recoveryReader = defineReader({
+/** How each kind of recovery record looks at each version (see `RECOVERY_SCHEMA_VERSION`). */
+const recoveryReaderSpec: ReaderSpec = {
   namespace: RECOVERY_NAMESPACE,
   writes: RECOVERY_SCHEMA_VERSION,
   minVersion: 1,
@@ -306,11 +312,18 @@ export const recoveryReader = defineReader({
     strategy: { schemas: { 1: StrategySchema } },
     checks: { schemas: { 1: ChecksSchema } },
     pins: { schemas: { 1: PinsSchema } },
-    unverified: { schemas: { 1: UnverifiedSchema } },
+    unverified: { schemas: { 2: UnverifiedSchema } },
   },
-})
+}
+
+/** Reads `dsh-task-supervisor-recovery` records (versions 1–2) into today's shape. */
+export const recoveryReader = defineReader(recoveryReaderSpec)
+
+/** The version each kind is written at: the lowest one in today's shape (1, `unverified` 2). */
+const RECOVERY_WRITE_VERSIONS = Object.fromEntries(Object.keys(recoveryReaderSpec.kinds)
+  .map((kind) => [kind, writeVersionOf(recoveryReaderSpec, kind)])) as Record<RecoveryKind, number>
 
 /** The envelope to append for a recovery record (the data of an `extension/record` event). */
 export function recoveryRecord<K extends RecoveryKind>(kind: K, recordId: string, payload: RecoveryPayloads[K]): RecordEnvelope<RecoveryPayloads[K]> {
-  return { namespace: RECOVERY_NAMESPACE, schemaVersion: RECOVERY_SCHEMA_VERSION, kind, recordId, payload }
+  return { namespace: RECOVERY_NAMESPACE, schemaVersion: RECOVERY_WRITE_VERSIONS[kind], kind, recordId, payload }
 }
