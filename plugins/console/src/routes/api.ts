@@ -1,9 +1,7 @@
 import type { Context } from 'cordis'
 import { catchUpWithStore, type Session } from '@taskward/host'
 import type {} from '@taskward/plugin-supervisor'
-import type { CheckSpec, SessionEvent } from '@taskward/protocol'
-import { REFUSAL_ADVICE } from '../view/advice'
-import { evidenceSeqsOf, sessionView, type SessionSummary } from '../view/session-view'
+import { evidenceSeqsOf, NODE_STATUS_WORDS, PHASE_LABELS, REFUSAL_ADVICE, sessionView, type CheckSpec, type SessionEvent, type SessionSummary } from '@taskward/protocol'
 
 /** How many main sessions the list shows (newest first). */
 export const SESSION_LIST_LIMIT = 200
@@ -47,7 +45,7 @@ export async function readSessionView(ctx: Context, sessionId: string) {
     if (event) events.set(seq, event)
   }
   const checks = await readChecks(ctx, session, state.current?.id)
-  return { ...sessionView(summary(session), state, events), controller: status.controller, checks, advice: REFUSAL_ADVICE }
+  return { ...sessionView(summary(session), state, events, status.controller), controller: status.controller, checks, advice: REFUSAL_ADVICE, statusLabels: NODE_STATUS_WORDS }
 }
 
 /** Main sessions, newest first, each with its current task in one line. */
@@ -60,7 +58,7 @@ export async function readSessionList(ctx: Context) {
     const waiting = state.proposals.findLast((p) => p.status === 'pending' || p.status === 'confirmed')
     return {
       ...summary(session),
-      ...(task ? { task: { id: task.id, objective: task.objective, phase: task.phase, acceptanceCycle: task.acceptanceCycle ?? 1 } } : {}),
+      ...(task ? { task: { id: task.id, objective: task.objective, phase: task.phase, phaseLabel: PHASE_LABELS[task.phase], acceptanceCycle: task.acceptanceCycle ?? 1 } } : {}),
       ...(waiting ? { awaitingDecision: { id: waiting.proposal.id, title: waiting.proposal.title } } : {}),
       historyCount: state.history.length,
       ...(state.poisoned ? { poisoned: true } : {}),

@@ -1,0 +1,6 @@
+export * from './labels'
+export * from './actions'
+export * from './dag-layout'
+export * from './task-view'
+export * from './session-view'
+export * from './advice'
