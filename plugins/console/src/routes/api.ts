@@ -1,7 +1,10 @@
 import type { Context } from 'cordis'
 import { catchUpWithStore, type Session } from '@taskward/host'
 import type {} from '@taskward/plugin-supervisor'
-import { evidenceSeqsOf, NODE_STATUS_WORDS, PHASE_LABELS, REFUSAL_ADVICE, sessionView, type CheckSpec, type SessionEvent, type SessionSummary } from '@taskward/protocol'
+import {
+  evidenceSeqsOf, NODE_STATUS_WORDS, PHASE_LABELS, recoveryView, REFUSAL_ADVICE, sessionView,
+  type Budgets, type CheckSpec, type RecoveryView, type SessionEvent, type SessionSummary, type TaskRecovery,
+} from '@taskward/protocol'
 
 /** How many main sessions the list shows (newest first). */
 export const SESSION_LIST_LIMIT = 200
@@ -12,7 +15,8 @@ function summary(session: Session): SessionSummary {
 
 /** What the console reads of the recovery controller (optional: recovery is opt-in per host config). */
 interface RecoveryReader {
-  state(session: Session): Promise<{ tasks: Record<string, { checks?: CheckSpec[] } | undefined> }>
+  state(session: Session): Promise<{ tasks: Record<string, TaskRecovery | undefined> }>
+  config: { budgets: Budgets }
   checksFor(state: unknown, taskId: string): CheckSpec[]
 }
 
@@ -22,6 +26,8 @@ export interface ChecksView {
   taskId?: string
   source?: 'task' | 'config'
   checks?: CheckSpec[]
+  /** Checks, last verdict and budgets used/left (protocol's recoveryView). */
+  recovery?: RecoveryView
 }
 
 export async function readChecks(ctx: Context, session: Session, taskId: string | undefined): Promise<ChecksView> {
@@ -29,7 +35,11 @@ export async function readChecks(ctx: Context, session: Session, taskId: string 
   if (!recovery) return { loaded: false }
   if (!taskId) return { loaded: true }
   const state = await recovery.state(session)
-  return { loaded: true, taskId, source: state.tasks[taskId]?.checks ? 'task' : 'config', checks: recovery.checksFor(state, taskId) }
+  const checks = recovery.checksFor(state, taskId)
+  return {
+    loaded: true, taskId, source: state.tasks[taskId]?.checks ? 'task' : 'config', checks,
+    recovery: recoveryView(state.tasks[taskId], checks, recovery.config.budgets),
+  }
 }
 
 /** The task view of one session, with its evidence quotes read from the log. */
