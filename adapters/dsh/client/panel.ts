@@ -184,7 +184,10 @@ export function TaskPanel({ base, sessionId }: { base: string, sessionId: string
           h(TaskBody, { store, task, view, busy: state.busy, affected: [], roots: [] })))) : null,
     ]
   })()
-  return h('div', { className: 'tw-panel', 'data-session-id': sessionId, 'data-live': state.live ? 'true' : 'false', 'data-seq': view?.session.seq ?? '' },
+  return h('div', {
+    className: 'tw-panel', 'data-session-id': sessionId, 'data-live': state.live ? 'true' : 'false', 'data-seq': view?.session.seq ?? '',
+    'data-revision': view?.current?.revision ?? '', 'data-enabled': view?.current ? String(view.current.enabled) : '',
+  },
     h('h2', { className: 'tw-title' }, 'Taskward task', h('span', { className: 'tw-live', 'aria-live': 'polite' }, state.live ? ' · live' : '')),
     body)
 }
