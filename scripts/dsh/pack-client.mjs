@@ -27,6 +27,7 @@ export async function buildClient(root, outfile, id) {
     platform: 'browser',
     target: 'es2022',
     external: PAGE_MODULES,
+    conditions: ['source'],
     minify: true,
     metafile: true,
     legalComments: 'none',

@@ -39,7 +39,7 @@ function rawPost(web: DshWeb, path: string, headers: Record<string, string>): Pr
  * The Taskward panel inside DSH's own web app (rc.8 client modules): Chromium opens DSH's page with
  * the bundle added, finds the panel of a supervised session in its Task view, approves the plan with
  * the panel's button, watches the task complete without a reload, proposes a repair and confirms it
- * in the impact panel; the task reopens exactly once. The panel logs in without a copied token; an
+ * in the impact panel; the task reopens exactly once; the conversation carries a card per milestone. The panel logs in without a copied token; an
  * anonymous or cross-origin request is refused and writes nothing. Screenshots at 1280 and 375 px go
  * to test-results/dsh-panel/.
  */
@@ -122,6 +122,19 @@ describe('the Taskward panel in DSH\'s own web app', function () {
     expect(repairRecords(carried, 'confirm'), 'one confirmation').to.have.length(1)
     expect(reopenedStates(carried), 'the task reopened exactly once').to.have.length(1)
     await page.screenshot({ path: join(out, 'reopened-1280.png') })
+
+    // The conversation marks each milestone with a compact card, in log order.
+    await page.getByRole('tab', { name: 'Chat', exact: true }).click()
+    const cards = page.locator('.tw-card [data-kind]')
+    await page.locator('.tw-card [data-kind="reopened"]').waitFor({ timeout: 15_000 })
+    const kinds = await cards.evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-kind')))
+    const order = ['plan-waiting', 'node-passed', 'complete', 'repair-proposed', 'reopened'].map((kind) => kinds.indexOf(kind))
+    expect(order.every((at) => at >= 0), kinds.join(', ')).to.equal(true)
+    expect([...order].sort((a, b) => a - b), `cards in log order: ${kinds.join(', ')}`).to.deep.equal(order)
+    expect(kinds.filter((k) => k === 'node-passed'), 'one card per node passed').to.have.length(2)
+    expect(kinds.filter((k) => k === 'reopened')).to.have.length(1)
+    await page.locator('.tw-card').last().scrollIntoViewIfNeeded()
+    await page.screenshot({ path: join(out, 'conversation-cards-1280.png') })
     expect(errors, 'no page errors').to.deep.equal([])
     await context.close()
   })

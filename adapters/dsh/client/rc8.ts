@@ -1,4 +1,5 @@
 import { createElement as h } from 'react'
+import { CARD_KIND, cardState, carriedRecord, MilestoneCard, type CardState } from './cards'
 import { TaskDock } from './dock'
 import { TaskPanel } from './panel'
 import { PANEL_CSS } from './styles'
@@ -11,7 +12,7 @@ import { PANEL_CSS } from './styles'
  */
 
 /** The client context services the module waits for (cordis `inject`). */
-export const CLIENT_INJECT = ['slots']
+export const CLIENT_INJECT = ['slots', 'conversationEvents']
 
 /** Slot names of rc.8's conversation UI. */
 export const SLOTS = {
@@ -19,6 +20,8 @@ export const SLOTS = {
   view: 'conversation.view',
   /** A full-width row above the composer: the one-line task bar. */
   dock: 'conversation.input.dock',
+  /** The chat's node renderers, keyed by node kind: the milestone cards. */
+  chatNode: 'conversation.chat.node',
 } as const
 
 interface ClientSlots {
@@ -26,8 +29,34 @@ interface ClientSlots {
   register(entry: Record<string, unknown>, component: unknown): unknown
 }
 
+/** rc.8's conversation event registry (ConversationNodeDefinition, runtime contract/conversation.ts). */
+interface ConversationEvents {
+  register(definition: Record<string, unknown>): unknown
+}
+
 export interface ClientContext {
   slots: ClientSlots
+  conversationEvents: ConversationEvents
+}
+
+interface Match { event: { seq: number, type: string, data?: any }, location?: unknown }
+
+/** One chat node per Taskward record that marks a milestone, anchored at the record's seq. */
+const milestoneDefinition = {
+  kind: CARD_KIND,
+  target: 'chat',
+  match: (event: { seq: number, type: string, data?: any }) => carriedRecord(event) === undefined ? null : { id: String(event.seq), role: 'start' },
+  start: (_context: unknown, match: Match, reader: { previous<S>(kind: string): { state: S } | undefined }) =>
+    cardState(carriedRecord(match.event), reader.previous<CardState>(CARD_KIND)?.state, match.event.seq),
+  update: (context: { state: CardState }) => context.state,
+  buildViewNode: (context: { key: string, id: string, state?: CardState, start?: Match }) => {
+    if (!context.state?.milestones.length) return null
+    return {
+      key: context.key, kind: CARD_KIND, id: context.id, target: 'chat', anchorSeq: context.state.seq,
+      location: context.start?.location ?? { kind: 'unresolved' }, visibility: 'visible',
+      data: { milestones: context.state.milestones },
+    }
+  },
 }
 
 /** Where Taskward's routes are on this server (the adapter's `prefix`). */
@@ -56,6 +85,8 @@ export function applyClient(ctx: ClientContext) {
     name: SLOTS.view, id: 'taskward', order: 20, label: () => 'Task',
     inject: (sessionId: string) => ({ taskwardSessionId: sessionId }),
   }, View))
+  ctx.conversationEvents.register(milestoneDefinition)
+  ctx.slots.inject(SLOTS.chatNode, () => ctx.slots.register({ name: SLOTS.chatNode, key: CARD_KIND }, MilestoneCard))
   ctx.slots.inject(SLOTS.dock, () => ctx.slots.register({
     name: SLOTS.dock, id: 'taskward', order: 5,
     inject: (sessionId: string) => ({ taskwardSessionId: sessionId }),
