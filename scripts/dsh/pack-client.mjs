@@ -27,7 +27,8 @@ export async function buildClient(root, outfile, id) {
     platform: 'browser',
     target: 'es2022',
     external: PAGE_MODULES,
-    conditions: ['source'],
+    // The milestone derivation comes from protocol's source alone (no schemas, no readers in the page).
+    alias: { '@taskward/protocol/milestones': join(root, 'packages', 'protocol', 'src', 'view', 'milestones.ts') },
     minify: true,
     metafile: true,
     legalComments: 'none',
