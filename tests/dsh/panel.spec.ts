@@ -86,6 +86,12 @@ describe('the Taskward panel in DSH\'s own web app', function () {
     expect(await panel.locator('.tw-nodes li[data-status="passed"]').count()).to.equal(2)
     await panel.locator('.tw-verdict[data-verdict="PASS"]').waitFor()
 
+    // Consult from the panel: DSH's own command door opens a consultation session and the panel names it.
+    const sessionsBefore = (await web.api('session.list', {})).items.length
+    await panel.locator('button[data-action="consult"]').click()
+    await panel.locator('.tw-success[data-outcome="consult"]').waitFor({ timeout: 30_000 })
+    expect((await web.api('session.list', {})).items.length, 'one consultation session').to.equal(sessionsBefore + 1)
+
     await panel.locator('button[data-action="propose-repair"]').click()
     await panel.locator('#tw-propose-reason').fill('a.txt must say repaired')
     await panel.locator('label.tw-check', { hasText: 'a — write a' }).locator('input').check()
@@ -131,7 +137,8 @@ describe('the Taskward panel in DSH\'s own web app', function () {
     const order = ['plan-waiting', 'node-passed', 'complete', 'repair-proposed', 'reopened'].map((kind) => kinds.indexOf(kind))
     expect(order.every((at) => at >= 0), kinds.join(', ')).to.equal(true)
     expect([...order].sort((a, b) => a - b), `cards in log order: ${kinds.join(', ')}`).to.deep.equal(order)
-    expect(kinds.filter((k) => k === 'node-passed'), 'one card per node passed').to.have.length(2)
+    // (After the reopen the agent goes on with cycle 2, whose cards may already follow.)
+    expect(kinds.slice(0, kinds.indexOf('reopened')).filter((k) => k === 'node-passed'), 'one card per node passed in cycle 1').to.have.length(2)
     expect(kinds.filter((k) => k === 'reopened')).to.have.length(1)
     await page.locator('.tw-card').last().scrollIntoViewIfNeeded()
     await page.screenshot({ path: join(out, 'conversation-cards-1280.png') })

@@ -39,29 +39,16 @@ function OutcomeLine({ outcome, advice }: { outcome?: Outcome, advice?: Record<s
 }
 
 function Actions({ store, view, busy }: { store: TaskStore, view: PanelView, busy: boolean }) {
-  const [consulting, setConsulting] = useState(false)
-  const [question, setQuestion] = useState('')
-  const commands = view.actions.filter((a) => a.command && a.id !== 'consult')
-  const consult = view.actions.find((a) => a.id === 'consult')
-  if (!commands.length && !consult) return null
+  // Approve, pause, resume and consult are `/task` lines (consult opens a consultation session and names
+  // it; the question is asked there). Propose, confirm and decline have their own forms below.
+  const commands = view.actions.filter((a) => a.command)
+  if (!commands.length) return null
   return h('div', { className: 'tw-actions', role: 'group', 'aria-label': 'Task actions' },
     commands.map((action: ActionView) => h('button', {
       key: action.id, type: 'button', disabled: busy, 'data-action': action.id,
       className: action.id === 'approve' || action.id === 'resume' ? 'tw-primary' : undefined,
       onClick: () => store.command(action),
-    }, action.label)),
-    consult ? h('button', { type: 'button', disabled: busy, 'data-action': 'consult', 'aria-expanded': consulting, onClick: () => setConsulting(!consulting) }, consult.label) : null,
-    consult && consulting ? h('form', {
-      className: 'tw-consult',
-      onSubmit: (event: Event) => {
-        event.preventDefault()
-        if (!question.trim()) return
-        void store.command(consult, question.trim()).then(() => setQuestion(''))
-      },
-    },
-    h('label', { htmlFor: 'tw-consult-question' }, 'Ask the consultant (a separate session that can propose a repair)'),
-    h('textarea', { id: 'tw-consult-question', rows: 2, value: question, onChange: (e: any) => setQuestion(e.target.value) }),
-    h('button', { type: 'submit', disabled: busy || !question.trim() }, 'Send')) : null)
+    }, action.label)))
 }
 
 function Impact({ store, proposal, task, busy }: { store: TaskStore, proposal: ProposalView, task?: TaskDetailView, busy: boolean }) {

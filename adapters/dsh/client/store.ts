@@ -119,8 +119,8 @@ export class TaskStore {
   }
 
   /** A `/task …` line through DSH's own command door (it shows in the conversation as if typed). */
-  async command(action: ActionView | { id: string, command: string }, extra = '') {
-    const line = `${action.command}${extra ? ` ${extra}` : ''}`
+  async command(action: ActionView | { id: string, command: string }) {
+    const line = action.command!
     await this.act(action.id, async () => {
       const response = await fetch('/api/commands/execute', {
         method: 'POST',

@@ -13,7 +13,7 @@ export type ActionId = 'approve' | 'pause' | 'resume' | 'consult' | 'propose-rep
 export interface ActionView {
   id: ActionId
   label: string
-  /** The `/task` line (absent for the repair route's actions). `consult` takes the question after it. */
+  /** The `/task` line (absent for the repair route's actions). */
   command?: string
   /** The proposal a confirm/decline decides. */
   proposalId?: string
