@@ -5,6 +5,7 @@ import type { Task } from '../task/types'
  * the DSH panel's buttons): each names the `/task` line that performs it, bound to the task revision
  * the page shows (`id@revision`), so a click on a stale view is refused instead of acting on a task
  * the user did not see. Confirm and decline are the repair route's (`POST …/repair`), not commands.
+ * `consult` is DSH's `/task consult` (the adapter registers it; our host's console does not show it).
  * Pure; the host still decides (a renderer never trusts this list to authorise anything).
  */
 
