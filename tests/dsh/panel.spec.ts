@@ -13,10 +13,11 @@ import { openDshApp, openTaskView, outputDir } from './dsh-app'
 
 const AXE_SOURCE = readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
 
-/** axe-core's violations inside the Taskward panel (DSH's own UI around it is not ours to judge). */
-async function panelViolations(page: Page) {
+/** axe-core's violations inside Taskward's parts of the page (DSH's own UI around them is not ours to judge). */
+async function panelViolations(page: Page, parts = ['.tw-panel', '.tw-dock']) {
   await page.evaluate(await AXE_SOURCE)
-  const result = await page.evaluate('axe.run({ include: [".tw-panel"] }, { resultTypes: ["violations"] })') as
+  const include = JSON.stringify(parts.map((part) => [part]))
+  const result = await page.evaluate(`axe.run({ include: ${include} }, { resultTypes: ["violations"] })`) as
     { passes: unknown[], violations: { id: string, help: string, nodes: { target: string[] }[] }[] }
   if (!result.passes.length) throw new Error('axe checked nothing: is the panel empty?')
   return result.violations.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).slice(0, 5).join('; ')})`)
@@ -116,6 +117,11 @@ describe('the Taskward panel in DSH\'s own web app', function () {
     expect(overflow.client, 'the panel has the phone\'s width').to.be.at.least(300)
     expect(overflow.scroll, 'nothing in the panel scrolls sideways at 375 px (the DAG has its own box)').to.be.at.most(overflow.client + 1)
     expect(await panelViolations(phone)).to.deep.equal([])
+    // DSH follows the system's colour scheme: the panel reads in dark mode too.
+    await phone.emulateMedia({ colorScheme: 'dark' })
+    await phone.waitForTimeout(300)
+    expect(await panelViolations(phone), 'dark mode').to.deep.equal([])
+    await phone.screenshot({ path: join(out, 'impact-375-dark.png') })
     await phone.close()
 
     const before = await status(sessionId)
@@ -141,6 +147,7 @@ describe('the Taskward panel in DSH\'s own web app', function () {
     expect(kinds.slice(0, kinds.indexOf('reopened')).filter((k) => k === 'node-passed'), 'one card per node passed in cycle 1').to.have.length(2)
     expect(kinds.filter((k) => k === 'reopened')).to.have.length(1)
     await page.locator('.tw-card').last().scrollIntoViewIfNeeded()
+    expect(await panelViolations(page, ['.tw-card', '.tw-dock'])).to.deep.equal([])
     await page.screenshot({ path: join(out, 'conversation-cards-1280.png') })
     expect(errors, 'no page errors').to.deep.equal([])
     await context.close()

@@ -52,5 +52,6 @@ export const PANEL_CSS = `
 .tw-dag .tw-st-needs-revision rect { fill: #ffedd5; } .tw-dag .tw-st-awaiting-user rect { fill: #fee2e2; }
 .tw-dag .tw-affected rect { stroke: #b45309; stroke-width: 3; }
 .tw-dock { background: Canvas; display: flex; flex-wrap: wrap; gap: 6px 10px; align-items: center; padding: 6px 10px; border: 1px solid rgba(128,128,128,.45); border-radius: 10px; margin: 4px 0; font-size: .9rem; }
+@media (max-width: 560px) { .tw-facts { grid-template-columns: 1fr; gap: 0; } .tw-facts dd { margin-bottom: 6px; } .tw-panel { padding: 8px 10px 24px; } }
 .tw-card { margin: 6px auto; max-width: 720px; padding: 6px 10px; border-left: 4px solid #1747b5; border-radius: 6px; font-size: .9rem; background: rgba(128,128,128,.08); }
 `
