@@ -125,6 +125,24 @@ describe('the Taskward panel in DSH\'s own web app', function () {
     await phone.close()
 
     const before = await status(sessionId)
+    // The same proposal, clicked without the panel's page: anonymous 401, with its cookie from another
+    // origin 403; neither writes anything.
+    const proposalId = await impact.getAttribute('data-proposal-id')
+    const decision = (action: string) => JSON.stringify({ action, proposalId, taskId: before.task.id, revision: before.task.revision })
+    const repairUrl = `${web.origin}/taskward/api/sessions/${sessionId}/repair`
+    const [panelCookie] = (await context.cookies()).filter((c) => c.name === 'taskward_token')
+    for (const action of ['confirm', 'decline']) {
+      const anonymous = await fetch(repairUrl, { method: 'POST', headers: { origin: web.origin, 'content-type': 'application/json' }, body: decision(action) })
+      expect(anonymous.status, `anonymous ${action}`).to.equal(401)
+      const foreign = await fetch(repairUrl, {
+        method: 'POST', headers: { cookie: `taskward_token=${panelCookie.value}`, origin: 'http://evil.example', 'content-type': 'application/json' }, body: decision(action),
+      })
+      expect(foreign.status, `cross-origin ${action}`).to.equal(403)
+    }
+    const untouched = await history(sessionId)
+    expect(repairRecords(untouched, 'confirm').length + repairRecords(untouched, 'decline').length, 'nothing written').to.equal(0)
+    expect((await status(sessionId)).task.revision).to.equal(before.task.revision)
+
     await impact.locator('button[data-action="confirm"]').click()
     await panel.locator('.tw-success[data-outcome="reopened"]').waitFor({ timeout: 60_000 })
     const after = await status(sessionId)
