@@ -4,17 +4,16 @@ import { chmod, mkdir, readdir, writeFile } from 'node:fs/promises'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { tempWorkspace, removeTree } from '@taskward/testkit'
+import { assertNodeRunnableBy, NOBODY, tempWorkspace, removeTree } from '@taskward/testkit'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
-/** An unprivileged user for the permission cases: root reads any directory whatever its mode. */
-const NOBODY = 65534
-
 /**
  * Whether `uid` can run this checkout's scripts at all: a checkout only root can enter (mode 700, say)
  * cannot be run as another user, so the permission cases cannot be tried there.
  */
 function canRunAs(uid: number): boolean {
+  // The Node itself must be runnable by `uid` (a failure, saying why); the checkout may not be (a skip).
+  assertNodeRunnableBy(uid)
   const probe = spawnSync(process.execPath, ['-e', `require('fs').accessSync(${JSON.stringify(join(ROOT, 'node_modules', 'tsx', 'package.json'))})`],
     { cwd: '/', uid, gid: uid, stdio: 'ignore' })
   return probe.status === 0
