@@ -53,7 +53,7 @@ export TASKWARD_TEST_PACKAGING="${TASKWARD_TEST_PACKAGING:-1}"
 # TASKWARD_TEST_NODE (space-separated, from the pinned list in scripts/test-node.mjs; `none` for no
 # second run). CI defaults it to the Node 24 DSH runs on; elsewhere there is no second run unless asked.
 # Each release is installed (checked against its pinned integrity) before the first run starts, so a
-# failed download fails at once, not after the first run's 15 minutes.
+# failed download fails at once, not after the first run's 20 minutes.
 if [ -n "${TASKWARD_TEST_NODE+set}" ]; then second="$TASKWARD_TEST_NODE"
 elif [ -n "${CI:-}" ]; then second="$(node -e "import('./scripts/test-node.mjs').then((m) => console.log(m.DEFAULT_NODE))")"
 else second=""; fi
