@@ -31,7 +31,11 @@ export const quantile = (values: number[], q: number) => {
 
 // ---- the endpoint, in its own process ----
 
-export interface EndpointStats { served: number, inTurn: number[], byTool: Record<string, number[]>, sameSession: number[], cpuMs: number }
+export interface EndpointStats {
+  served: number, inTurn: number[], byTool: Record<string, number[]>, sameSession: number[], cpuMs: number, aborted: number
+  /** The host-added gaps (benchmarks/scale-pace.ts `stepGaps`) by what the answer before each did. */
+  hostAdded: Record<string, number[]>
+}
 
 export class Endpoint {
   private lines: string[] = []
@@ -174,18 +178,31 @@ export async function bootHost(set: PluginSet, baseURL: string, durability: 'fsy
 
 /**
  * `count` tasks at once (or started over `spreadMs`); resolves with the wall time, the peak RSS while they ran, and the host's
- * event-loop delay (p99 and max, ms): a stall there delays every session's next request at once.
+ * event-loop delay (p99 and max, ms): a stall there delays every session's next request at once. With
+ * `tasksEach`, each session runs that many tasks one after another. With `errors`, a task that fails
+ * adds its message there and the others run on (else the first failure rejects).
  */
-export async function runTasks(host: Awaited<ReturnType<typeof bootHost>>, count: number, spreadMs = 0) {
+export async function runTasks(host: Awaited<ReturnType<typeof bootHost>>, count: number, spreadMs = 0, { tasksEach = 1, errors }: { tasksEach?: number, errors?: string[] } = {}) {
   let peak = process.memoryUsage().rss
   const sampler = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss) }, 100)
   const delay = monitorEventLoopDelay({ resolution: 10 })
   delay.enable()
   const started = performance.now()
+  const cwds: string[] = []
   // `spreadMs`: the starts spread evenly over that long (sessions that came at different times), else all at once.
-  const cwds = await Promise.all(Array.from({ length: count }, async (_, i) => {
+  await Promise.all(Array.from({ length: count }, async (_, i) => {
     if (spreadMs) await new Promise((resolve) => setTimeout(resolve, (i * spreadMs) / count))
-    return host.runTask()
+    for (let task = 0; task < tasksEach; task++) {
+      if (!errors) {
+        cwds.push(await host.runTask())
+        continue
+      }
+      try {
+        cwds.push(await host.runTask())
+      } catch (error) {
+        errors.push((error as Error).message)
+      }
+    }
   }))
   const wall = performance.now() - started
   delay.disable()
@@ -196,13 +213,19 @@ export async function runTasks(host: Awaited<ReturnType<typeof bootHost>>, count
 
 // ---- the bare loop: the same SDK, the same requests, no host ----
 
-export async function bareLoop(baseURL: string, bodies: any[], loops: number) {
+/**
+ * `loops` clients at once, each sending `bodies` in order `rounds` times (streamed, read to the end).
+ * Each loop names itself in an `x-scale-session` header, so the endpoint tells the loops' steps apart.
+ */
+export async function bareLoop(baseURL: string, bodies: any[], loops: number, rounds = 1) {
   const client = new OpenAI({ baseURL, apiKey: 'sk-scale', maxRetries: 0, timeout: 600_000 })
   const started = performance.now()
-  await Promise.all(Array.from({ length: loops }, async () => {
-    for (const body of bodies) {
-      const stream = await client.chat.completions.create(body)
-      for await (const _ of stream as any);
+  await Promise.all(Array.from({ length: loops }, async (_, loop) => {
+    for (let round = 0; round < rounds; round++) {
+      for (const body of bodies) {
+        const stream = await client.chat.completions.create(body, { headers: { 'x-scale-session': String(loop) } })
+        for await (const _ of stream as any);
+      }
     }
   }))
   return performance.now() - started
