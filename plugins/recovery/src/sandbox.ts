@@ -56,10 +56,15 @@ export async function removeArea(area: CheckArea): Promise<Error | undefined> {
 /** A check's PATH when the host has none, or none absolute (never empty: execvp reads that as the cwd). */
 const DEFAULT_PATH = CHECK_DEFAULT_PATH
 
-/** `path` and its real path (when it has one). */
+/**
+ * `path` and its real path (when it has one). Resolved afresh on every call, by the C library's
+ * realpath (`.native`): Node's JavaScript realpathSync lstat()s each component in turn, and every check
+ * resolves each PATH entry three times (its argv, its program lookup, its environment) on the host's
+ * event loop — ~0.5 ms a PATH against ~0.13.
+ */
 function namesOf(path: string): string[] {
   try {
-    return [resolve(path), realpathSync(path)]
+    return [resolve(path), realpathSync.native(path)]
   } catch {
     return [resolve(path)]
   }
