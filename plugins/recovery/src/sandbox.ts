@@ -199,6 +199,16 @@ export async function bwrapArgv(area: CheckArea, argv: string[], hidden: string[
   // On the check's PATH: a relative entry would name a directory of the copy (bwrap runs there), an
   // entry inside the workspace (`workspace`, the directory copied) the candidate's own files.
   const [bwrap, env] = await whichAll(['bwrap', 'env'], checkPath(undefined, workspace))
+  return bwrapCommand({ bwrap, env }, area, argv, hidden, mounts)
+}
+
+/**
+ * `bwrapArgv` with `bwrap` and `env` already looked up on the check's PATH (a runner that looks up the
+ * check's own program at the same time asks the launcher once). Refused when bwrap was not found.
+ */
+export function bwrapCommand(found: { bwrap?: string, env?: string }, area: CheckArea, argv: string[], hidden: string[] = [],
+  mounts: readonly { rel: string, source: string }[] = []): string[] {
+  const { bwrap, env } = found
   if (!bwrap) {
     throw new TaskwardError('SERVICE_UNAVAILABLE',
       'The recovery checks run in bubblewrap (sandbox: auto or bwrap) but bubblewrap (bwrap) is not installed on this host, so they were refused. '
