@@ -214,13 +214,15 @@ export async function runTasks(host: Awaited<ReturnType<typeof bootHost>>, count
 // ---- the bare loop: the same SDK, the same requests, no host ----
 
 /**
- * `loops` clients at once, each sending `bodies` in order `rounds` times (streamed, read to the end).
+ * `loops` clients at once (or started over `spreadMs`), each sending `bodies` in order `rounds` times (streamed, read to the end).
  * Each loop names itself in an `x-scale-session` header, so the endpoint tells the loops' steps apart.
  */
-export async function bareLoop(baseURL: string, bodies: any[], loops: number, rounds = 1) {
+export async function bareLoop(baseURL: string, bodies: any[], loops: number, rounds = 1, spreadMs = 0) {
   const client = new OpenAI({ baseURL, apiKey: 'sk-scale', maxRetries: 0, timeout: 600_000 })
   const started = performance.now()
   await Promise.all(Array.from({ length: loops }, async (_, loop) => {
+    // `spreadMs`: the loops' starts spread evenly over that long, as `runTasks` spreads the tasks'.
+    if (spreadMs) await new Promise((resolve) => setTimeout(resolve, (loop * spreadMs) / loops))
     for (let round = 0; round < rounds; round++) {
       for (const body of bodies) {
         const stream = await client.chat.completions.create(body, { headers: { 'x-scale-session': String(loop) } })

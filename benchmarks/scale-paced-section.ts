@@ -13,6 +13,10 @@ export interface PacedSectionOptions {
   pace: PaceSpec
   /** Tasks per session, one after another. */
   tasks: number
+  /** The sessions' starts spread evenly over that long (ms). */
+  spreadMs: number
+  /** Profile the host run with that many sessions (SCALE_PROFILE_PACED); printed after the table. */
+  profileSessions?: number
   /** The 1-session baseline: its tasks in a row, and the divisor of its pace. */
   oneTasks: number
   oneDivide: number
@@ -28,15 +32,15 @@ const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`
 /** `p50 / p99` of a paced result's host-added gaps. */
 const gaps = (result: PacedResult) => `${ms(result.p50)} / ${ms(result.p99)}`
 
-export async function pacedSection({ sizes, pace, tasks, oneTasks, oneDivide, setName, row, goals }: PacedSectionOptions) {
+export async function pacedSection({ sizes, pace, tasks, spreadMs, profileSessions, oneTasks, oneDivide, setName, row, goals }: PacedSectionOptions): Promise<string[]> {
   const paceName = `lognormal median ${pace.medianMs} ms, p99 ${pace.p99Ms} ms, seed ${pace.seed}`
   const onePace = { ...pace, medianMs: Math.max(1, Math.round(pace.medianMs / oneDivide)), p99Ms: Math.max(2, Math.round(pace.p99Ms / oneDivide)) }
   const started = Date.now()
-  const one = await pacedRun('host', 1, oneTasks, onePace)
+  const one = await pacedRun('host', 1, oneTasks, onePace, 0)
   const runs: { host: PacedResult, bare: PacedResult }[] = []
   for (const sessions of sizes) {
-    const host = await pacedRun('host', sessions, tasks, pace)
-    const bare = await pacedRun('bare', sessions, tasks, pace)
+    const host = await pacedRun('host', sessions, tasks, pace, spreadMs, sessions === profileSessions)
+    const bare = await pacedRun('bare', sessions, tasks, pace, spreadMs)
     runs.push({ host, bare })
   }
   row(`paced endpoint (${paceName}): host-added latency per step (answer's end → the next request it leads to), p50 / p99`, 'full set', 'bare loop (same SDK and requests, no host)', `p99 ÷ 1 session's (${ms(one.p99)})`)
@@ -49,7 +53,7 @@ export async function pacedSection({ sizes, pace, tasks, oneTasks, oneDivide, se
     if (bare?.aborted) problems.push(`${bare.aborted} bare-loop request(s) aborted at ${bare.sessions} sessions`)
   }
   for (const { host, bare } of runs) {
-    row(`  ${host.sessions} sessions × ${tasks} task${tasks > 1 ? 's' : ''} (${host.steps} steps, ${(host.wall / 1000).toFixed(0)} s, ${(host.served / (host.wall / 1000)).toFixed(0)} steps/s)`,
+    row(`  ${host.sessions} sessions × ${tasks} task${tasks > 1 ? 's' : ''}, started over ${(spreadMs / 1000).toFixed(0)} s (${host.steps} steps, ${(host.wall / 1000).toFixed(0)} s, ${(host.served / (host.wall / 1000)).toFixed(0)} steps/s)`,
       gaps(host), `${gaps(bare)} (${bare.steps} steps)`, `${(host.p99 / one.p99).toFixed(2)}x (goal ≤ 3x and ≤ 50 ms)`)
     row(`    after the completion gate's checks (${CHECK_TOOLS.join(', ')}): p50 / p99, share of host-added time`,
       `${ms(host.checks.p50)} / ${ms(host.checks.p99)}, ${(100 * host.checks.share).toFixed(0)} %`, `${ms(bare.checks.p50)} / ${ms(bare.checks.p99)}`, 'reported, no goal')
@@ -74,4 +78,12 @@ export async function pacedSection({ sizes, pace, tasks, oneTasks, oneDivide, se
   }
   goals.check(`paced runs without errors${setName}`, !problems.length, problems.length ? problems.join('; ') : 'no task failed, no request aborted')
   row(`  (the paced section took ${((Date.now() - started) / 1000).toFixed(0)} s)`, '', '', '')
+  const profiled = runs.find(({ host }) => host.profile)?.host
+  if (!profiled?.profile) return []
+  const { top, callers, longest } = profiled.profile
+  return [
+    `paced, ${profiled.sessions} sessions, host process: top self time`, ...top.map((line) => '  ' + line),
+    'the same samples by the nearest frame of the project\'s own code:', ...callers.map((line) => '  ' + line),
+    'the longest stretches without an idle sample (each delays every session waiting on the host):', ...longest.map((line) => '  ' + line),
+  ]
 }

@@ -1,11 +1,11 @@
 /**
  * One run of the scale benchmark's paced section, in a process of its own (its RSS peak is its own):
  * an endpoint whose step latency is lognormal (median, p99 and seed given; benchmarks/scale-pace.ts),
- * and either a host with the full plugin set running `sessions` supervised tasks at once (`tasks` each,
- * one after another), or the bare loop — the same SDK sending the requests of one captured task of that
+ * and either a host with the full plugin set running `sessions` supervised tasks (their starts spread
+ * evenly over `spread` ms; `tasks` each, one after another), or the bare loop — the same SDK sending the requests of one captured task of that
  * set, no host — with as many loops. Prints one line, `paced <JSON>` (a PacedResult).
  *
- *   node --import tsx --conditions source --expose-gc benchmarks/scale-paced.ts <host|bare> <sessions> <tasks> <seed> <median ms> <p99 ms>
+ *   node --import tsx --conditions source --expose-gc benchmarks/scale-paced.ts <host|bare> <sessions> <tasks> <seed> <median ms> <p99 ms> <spread ms> [profile]
  *
  * `pacedRun` (below) is how benchmarks/scale.bench.ts starts it.
  */
@@ -19,6 +19,7 @@ import { Logger } from 'cordis'
 import { removeTree } from '@taskward/testkit'
 import { bareLoop, bootHost, Endpoint, quantile, runTasks } from './scale-harness'
 import { splitByChecks, type PaceSpec } from './scale-pace'
+import { profiled } from './cpu-profile'
 
 /**
  * The answers whose tool runs recovery's sandboxed checks before the host goes on: the completion gate
@@ -51,12 +52,14 @@ export interface PacedResult {
   errors: number
   errorMessages: string[]
   aborted: number
+  /** With `profile` (a host run): the top self time, by our nearest frame, and the longest busy stretches. */
+  profile?: { top: string[], callers: string[], longest: string[] }
 }
 
 /** Run one paced measurement in a fresh Node process; rejects with what it printed when it fails. */
-export function pacedRun(kind: 'host' | 'bare', sessions: number, tasks: number, pace: PaceSpec): Promise<PacedResult> {
+export function pacedRun(kind: 'host' | 'bare', sessions: number, tasks: number, pace: PaceSpec, spreadMs: number, profile = false): Promise<PacedResult> {
   const child = spawn(process.execPath, ['--import', 'tsx', '--conditions', 'source', '--expose-gc', fileURLToPath(import.meta.url),
-    kind, String(sessions), String(tasks), String(pace.seed), String(pace.medianMs), String(pace.p99Ms)], { stdio: ['ignore', 'pipe', 'inherit'] })
+    kind, String(sessions), String(tasks), String(pace.seed), String(pace.medianMs), String(pace.p99Ms), String(spreadMs), ...profile ? ['profile'] : []], { stdio: ['ignore', 'pipe', 'inherit'] })
   let out = ''
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => { out += chunk })
   return new Promise((resolve, reject) => {
@@ -69,10 +72,12 @@ export function pacedRun(kind: 'host' | 'bare', sessions: number, tasks: number,
   })
 }
 
-async function main([kind, ...numbers]: string[]) {
-  const [sessions, tasks, seed, medianMs, p99Ms] = numbers.map(Number)
-  if (!['host', 'bare'].includes(kind) || ![sessions, tasks, seed, medianMs, p99Ms].every((n) => Number.isSafeInteger(n) && n >= 0) || !sessions || !tasks) {
-    throw new Error('usage: scale-paced.ts <host|bare> <sessions> <tasks> <seed> <median ms> <p99 ms>')
+async function main([kind, ...rest]: string[]) {
+  const profile = rest.at(-1) === 'profile'
+  const numbers = profile ? rest.slice(0, -1) : rest
+  const [sessions, tasks, seed, medianMs, p99Ms, spreadMs] = numbers.map(Number)
+  if (!['host', 'bare'].includes(kind) || ![sessions, tasks, seed, medianMs, p99Ms, spreadMs].every((n) => Number.isSafeInteger(n) && n >= 0) || !sessions || !tasks) {
+    throw new Error('usage: scale-paced.ts <host|bare> <sessions> <tasks> <seed> <median ms> <p99 ms> <spread ms> [profile]')
   }
   Logger.levels.base = 1
   const endpoint = await new Endpoint().start()
@@ -97,8 +102,16 @@ async function main([kind, ...numbers]: string[]) {
     const idle = process.memoryUsage().rss
     const errors: string[] = []
     let ran: { wall: number, peak: number, loopDelay: { p99: number, max: number } }
+    let profileOut: PacedResult['profile']
     if (kind === 'host') {
-      ran = await runTasks(host, sessions, 0, { tasksEach: tasks, errors })
+      const run = () => runTasks(host, sessions, spreadMs, { tasksEach: tasks, errors })
+      if (profile) {
+        const { result, top, callers, longest } = await profiled(run)
+        ran = result
+        profileOut = { top, callers, longest }
+      } else {
+        ran = await run()
+      }
       await host.dispose()
     } else {
       let peak = idle
@@ -106,7 +119,7 @@ async function main([kind, ...numbers]: string[]) {
       const delay = monitorEventLoopDelay({ resolution: 10 })
       delay.enable()
       try {
-        const wall = await bareLoop(endpoint.baseURL, bodies, sessions, tasks)
+        const wall = await bareLoop(endpoint.baseURL, bodies, sessions, tasks, spreadMs)
         ran = { wall, peak, loopDelay: { p99: delay.percentile(99) / 1e6, max: delay.max / 1e6 } }
       } catch (error) {
         errors.push((error as Error).message)
@@ -125,7 +138,7 @@ async function main([kind, ...numbers]: string[]) {
       checks: { count: split.checks.length, p50: quantile(split.checks, 0.5), p99: quantile(split.checks, 0.99), share: split.checksShare },
       byAnswer: Object.fromEntries(Object.entries(stats.hostAdded).map(([after, gaps]) => [after, summary(gaps)])), inTurn: summary(stats.inTurn),
       peak: ran.peak, idle, served: stats.served, wall: ran.wall, loopDelay: ran.loopDelay,
-      errors: errors.length, errorMessages: errors.slice(0, 5), aborted: stats.aborted ?? 0,
+      errors: errors.length, errorMessages: errors.slice(0, 5), aborted: stats.aborted ?? 0, ...profileOut ? { profile: profileOut } : {},
     }
     process.stdout.write(`paced ${JSON.stringify(result)}\n`)
   } finally {
