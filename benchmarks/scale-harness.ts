@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import OpenAI from 'openai'
-import { storeDriver, type Session } from '@taskward/host'
+import { original, storeDriver, type Session } from '@taskward/host'
 import { RECORD_EVENT_TYPE } from '@taskward/protocol'
 import * as OpenAIPlugin from '@taskward/plugin-openai'
 import { SupervisorPlugin } from '@taskward/plugin-supervisor'
@@ -129,7 +129,10 @@ export async function bootHost(set: PluginSet, baseURL: string, durability: 'fsy
     timeout: 30_000,
   })
   while (!host.ctx.models.routes().includes('openai')) await new Promise((resolve) => setTimeout(resolve, 10))
-  // Appends and phase changes, followed as the host's own observers follow them (no polling).
+  // Appends and phase changes, followed as the host's own observers follow them (no polling). The
+  // supervisor read once: through `host.ctx` each read is cordis' getter (a stack capture and a tracing
+  // proxy), which this bench's own observer would otherwise charge to the host on every record event.
+  const supervisorService = original(host.ctx.supervisor)
   let appends = 0
   const waiters = new Map<string, () => void>()
   host.ctx.sessions.observe((session, event) => {
@@ -137,7 +140,7 @@ export async function bootHost(set: PluginSet, baseURL: string, durability: 'fsy
     if (event.type === RECORD_EVENT_TYPE) waiters.get(session.id)?.()
   })
   const reached = (session: Session, wanted: string) => new Promise<void>((resolve, reject) => {
-    const check = () => host.ctx.supervisor.state(session).then(async ({ current }) => {
+    const check = () => supervisorService.state(session).then(async ({ current }) => {
       // A paused task waits for a person: fail the run loudly instead of waiting for ever, saying why.
       if (current?.phase === 'paused' && wanted !== 'paused') {
         waiters.delete(session.id)
@@ -154,9 +157,12 @@ export async function bootHost(set: PluginSet, baseURL: string, durability: 'fsy
     check()
   })
   /** One supervised one-node task, start to complete, with its plan, stage and completion reviews. */
+  /** The sessions whose task is under way (for `unfinished`). */
+  const running = new Map<string, Session>()
   const runTask = async () => {
     const cwd = await tempWorkspace({ 'README.md': '# scale\n' })
     const { session } = await host.ctx.supervisor.startSession({ cwd, model: 'openai' })
+    running.set(session.id, session)
     const plan = reached(session, 'awaiting-approval')
     await host.ctx.commands.input(session, '/task new write a')
     await plan
@@ -164,11 +170,20 @@ export async function bootHost(set: PluginSet, baseURL: string, durability: 'fsy
     const approved = await host.ctx.commands.input(session, '/task approve')
     if (approved?.error) throw new Error(`/task approve: ${approved.error.message}`)
     await done
+    running.delete(session.id)
     return cwd
   }
+  /** Where each task still under way stands: its phase, the state of its latest review, its last events' types. */
+  const unfinished = async () => Promise.all([...running.values()].map(async (session) => {
+    const state = await supervisorService.state(session)
+    const { current } = state
+    const review = (state as any).reviews?.at?.(-1)
+    const last = (await session.read({ from: Math.max(0, session.seq - 6), limit: 6 })).map((event) => event.type)
+    return `${session.id.slice(0, 8)}: phase ${current?.phase ?? 'none'}${review ? `, last review job ${JSON.stringify(review).slice(0, 200)}` : ''}, last events ${last.join(' ')}`
+  }))
   const driver = () => storeDriver(host.ctx) as any
   return {
-    host, runTask, appends: () => appends, writeStats: () => driver().writeStats() as { commits: number, flushes: number, walBytes: number },
+    host, runTask, unfinished, appends: () => appends, writeStats: () => driver().writeStats() as { commits: number, flushes: number, walBytes: number },
     async dispose() {
       await host.dispose()
       await rm(dataDir, { recursive: true, force: true })
@@ -182,7 +197,8 @@ export async function bootHost(set: PluginSet, baseURL: string, durability: 'fsy
  * `tasksEach`, each session runs that many tasks one after another. With `errors`, a task that fails
  * adds its message there and the others run on (else the first failure rejects).
  */
-export async function runTasks(host: Awaited<ReturnType<typeof bootHost>>, count: number, spreadMs = 0, { tasksEach = 1, errors }: { tasksEach?: number, errors?: string[] } = {}) {
+export async function runTasks(host: Awaited<ReturnType<typeof bootHost>>, count: number, spreadMs = 0,
+  { tasksEach = 1, errors, deadlineMs }: { tasksEach?: number, errors?: string[], deadlineMs?: number } = {}) {
   let peak = process.memoryUsage().rss
   const sampler = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss) }, 100)
   const delay = monitorEventLoopDelay({ resolution: 10 })
@@ -190,7 +206,7 @@ export async function runTasks(host: Awaited<ReturnType<typeof bootHost>>, count
   const started = performance.now()
   const cwds: string[] = []
   // `spreadMs`: the starts spread evenly over that long (sessions that came at different times), else all at once.
-  await Promise.all(Array.from({ length: count }, async (_, i) => {
+  const all = Promise.all(Array.from({ length: count }, async (_, i) => {
     if (spreadMs) await new Promise((resolve) => setTimeout(resolve, (i * spreadMs) / count))
     for (let task = 0; task < tasksEach; task++) {
       if (!errors) {
@@ -204,6 +220,14 @@ export async function runTasks(host: Awaited<ReturnType<typeof bootHost>>, count
       }
     }
   }))
+  // `deadlineMs` (with `errors`): tasks still under way by then are errors, each saying where it stands.
+  let timer: NodeJS.Timeout | undefined
+  const late = deadlineMs === undefined || !errors ? undefined
+    : new Promise<'late'>((resolve) => { timer = setTimeout(() => resolve('late'), deadlineMs) })
+  if ((await (late ? Promise.race([all, late]) : all)) === 'late') {
+    for (const where of await host.unfinished()) errors!.push(`unfinished after ${(deadlineMs! / 1000).toFixed(0)} s: ${where}`)
+  }
+  clearTimeout(timer)
   const wall = performance.now() - started
   delay.disable()
   clearInterval(sampler)

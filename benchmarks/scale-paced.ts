@@ -76,6 +76,8 @@ async function main([kind, ...rest]: string[]) {
   const profile = rest.at(-1) === 'profile'
   const numbers = profile ? rest.slice(0, -1) : rest
   const [sessions, tasks, seed, medianMs, p99Ms, spreadMs] = numbers.map(Number)
+  // A task that never ends (nothing paused, nothing in flight) must not hang the bench: by then it is an error.
+  const deadlineMs = Number(process.env.SCALE_PACE_DEADLINE_S ?? 600) * 1000
   if (!['host', 'bare'].includes(kind) || ![sessions, tasks, seed, medianMs, p99Ms, spreadMs].every((n) => Number.isSafeInteger(n) && n >= 0) || !sessions || !tasks) {
     throw new Error('usage: scale-paced.ts <host|bare> <sessions> <tasks> <seed> <median ms> <p99 ms> <spread ms> [profile]')
   }
@@ -104,7 +106,7 @@ async function main([kind, ...rest]: string[]) {
     let ran: { wall: number, peak: number, loopDelay: { p99: number, max: number } }
     let profileOut: PacedResult['profile']
     if (kind === 'host') {
-      const run = () => runTasks(host, sessions, spreadMs, { tasksEach: tasks, errors })
+      const run = () => runTasks(host, sessions, spreadMs, { tasksEach: tasks, errors, deadlineMs })
       if (profile) {
         const { result, top, callers, longest } = await profiled(run)
         ran = result
