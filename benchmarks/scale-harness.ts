@@ -137,10 +137,16 @@ export async function bootHost(set: PluginSet, baseURL: string, durability: 'fsy
   const waiters = new Map<string, () => void>()
   host.ctx.sessions.observe((session, event) => {
     appends++
-    if (event.type === RECORD_EVENT_TYPE) waiters.get(session.id)?.()
+    // After the append that announced it has finished (an observer runs inside it): a state read from
+    // within could miss the very event that completed the task, and nothing would wake the waiter again.
+    if (event.type === RECORD_EVENT_TYPE && waiters.has(session.id)) setImmediate(() => waiters.get(session.id)?.())
   })
   const reached = (session: Session, wanted: string) => new Promise<void>((resolve, reject) => {
-    const check = () => supervisorService.state(session).then(async ({ current }) => {
+    // A safety net: a check that did not find the phase looks once more when the session has been
+    // quiet for 2 s (a 500-session run left two complete tasks waiting for ever without it).
+    let again: NodeJS.Timeout | undefined
+    const check = (late = false) => supervisorService.state(session).then(async ({ current }) => {
+      clearTimeout(again)
       // A paused task waits for a person: fail the run loudly instead of waiting for ever, saying why.
       if (current?.phase === 'paused' && wanted !== 'paused') {
         waiters.delete(session.id)
@@ -149,7 +155,10 @@ export async function bootHost(set: PluginSet, baseURL: string, durability: 'fsy
         const [fault] = await session.read({ from: Math.max(0, session.seq - 500), limit: 500, types: ['review/fault'] }).then((events) => events.slice(-1))
         return reject(new Error(`a task paused (${current.pauseReason}${fault ? `: ${fault.data?.message}` : ''}) instead of reaching ${wanted}: the figures of this run are void`))
       }
-      if (current?.phase !== wanted) return
+      if (current?.phase !== wanted) {
+        if (!late && waiters.get(session.id) === check) again = setTimeout(() => check(true), 2000)
+        return
+      }
       waiters.delete(session.id)
       resolve()
     }, reject)
