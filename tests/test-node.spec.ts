@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { spawnSync } from 'node:child_process'
-import { chmod, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises'
+import { chmod, chown, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises'
 import { existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -77,5 +77,27 @@ describe('the second-run Node (scripts/test-node.mjs)', () => {
     expect(checkNode(dir, DEFAULT_NODE)).to.equal(undefined)
     await chmod(closed, 0o700)
     expect(checkNode(dir, DEFAULT_NODE)).to.match(/^user 65534 cannot run .* \(EACCES\): a directory above it is closed to other users/)
+  })
+
+  // Review (issue 30, point 1): checkNode looks at the install directory only. When the cache root above
+  // it is writable by another user (a pre-existing /var/cache/taskward someone else owns, or a shared
+  // TASKWARD_NODE_CACHE), that user can rename the checked directory away and put their own `bin/node`
+  // at the same path between the check and the second run 20 minutes later: root then runs their program.
+  it('as root, does not reuse an install whose cache root another user may write (swap between check and use)', async function () {
+    const installed = nodeDir(DEFAULT_NODE)
+    if (process.getuid?.() !== 0 || checkNode(installed, DEFAULT_NODE)) return this.skip()
+    const shared = join(root, 'shared')
+    const dir = join(shared, `node-${DEFAULT_NODE}-linux-x64`)
+    await mkdir(join(dir, 'bin'), { recursive: true })
+    await symlink(nodePaths(installed).node, nodePaths(dir).node)
+    await writeFile(nodePaths(dir).marker, JSON.stringify({ version: DEFAULT_NODE, integrity: PINNED_NODES[DEFAULT_NODE] }))
+    await chmod(root, 0o755)
+    await chown(shared, 65534, 65534)
+    const verdict = checkNode(dir, DEFAULT_NODE)
+    // What the owner of the cache root can do once the check has passed: swap in their own `node`.
+    const swap = spawnSync('sh', ['-c', `mv "${dir}" "${dir}.real" && mkdir -p "${dir}/bin" && printf '#!/bin/sh\\necho not-node\\n' > "${dir}/bin/node" && chmod 755 "${dir}/bin/node"`], { uid: 65534, gid: 65534, encoding: 'utf8' })
+    expect(swap.status, swap.stderr).to.equal(0)
+    expect(spawnSync(nodePaths(dir).node, ['--version'], { encoding: 'utf8' }).stdout.trim()).to.equal('not-node')
+    expect(verdict, 'checkNode must refuse a cache root writable by another user').to.be.a('string')
   })
 })
