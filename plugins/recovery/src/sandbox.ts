@@ -70,9 +70,15 @@ function namesOf(path: string): string[] {
   }
 }
 
-/** Whether `entry` (an absolute PATH entry) is `workspace` or lies inside it, as written or resolved. */
+/**
+ * Whether `entry` (an absolute PATH entry) is `workspace` or lies inside it, as written or resolved —
+ * or cannot be resolved now: a dangling link may point into the workspace, and the candidate could
+ * create its target after the PATH was worked out (a missing directory holds no program anyway).
+ */
 function inside(entry: string, workspace: string[]): boolean {
-  return namesOf(entry).some((name) => workspace.some((root) => {
+  const names = namesOf(entry)
+  if (names.length < 2) return true
+  return names.some((name) => workspace.some((root) => {
     const rest = relative(root, name)
     return rest === '' || (rest !== '..' && !rest.startsWith(`..${sep}`) && !isAbsolute(rest))
   }))
