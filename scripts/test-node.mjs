@@ -15,9 +15,10 @@
 // Env:   TASKWARD_NODE_CACHE   the cache root (default: as above)
 import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { cacheRoot, NODE_VERSION } from './dsh/install.mjs'
 
 /** The release the second run uses unless told otherwise: the one DSH runs on. */
@@ -50,6 +51,24 @@ export function nodePaths(dir) {
   return { dir, bin: join(dir, 'bin'), node: join(dir, 'bin', 'node'), marker: join(dir, 'taskward-node.json') }
 }
 
+/**
+ * Why a directory above `dir` would let another user swap what is checked here before it is run (the
+ * second run starts ~20 minutes after the check, as root in CI), or undefined when none would: each
+ * must be a real directory owned by root or us, not writable by its group or others unless sticky (as
+ * /tmp is: others may not rename what is ours there).
+ */
+export function unsafeAncestor(dir) {
+  const me = typeof process.getuid === 'function' ? process.getuid() : undefined
+  for (let at = dirname(resolve(dir)); ; at = dirname(at)) {
+    const st = lstatSync(at)
+    if (st.isSymbolicLink()) return `${at} (above the cache) is a symlink`
+    if (!st.isDirectory()) return `${at} (above the cache) is not a directory`
+    if (me !== undefined && st.uid !== 0 && st.uid !== me) return `${at} (above the cache) belongs to user ${st.uid}, who could swap the install after it is checked; set TASKWARD_NODE_CACHE to a directory only root or you may write`
+    if ((st.mode & 0o022) && !(st.mode & 0o1000)) return `${at} (above the cache) is writable by its group or others; set TASKWARD_NODE_CACHE to a directory only root or you may write`
+    if (at === dirname(at)) return undefined
+  }
+}
+
 /** Why an installed directory cannot be reused for `version`, or undefined when it can. */
 export function checkNode(dir, version = DEFAULT_NODE) {
   const p = nodePaths(dir)
@@ -58,11 +77,14 @@ export function checkNode(dir, version = DEFAULT_NODE) {
   if (own.isSymbolicLink()) return 'the cache directory is a symlink'
   if (!own.isDirectory()) return 'the cache path is not a directory'
   if (typeof process.getuid === 'function' && own.uid !== process.getuid()) return 'the cache directory belongs to another user'
-  if (own.mode & 0o002) return 'the cache directory is writable by others'
+  if (own.mode & 0o022) return 'the cache directory is writable by its group or others'
+  const above = unsafeAncestor(dir)
+  if (above) return above
   let marker
   try { marker = JSON.parse(readFileSync(p.marker, 'utf8')) } catch { return 'no completed-install marker' }
   if (marker.version !== version || marker.integrity !== PINNED_NODES[version]) return `the marker names Node ${marker.version} (${marker.integrity})`
   if (!existsSync(p.node)) return 'the Node binary is missing'
+  if (lstatSync(p.node).isSymbolicLink() || lstatSync(p.bin).isSymbolicLink()) return 'the Node binary (or its bin directory) is a symlink'
   const v = spawnSync(p.node, ['--version'], { encoding: 'utf8' })
   if (v.status !== 0 || v.stdout.trim() !== `v${version}`) return `the Node binary reports ${v.stdout?.trim() || v.error?.code || 'nothing'}`
   if (isRoot()) {
@@ -118,6 +140,9 @@ export function installNode(version = DEFAULT_NODE) {
   const root = nodeCacheRoot()
   // A root we create is made enterable by others (a umask of 077 would close it); one that exists is left as it is.
   if (!existsSync(root)) { mkdirSync(root, { recursive: true }); chmodSync(root, 0o755) }
+  // Where the install is unpacked and renamed must be ours alone, or another user could swap it meanwhile.
+  const unsafe = unsafeAncestor(dir)
+  if (unsafe) throw new Error(unsafe)
   const download = mkdtempSync(join(tmpdir(), 'taskward-node-'))
   const scratch = `${dir}.partial-${process.pid}`
   rmSync(scratch, { recursive: true, force: true })
@@ -139,7 +164,9 @@ export function installNode(version = DEFAULT_NODE) {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+// Run as a script (not imported): compared as paths, since import.meta.url is percent-encoded (a
+// checkout path with a space would otherwise never match, and the script would exit 0 saying nothing).
+if (process.argv[1] && fileURLToPath(import.meta.url) === realpathSync(process.argv[1])) {
   try {
     process.stdout.write(`${installNode(process.argv[2] || DEFAULT_NODE)}\n`)
   } catch (error) {

@@ -59,7 +59,12 @@ elif [ -n "${CI:-}" ]; then second="$(node -e "import('./scripts/test-node.mjs')
 else second=""; fi
 [ "$second" = none ] && second=""
 bins=()
-for version in $second; do bins+=("$(node scripts/test-node.mjs "$version" | tail -n 1)"); done
+for version in $second; do
+  bin="$(node scripts/test-node.mjs "$version" | tail -n 1)"
+  # Never a second run on an empty or wrong directory (PATH=":$PATH" would mean the working directory).
+  [ -n "$bin" ] && [ -x "$bin/node" ] || { echo "NODE_INSTALL_FAILED: scripts/test-node.mjs $version named no runnable node ('$bin')" >&2; exit 1; }
+  bins+=("$bin")
+done
 
 suites=('packages/*/tests/**/*.spec.ts' 'plugins/*/tests/**/*.spec.ts' 'adapters/*/tests/**/*.spec.ts' 'examples/*/tests/**/*.spec.ts' 'tests/**/*.spec.ts')
 # One run on whichever `node` is first on PATH (npx, mocha and every child the suites start by name or

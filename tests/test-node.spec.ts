@@ -55,13 +55,20 @@ describe('the second-run Node (scripts/test-node.mjs)', () => {
     await symlink(dir, join(root, 'link'))
     expect(checkNode(join(root, 'link'))).to.equal('the cache directory is a symlink')
     await chmod(dir, 0o777)
-    expect(checkNode(dir)).to.equal('the cache directory is writable by others')
+    expect(checkNode(dir)).to.equal('the cache directory is writable by its group or others')
+    await chmod(dir, 0o775)
+    expect(checkNode(dir)).to.equal('the cache directory is writable by its group or others')
     await chmod(dir, 0o755)
     expect(checkNode(dir)).to.equal('no completed-install marker')
     await writeFile(nodePaths(dir).marker, JSON.stringify({ version: '22.23.5', integrity: PINNED_NODES['22.23.5'] }))
     expect(checkNode(dir, DEFAULT_NODE)).to.match(/^the marker names Node 22\.23\.5/)
     await writeFile(nodePaths(dir).marker, JSON.stringify({ version: DEFAULT_NODE, integrity: PINNED_NODES[DEFAULT_NODE] }))
     expect(checkNode(dir, DEFAULT_NODE)).to.equal('the Node binary is missing')
+    // A binary that is a link could be swapped where the link points, above which nothing was checked.
+    const elsewhere = join(root, 'elsewhere-node')
+    await writeFile(elsewhere, `#!/bin/sh\necho v${DEFAULT_NODE}\n`, { mode: 0o755 })
+    await symlink(elsewhere, nodePaths(dir).node)
+    expect(checkNode(dir, DEFAULT_NODE)).to.equal('the Node binary (or its bin directory) is a symlink')
   })
 
   it('as root, does not reuse an install that nobody can run (under a mode-700 directory, as root\'s home is)', async function () {
@@ -70,7 +77,8 @@ describe('the second-run Node (scripts/test-node.mjs)', () => {
     const closed = join(root, 'closed')
     const dir = join(closed, `node-${DEFAULT_NODE}-linux-x64`)
     await mkdir(join(dir, 'bin'), { recursive: true })
-    await symlink(nodePaths(installed).node, nodePaths(dir).node)
+    // A stand-in answering --version as the release does (a link to the real one is refused as such).
+    await writeFile(nodePaths(dir).node, `#!/bin/sh\necho v${DEFAULT_NODE}\n`, { mode: 0o755 })
     await writeFile(nodePaths(dir).marker, JSON.stringify({ version: DEFAULT_NODE, integrity: PINNED_NODES[DEFAULT_NODE] }))
     await chmod(root, 0o755)
     await chmod(closed, 0o755)

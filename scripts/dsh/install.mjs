@@ -8,9 +8,10 @@
 // Usage: node scripts/dsh/install.mjs        prints the cache directory as its last line
 // Env:   TASKWARD_DSH_CACHE  the cache root (default: $XDG_CACHE_HOME/taskward or ~/.cache/taskward)
 import { spawn, spawnSync } from 'node:child_process'
-import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 
 export const DSH_VERSION = '0.1.0-rc.8'
 export const NODE_VERSION = '24.22.3'
@@ -128,7 +129,8 @@ export async function installDsh({ force = false } = {}) {
   return dir
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+// Run as a script: compared as paths (import.meta.url is percent-encoded; a path with a space never matched).
+if (process.argv[1] && fileURLToPath(import.meta.url) === realpathSync(process.argv[1])) {
   installDsh({ force: process.argv.includes('--force') }).then((dir) => process.stdout.write(`${dir}\n`), (error) => {
     process.stderr.write(`DSH_INSTALL_FAILED: ${error.message}\n`)
     process.exit(1)

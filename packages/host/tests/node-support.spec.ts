@@ -19,14 +19,18 @@ describe('host: the Node versions the doctor accepts', () => {
     expect(finding.detail).to.match(/^Node v20\.20\.2: end of life since April 2026 .* move to Node 24 \(or 22\)$/)
   })
 
-  it('warns on a release older than its line\'s minimum, and on an odd-numbered line', () => {
-    expect(nodeFinding('22.5.1')).to.include({ verdict: 'warn' })
-    expect(nodeFinding('22.5.1').detail).to.include('older than 22.12')
-    expect(nodeFinding('20.10.0').detail).to.include('older than 20.19')
-    for (const version of ['21.7.3', '23.11.1', '25.9.0']) {
-      expect(nodeFinding(version), version).to.include({ verdict: 'warn' })
-      expect(nodeFinding(version).detail).to.include('odd-numbered')
+  it('fails a release engines leaves out (below its line\'s minimum, 21, 23), and warns on an odd line from 25', () => {
+    expect(nodeFinding('22.5.1')).to.include({ verdict: 'fail' })
+    expect(nodeFinding('22.11.0').detail).to.include('older than 22.12')
+    expect(nodeFinding('20.10.0')).to.include({ verdict: 'fail' })
+    expect(nodeFinding('20.18.3').detail).to.include('older than 20.19')
+    for (const version of ['21.7.3', '23.11.1']) {
+      expect(nodeFinding(version), version).to.include({ verdict: 'fail' })
+      expect(nodeFinding(version).detail).to.include('not supported')
     }
+    expect(nodeFinding('25.9.0')).to.include({ verdict: 'warn' })
+    expect(nodeFinding('25.9.0').detail).to.include('odd-numbered')
+    expect(nodeFinding('26.12.1')).to.include({ verdict: 'ok' })
   })
 
   it('fails anything older than 20, saying which release to run', () => {

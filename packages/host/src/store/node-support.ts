@@ -13,15 +13,18 @@ const MINIMUM_MINOR: Record<number, number> = { 20: 19, 22: 12 }
 /**
  * The doctor's verdict on a Node version (`process.versions.node` by default). Node 20 is end of life
  * since April 2026: still run by CI and accepted, but a WARN, so that an operator moves before it is
- * dropped. An odd-numbered line is never an LTS one: a WARN too. Below 20: a FAIL.
+ * dropped. An odd-numbered line from 25 on is never an LTS one: a WARN too. Outside `engines` (below 20,
+20.19 or 22.12; 21; 23): a FAIL.
  */
 export function nodeFinding(version: string = process.versions.node): Finding {
   const [major, minor] = version.split('.').map(Number)
   const v = `Node v${version}`
   if (!(major >= 20)) return { check: 'node', verdict: 'fail', detail: `${v}: Taskward needs Node 24 (or 22; ${NODE_ENGINES})` }
+  // 21 and 23 are outside engines (a FAIL, as npm would refuse them); an odd line from 25 on is inside it.
+  if (major % 2 === 1 && major < 24) return { check: 'node', verdict: 'fail', detail: `${v}: not supported (${NODE_ENGINES}); run Node 24 (or 22)` }
   if (major % 2 === 1) return { check: 'node', verdict: 'warn', detail: `${v}: an odd-numbered release, never a long-term-support one; run Node 24 (or 22)` }
   if (major in MINIMUM_MINOR && minor < MINIMUM_MINOR[major]) {
-    return { check: 'node', verdict: 'warn', detail: `${v}: older than ${major}.${MINIMUM_MINOR[major]}, the oldest ${major} release supported (${NODE_ENGINES}); update Node` }
+    return { check: 'node', verdict: 'fail', detail: `${v}: older than ${major}.${MINIMUM_MINOR[major]}, the oldest ${major} release supported (${NODE_ENGINES}): require() of the packages' ES modules needs it; update Node` }
   }
   if (major === 20) return { check: 'node', verdict: 'warn', detail: `${v}: end of life since April 2026 (no more security fixes); Taskward still runs on it, deprecated: move to Node 24 (or 22)` }
   return { check: 'node', verdict: 'ok', detail: v }
