@@ -32,3 +32,29 @@ describe('review: SQLite, a real store failure while the file is moved away', fu
     expect(refusal.message, 'the fsync failure is what the step is told').to.match(/flushing to disk failed/)
   })
 })
+
+/*
+ * The move is noticed only by `health()` (GET /health). Until then writes go on — to the same file,
+ * so nothing is lost — but every 256th commit's upkeep (`maintain`) stats the WAL by its path, finds
+ * nothing, and records a permanent "checkpoint failed" failure: the host then refuses writes until it
+ * is restarted, although the file came back whole (point 3: it serves again once the store is back).
+ */
+describe('review: SQLite, commits while the data directory is moved away (nobody asked /health)', function () {
+  this.timeout(60_000)
+  let host: TestHost | undefined
+  afterEach(async () => { await host?.dispose() })
+
+  it('serves again once the directory is back', async () => {
+    host = await TestHost.boot()
+    const driver = storeDriver(host.ctx) as any
+    const session = await host.ctx.sessions.create({ cwd: host.dataDir })
+    await rename(host.dataDir, `${host.dataDir}.moved`)
+    try {
+      for (let i = 0; i < 300; i++) await session.append('test/while-moved', { i }).catch(() => {})
+    } finally {
+      await rename(`${host.dataDir}.moved`, host.dataDir)
+    }
+    const health = driver.health()
+    expect(health.ok, JSON.stringify(health)).to.equal(true)
+  })
+})
