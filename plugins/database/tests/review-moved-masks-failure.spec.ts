@@ -58,3 +58,28 @@ describe('review: SQLite, commits while the data directory is moved away (nobody
     expect(health.ok, JSON.stringify(health)).to.equal(true)
   })
 })
+
+/*
+ * The move's refusal is lifted only inside `health()`: once the directory is back, every write is
+ * still refused STORE_UNAVAILABLE until somebody happens to GET /health — a host nobody polls stays
+ * refusing for good, although the store is back (point 3: it serves again once the store is back).
+ */
+describe('review: SQLite, writes after the moved data directory is back', function () {
+  this.timeout(60_000)
+  let host: TestHost | undefined
+  afterEach(async () => { await host?.dispose() })
+
+  it('are accepted again without a GET /health in between', async () => {
+    host = await TestHost.boot()
+    const driver = storeDriver(host.ctx) as any
+    const session = await host.ctx.sessions.create({ cwd: host.dataDir })
+    await rename(host.dataDir, `${host.dataDir}.moved`)
+    try {
+      expect(driver.health()).to.include({ ok: false, code: 'STORE_UNAVAILABLE' })
+    } finally {
+      await rename(`${host.dataDir}.moved`, host.dataDir)
+    }
+    const appended = await session.append('test/after-move', { ok: true }).then(() => 'written', (error) => `${error?.code}: ${error?.message}`)
+    expect(appended).to.equal('written')
+  })
+})
