@@ -31,7 +31,7 @@ describe('review: a table preparation that fails on a constraint (not an outage)
     }
     expect(refusal, 'the preparation failed (precondition of this test)').to.not.equal(undefined)
     expect(refusal.code, refusal.message).to.not.equal('STORE_UNAVAILABLE')
-    const health = await storeHealth(ctx)
+    const health: { ok: boolean, code?: string } = await storeHealth(ctx)
     expect(health.code, JSON.stringify(health)).to.not.equal('STORE_UNAVAILABLE')
   })
 })
