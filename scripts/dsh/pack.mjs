@@ -10,6 +10,7 @@ import { cpSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from
 import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import yaml from 'js-yaml'
+import { buildClient, checkClientPackage, CLIENT_DECLARATION } from './pack-client.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 export const BUNDLE_NAME = 'taskward-dsh'
@@ -45,17 +46,21 @@ export async function packDsh({ outDir = join(root, 'build', 'dsh'), log = (line
   const inputs = Object.keys(result.metafile.inputs)
   const forbidden = inputs.filter((input) => FORBIDDEN.some((pattern) => pattern.test(input)))
   if (forbidden.length) throw new Error(`the DSH bundle would carry host-only modules: ${forbidden.join(', ')}`)
-  writeFileSync(join(staging, 'package.json'), JSON.stringify({
+  // The panel in DSH's web app (adapters/dsh/client): a client module rc.8 serves at /plugins/<name>/client.js.
+  const client = await buildClient(root, join(staging, 'client.js'), BUNDLE_NAME)
+  const pkg = {
     name: BUNDLE_NAME,
     version,
     description: 'Taskward (supervised tasks, repair after completion) for the DSH host: one bundle for `dsh plugin add`.',
     type: 'module',
     main: './index.js',
-    exports: { '.': './index.js', './supervision-guard': './supervision-guard.js', './package.json': './package.json' },
+    exports: { '.': './index.js', './client': './client.js', './supervision-guard': './supervision-guard.js', './package.json': './package.json' },
     license: 'MIT',
     engines: { node: '^22.19 || >=24' },
-    dsh: { bundle: { patch: './cordis.patch.yml' } },
-  }, null, 2) + '\n')
+    dsh: { bundle: { patch: './cordis.patch.yml' }, client: CLIENT_DECLARATION },
+  }
+  checkClientPackage(pkg, staging)
+  writeFileSync(join(staging, 'package.json'), JSON.stringify(pkg, null, 2) + '\n')
   // DSH's list format: rc.8's launcher needs the `hmr` row enabled (it refuses to start otherwise),
   // then Taskward's own row.
   writeFileSync(join(staging, 'cordis.patch.yml'), yaml.dump([
@@ -71,7 +76,7 @@ export async function packDsh({ outDir = join(root, 'build', 'dsh'), log = (line
   cpSync(join(root, 'plugins', 'console', 'assets'), join(staging, 'assets'), { recursive: true })
   const packed = execFileSync('npm', ['pack', '--silent', '--pack-destination', outDir], { cwd: staging, encoding: 'utf8' }).trim().split('\n').pop()
   const tarball = join(outDir, packed)
-  log(`${inputs.length} modules bundled, index.js ${(statSync(join(staging, 'index.js')).size / 1024).toFixed(0)} KiB, tarball ${(statSync(tarball).size / 1024).toFixed(0)} KiB (${relative(root, tarball)})`)
+  log(`${inputs.length} modules bundled, index.js ${(statSync(join(staging, 'index.js')).size / 1024).toFixed(0)} KiB, client.js ${(client.bytes / 1024).toFixed(1)} KiB (${(client.gzipBytes / 1024).toFixed(1)} KiB gzipped), tarball ${(statSync(tarball).size / 1024).toFixed(0)} KiB (${relative(root, tarball)})`)
   return tarball
 }
 

@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import type { DshAgent, DshEvent, DshUserMessage } from './dsh-types'
+import { CARRIER_KIND, type CarriedEvent } from './carrier-read'
+
+export { CARRIER_KIND, carrierOf, readCarried, type CarriedEvent } from './carrier-read'
 
 /*
  * THE seam for Taskward's own events in a DSH log. DSH 0.1.0-rc.8 refuses to reopen a session whose
@@ -12,22 +15,6 @@ import type { DshAgent, DshEvent, DshUserMessage } from './dsh-types'
  * removed message as dropped work; the DSH web app may flash the queued message; a crash may keep the
  * inserts without the removal (below, `dropLeftoverCarriers`, `withoutCarriers`).
  */
-
-/** The `source.kind` of a carrier message. */
-export const CARRIER_KIND = 'taskward.event'
-
-/*
- * A carrier names the session it was written in (`source.session`): DSH copies a session's log into
- * another one (`session.fork`, the `subagent_fork` tool seed a child with the parent's events), and a
- * copy is not a record Taskward appended to that session. Nothing a model or a DSH user controls sets a
- * message's `source` (DSH's prompt, queue-edit and send_message paths fix it), so the kind and the
- * session id together mean "written by writeCarried for this session".
- */
-
-export interface CarriedEvent {
-  type: string
-  data: unknown
-}
 
 /**
  * Append `events` to `agent`'s session, one DSH event each (so each gets its own seq, in order), then
@@ -52,23 +39,6 @@ export function writeCarried(agent: DshAgent, events: CarriedEvent[]): DshEvent[
     if (carriers.length) agent.inbox.splice('next-step', start, carriers.length, [])
   }
   return carriers
-}
-
-/**
- * The Taskward event a DSH event of session `sessionId` carries, or undefined when it carries none (a
- * carrier written for another session — a fork's or sub-agent's copy of its parent's log — carries
- * none here).
- */
-export function readCarried(event: DshEvent, sessionId: string): CarriedEvent | undefined {
-  if (event.type !== 'agent/inbox/spliced') return
-  // writeCarried's inserts remove nothing; a splice that also removes is DSH replacing a queued message
-  // (session.updateQueue's edit keeps its `source`), never a record written now.
-  if (event.data?.removedCount) return
-  const inserted = event.data?.inserted
-  if (!Array.isArray(inserted) || inserted.length !== 1) return
-  const source = inserted[0]?.source
-  if (source?.kind !== CARRIER_KIND || source.session !== sessionId || typeof source.type !== 'string') return
-  return { type: source.type, data: source.data }
 }
 
 /*

@@ -7,6 +7,7 @@ import { sameOriginTarget, TokenStore } from '@taskward/host'
 import { TaskwardError, admitRouteRequest, asTaskwardError, errorBody, httpStatusOf, MUTATING_METHODS, type TokenGrant } from '@taskward/protocol'
 import type { DshWebServer } from './dsh-types'
 import { LoginTickets } from './login-links'
+import { admitPanelGrant, GRANT_PATH, isTrustedHost } from './panel-access'
 
 export const TOKEN_COOKIE = 'taskward_token'
 const MAX_BODY = 1 << 20
@@ -43,7 +44,10 @@ export class DshConnectionContract {
   private readonly tickets = new LoginTickets()
   protected ctx: Context
 
-  constructor(ctx: Context, private readonly web: DshWebServer, readonly prefix: string, operatorToken: string | undefined, private readonly port: () => number | undefined) {
+  constructor(
+    ctx: Context, private readonly web: DshWebServer, readonly prefix: string, operatorToken: string | undefined, private readonly port: () => number | undefined,
+    private readonly trustedHosts: readonly string[] = [],
+  ) {
     this.ctx = ctx
     this.tokens = new TokenStore(operatorToken || undefined)
   }
@@ -111,6 +115,7 @@ export class DshConnectionContract {
     const url = new URL(req.url ?? '/', this.origin)
     const method = (req.method ?? 'GET').toUpperCase()
     if (url.pathname === `${this.prefix}/login` && method === 'GET') return this.login(url)
+    if (url.pathname === `${this.prefix}${GRANT_PATH}` && method === 'POST') return this.panelGrant(req)
     const found = this.routes.map((route) => ({ route, matched: route.match(url.pathname) })).find((r) => r.matched)
     if (!found) throw new TaskwardError('NOT_FOUND', `No Taskward route ${url.pathname}.`)
     const { route, matched } = found
@@ -128,7 +133,7 @@ export class DshConnectionContract {
         grant: this.tokens.verify(token),
         viaCookie,
         origin: req.headers.origin,
-        allowedOrigins: [this.origin, `http://localhost:${this.port()}`],
+        allowedOrigins: this.allowedOrigins(req),
         sessionId,
         loginHint: 'log in through the login link (/task console answers one)',
       })
@@ -143,6 +148,22 @@ export class DshConnectionContract {
     for (const [key, value] of Object.entries(req.headers)) if (typeof value === 'string') headers.set(key, value)
     const request = new Request(url, { method, headers, ...(body && body.length ? { body } : {}) })
     return route.handler(request, { params, url, grant, ...(sessionId ? { sessionId } : {}) })
+  }
+
+  /** This server as a page's Origin: loopback at its port, or the trusted Host the request names. */
+  private allowedOrigins(req: IncomingMessage): string[] {
+    const own = [this.origin, `http://localhost:${this.port()}`]
+    const host = req.headers.host
+    return host && isTrustedHost(host, this.trustedHosts) ? [...own, `http://${host}`, `https://${host}`] : own
+  }
+
+  /** The panel's login from DSH's own page (panel-access.ts): the same cookie a login link sets. */
+  private panelGrant(req: IncomingMessage): Response {
+    admitPanelGrant({ host: req.headers.host, origin: req.headers.origin, secFetchSite: header(req, 'sec-fetch-site'), trustedHosts: this.trustedHosts })
+    return new Response(null, {
+      status: 204,
+      headers: { 'cache-control': 'no-store', 'set-cookie': `${TOKEN_COOKIE}=${this.tokens.operatorToken}; HttpOnly; SameSite=Strict; Path=${this.prefix}` },
+    })
   }
 
   private login(url: URL): Response {
@@ -162,6 +183,11 @@ export class DshConnectionContract {
       headers: { location: next, 'set-cookie': `${TOKEN_COOKIE}=${this.tokens.operatorToken}; HttpOnly; SameSite=Strict; Path=/` },
     })
   }
+}
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name]
+  return typeof value === 'string' ? value : undefined
 }
 
 function presentedToken(req: IncomingMessage): { token?: string, viaCookie: boolean } {

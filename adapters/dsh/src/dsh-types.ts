@@ -98,4 +98,6 @@ export type DshPreToolDecision = { kind: 'allow' } | { kind: 'deny', reason: str
 /** packages/host/webserver/src/index.ts `WebServer` (ctx key `webServer`). */
 export interface DshWebServer {
   register(route: { kind: 'exact' | 'prefix', path: string, handler(req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse): void | Promise<void> }): () => void
+  /** rc.8: transform DSH's index page on every render (the panel reads Taskward's prefix from it). */
+  tapIndex?(transform: (html: string) => string): () => void
 }

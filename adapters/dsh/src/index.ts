@@ -37,6 +37,7 @@ export interface Config {
   workspace: Record<string, unknown>
   recovery: Record<string, unknown>
   storeDeadlineMs: number
+  trustedHosts: string[]
 }
 
 // Strict (unknown keys and bad values are CONFIG_INVALID naming the key): a misspelt key in a patch
@@ -50,6 +51,8 @@ export const Config: Schema<Partial<Config>, Config> = strictConfig('taskward', 
   recovery: Schema.dict(Schema.any()).default({}).description('The recovery plugin\'s config (checks, budgets, sandbox; docs/recovery.md).'),
   storeDeadlineMs: Schema.natural().min(1).max(2_147_483_647).default(STORE_DEADLINE_MS)
     .description('How long Taskward waits for DSH\'s flush or a session resume before answering STORE_UNAVAILABLE (ms).'),
+  trustedHosts: Schema.array(Schema.string().pattern(/^[a-z0-9.-]+(:\d{1,5})?$|^\[[0-9a-f:]+\](:\d{1,5})?$/i)).default([])
+    .description('Non-loopback host[:port] names DSH is served under (as DSH\'s own --trusted-host): the panel in DSH\'s page logs in from those too.'),
 })) as Schema<Partial<Config>, Config>
 
 /** The service names of Taskward's host contract; DSH has services of the same names (other shapes). */
@@ -85,7 +88,7 @@ export function apply(ctx: Context, input: Partial<Config>) {
   const tools = new DshToolsContract(child, dsh.tools, sessions)
   const agents = new DshAgentsContract(child, dsh.agents, sessions, (agent, role) => role === 'reviewer' ? tools.offerReviewerTools(agent) : tools.offerConsultationTools(agent))
   guardSupervisedSessions(ctx, sessions)
-  const connection = new DshConnectionContract(child, dsh.webServer, config.prefix, config.operatorToken, () => listeningPort(dsh.webServer))
+  const connection = new DshConnectionContract(child, dsh.webServer, config.prefix, config.operatorToken, () => listeningPort(dsh.webServer), config.trustedHosts)
 
   // DSH's events, heard on the entry context (outside the subtree), feed the contract.
   c.on('session/event', (session: DshSession, event: DshEvent) => sessions.dispatch(session, event))
@@ -168,6 +171,8 @@ export function apply(ctx: Context, input: Partial<Config>) {
     },
   })
   ;(ctx as any).effect(() => connection.mount())
+  // The panel (client.js, adapters/dsh/client) finds Taskward's routes through this tag on DSH's page.
+  if (dsh.webServer.tapIndex) (ctx as any).effect(() => dsh.webServer.tapIndex!(panelBaseTag(config.prefix)))
   connection.register({
     path: '/health',
     methods: ['GET'],
@@ -192,6 +197,11 @@ export function apply(ctx: Context, input: Partial<Config>) {
 function isSupervised(session: DshSession) {
   if (sessionPreset(session) === SUPERVISION_PRESET) return true
   return session.events.some((event) => readCarried(event, session.id) !== undefined)
+}
+
+/** Adds `<meta name="taskward-base" content="<prefix>">` to DSH's index page (the prefix is a checked path). */
+export function panelBaseTag(prefix: string) {
+  return (html: string) => html.includes('name="taskward-base"') ? html : html.replace('</head>', `<meta name="taskward-base" content="${prefix}"></head>`)
 }
 
 function listeningPort(web: Dsh['webServer']): number | undefined {

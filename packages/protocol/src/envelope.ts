@@ -1,7 +1,7 @@
+import { RECORD_EVENT_TYPE } from './record-names'
 import Schema from 'schemastery'
 
-/** The session event type that carries every plugin's durable state. */
-export const RECORD_EVENT_TYPE = 'extension/record'
+export { RECORD_EVENT_TYPE }
 
 /**
  * A plugin's durable record: the data of an `extension/record` session event. `schemaVersion` is the

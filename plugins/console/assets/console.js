@@ -1,7 +1,7 @@
 // The console's entry: the session list (`/`) or one session's task view (`/sessions/:id`). The page
 // fetches JSON views, renders them with plain DOM calls and refetches whenever the server-sent event
 // stream says the session changed.
-import { h, section, time, getJson, postJson, at, PHASE_LABELS } from './dom.js'
+import { h, section, time, getJson, postJson, at } from './dom.js'
 import { renderTask } from './task.js'
 import { renderImpact, renderOutcome, renderOverviewLink } from './impact.js'
 import { renderNewSession } from './new-session.js'
@@ -23,7 +23,7 @@ async function sessionsPage() {
   const [{ sessions }, options] = await Promise.all([getJson('/api/console/sessions'), operate ? getJson('/api/operator') : undefined])
   const rows = sessions.map((s) => h('li', { class: 'session-item', 'data-session-id': s.id },
     h('a', { href: at(`/sessions/${encodeURIComponent(s.id)}`) }, s.task ? s.task.objective : `Session ${s.id} (no task yet)`),
-    h('p', { class: 'muted' }, s.task ? `${PHASE_LABELS[s.task.phase] ?? s.task.phase} · cycle ${s.task.acceptanceCycle} · ` : '',
+    h('p', { class: 'muted' }, s.task ? `${s.task.phaseLabel} · cycle ${s.task.acceptanceCycle} · ` : '',
       `${s.historyCount} earlier task${s.historyCount === 1 ? '' : 's'} · ${s.cwd} · started ${time(s.createdAt)}`),
     s.awaitingDecision ? h('p', { class: 'waiting' }, h('strong', {}, 'Waiting for your decision: '), s.awaitingDecision.title) : null,
     s.poisoned ? h('p', { class: 'refusal' }, 'Blocked: the session log holds a record the supervisor cannot read.') : null))
@@ -71,12 +71,13 @@ function restoreInputs({ kept, focused }) {
   if (focused) document.getElementById(focused)?.focus()
 }
 
-/** Where the plan waits for the user: the Approve plan button (bound to the task revision this page shows). */
-function renderApproval(task) {
-  if (task?.phase !== 'awaiting-approval' || !app.operate) return null
+/** Where the plan waits for the user: the Approve plan button (the view's action, bound to the revision this page shows). */
+function renderApproval(view) {
+  const approve = view.actions.find((action) => action.id === 'approve')
+  if (!approve || !app.operate) return null
   return h('div', { class: 'approval', id: 'approval' },
     h('p', {}, h('strong', {}, 'The plan waits for your approval. '), 'Read it below; approving starts the work.'),
-    h('button', { type: 'button', class: 'primary', id: 'approve-plan', onclick: () => app.operate.command(`/task approve ${task.id}@${task.revision}`) }, 'Approve plan'))
+    h('button', { type: 'button', class: 'primary', id: 'approve-plan', onclick: () => app.operate.command(approve.command) }, approve.label))
 }
 
 function renderSession(view) {
@@ -91,7 +92,7 @@ function renderSession(view) {
       view.controller?.awaitingManualResume ? ' · waits for /task resume' : ''),
     view.poisoned ? h('div', { class: 'outcome refusal', role: 'alert' }, view.poisoned.message) : null,
     outcome,
-    renderApproval(current),
+    renderApproval(view),
     proposal ? renderOverviewLink(proposal) : null,
     proposal ? renderImpact(app, proposal, targetTask) : null,
     current
@@ -108,7 +109,7 @@ function renderSession(view) {
       : h('p', { class: 'muted' }, 'No repair proposals.')),
     section('history', 'History', view.history.length
       ? view.history.map((task) => h('details', { class: 'history-task', 'data-task-id': task.id },
-        h('summary', {}, `${task.objective} — ${PHASE_LABELS[task.phase] ?? task.phase}, cycle ${task.acceptanceCycle}`),
+        h('summary', {}, `${task.objective} — ${task.phaseLabel}, cycle ${task.acceptanceCycle}`),
         renderTask(app, task, proposal && proposal.taskId === task.id ? { affected: proposal.affectedNodeIds, roots: proposal.rootNodeIds } : {})))
       : h('p', { class: 'muted' }, 'No earlier tasks in this session.')),
   ]

@@ -1,7 +1,7 @@
-// The plan's DAG as SVG, from the layout the server computed (plugins/console/src/view/dag-layout.ts).
+// The plan's DAG as SVG, from the layout the server computed (@taskward/protocol, view/dag-layout.ts).
 // Nodes are coloured by run status (class `st-<status>`), show their attempt and a rework mark, and
 // the nodes a repair proposal affects are highlighted (roots marked separately).
-import { s, STATUS_LABELS } from './dom.js'
+import { s } from './dom.js'
 
 export function renderDag(task, { affected = [], roots = [], label } = {}) {
   const layout = task.layout
@@ -38,7 +38,7 @@ export function renderDag(task, { affected = [], roots = [], label } = {}) {
     group.append(s('rect', { width: box.width, height: box.height, rx: 8 }))
     group.append(s('text', { x: 10, y: 18, class: 'node-id' }, box.id, rootSet.has(box.id) ? ' ◆ root' : affectedSet.has(box.id) ? ' • affected' : ''))
     group.append(s('text', { x: 10, y: 35, class: 'node-title' }, clip(box.title, 28)))
-    const meta = [node.attempt ? `attempt ${node.attempt}` : '', STATUS_LABELS[status] ?? '', node.reworkReason ? '↻ rework' : '']
+    const meta = [node.attempt ? `attempt ${node.attempt}` : '', node.statusLabel ?? '', node.reworkReason ? '↻ rework' : '']
       .filter(Boolean).join(' · ')
     group.append(s('text', { x: 10, y: 52, class: 'node-meta' }, meta))
     group.append(s('title', {}, `${box.id}: ${box.title}${node.reworkReason ? ` — rework: ${node.reworkReason}` : ''}`))
@@ -52,6 +52,6 @@ function clip(text, max) {
 }
 
 function describe(task, affected) {
-  const parts = task.nodes.map((node) => `${node.id} ${STATUS_LABELS[node.status] ?? 'not started'}${affected.has(node.id) ? ' (affected)' : ''}`)
+  const parts = task.nodes.map((node) => `${node.id} ${node.statusLabel}${affected.has(node.id) ? ' (affected)' : ''}`)
   return `Plan DAG of task ${task.id}: ${parts.join(', ')}`
 }

@@ -49,37 +49,6 @@ export function bytes(n) {
   return `${(n / 1024 / 1024).toFixed(1)} MiB`
 }
 
-export const PHASE_LABELS = {
-  planning: 'Planning',
-  'awaiting-approval': 'Awaiting approval',
-  active: 'Active',
-  reviewing: 'Reviewing',
-  paused: 'Paused',
-  complete: 'Complete',
-  cleared: 'Cleared',
-}
-
-/** Why a task is paused (`pauseReason`), as the task page says it. */
-export const PAUSE_LABELS = {
-  user: 'paused by the user',
-  decision: 'a reviewer asked for your decision',
-  'review-fault': 'a review failed',
-  restart: 'the host restarted',
-  recovery: 'stopped by the recovery controller',
-  budget: 'a budget is used up; raise it, then /task resume',
-  'model-context': "the turn's input does not fit the model's context; shorten it or use a larger context, then /task resume",
-  loop: 'the agent repeated the same call after TOOL_REPEATED; read the log, then /task resume',
-}
-
-export const STATUS_LABELS = {
-  pending: 'pending',
-  running: 'running',
-  reviewing: 'in review',
-  passed: 'passed',
-  'needs-revision': 'needs revision',
-  'awaiting-user': 'awaiting user',
-}
-
 /** A titled section with an id (for in-page links) and an accessible heading. */
 export function section(id, title, ...children) {
   return h('section', { id, 'aria-labelledby': `${id}-title` }, h('h2', { id: `${id}-title` }, title), ...children)

@@ -1,12 +1,12 @@
 // One task's details: phase, cycle, plan, DAG, nodes, reviews, repair cycles and the propose form.
 // Used for the current task and, read-only apart from the form, for every task in history.
-import { h, section, time, PAUSE_LABELS, PHASE_LABELS, STATUS_LABELS } from './dom.js'
+import { h, time } from './dom.js'
 import { renderDag } from './dag.js'
 
 export function renderTaskSummary(task) {
   return h('dl', { class: 'facts task-facts' },
-    h('dt', {}, 'Phase'), h('dd', {}, h('span', { class: `phase ph-${task.phase}`, 'data-phase': task.phase }, PHASE_LABELS[task.phase] ?? task.phase),
-      task.pauseReason ? [' (', h('span', { class: 'pause-reason', 'data-pause-reason': task.pauseReason }, PAUSE_LABELS[task.pauseReason] ?? task.pauseReason), ')'] : '',
+    h('dt', {}, 'Phase'), h('dd', {}, h('span', { class: `phase ph-${task.phase}`, 'data-phase': task.phase }, task.phaseLabel),
+      task.pauseReasonLabel ? [' (', h('span', { class: 'pause-reason', 'data-pause-reason': task.pauseReason }, task.pauseReasonLabel), ')'] : '',
       task.enabled ? '' : ' — supervision off'),
     h('dt', {}, 'Acceptance cycle'), h('dd', { class: 'cycle', 'data-cycle': task.acceptanceCycle },
       String(task.acceptanceCycle), task.cycleRecorded ? '' : ' (implicit first cycle)'),
@@ -27,7 +27,7 @@ function nodeTable(task, caption) {
     h('thead', {}, h('tr', {}, ['Node', 'Title', 'Depends on', 'Attempt', 'Status', 'Last review', 'Rework'].map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', {}, task.nodes.map((node) => h('tr', { 'data-node-id': node.id, 'data-status': node.status ?? 'unplanned' },
       h('th', { scope: 'row' }, node.id), h('td', {}, node.title), h('td', {}, node.dependsOn.join(', ') || '—'),
-      h('td', {}, node.attempt ?? '—'), h('td', {}, h('span', { class: `status st-${node.status ?? 'unplanned'}` }, STATUS_LABELS[node.status] ?? 'not started')),
+      h('td', {}, node.attempt ?? '—'), h('td', {}, h('span', { class: `status st-${node.status ?? 'unplanned'}` }, node.statusLabel)),
       h('td', {}, node.review ? `${node.review.verdict}${node.review.findings.length ? `: ${node.review.findings.join('; ')}` : ''}` : '—'),
       h('td', {}, node.reworkReason ? `${node.reworkReason}${node.priorAcceptance ? ` (replaces accepted attempt ${node.priorAcceptance.attempt})` : ''}` : '—'))))))
 }
@@ -65,7 +65,7 @@ function repairCycles(task) {
 export function renderProposeForm(app, task) {
   const prefix = `propose-${task.isCurrent ? 'current' : task.id}`
   if (task.phase !== 'complete') {
-    return h('p', { class: 'muted' }, 'Only a complete task can be repaired; this one is ', PHASE_LABELS[task.phase] ?? task.phase, '.')
+    return h('p', { class: 'muted' }, 'Only a complete task can be repaired; this one is ', task.phaseLabel.toLowerCase(), '.')
   }
   const status = h('div', { role: 'status', 'aria-live': 'polite', class: 'form-status' })
   const form = h('form', { class: 'propose', 'data-task-id': task.id, id: prefix, 'aria-labelledby': `${prefix}-title` },
@@ -105,7 +105,7 @@ export function renderTask(app, task, { affected = [], roots = [] } = {}) {
     renderTaskSummary(task),
     task.acceptanceCriteria.length ? [h('h3', {}, 'Acceptance criteria'), h('ul', {}, task.acceptanceCriteria.map((c) => h('li', {}, c)))] : null,
     task.planFeedback?.length ? [h('h3', {}, 'Plan reviewer asked for'), h('ul', {}, task.planFeedback.map((c) => h('li', {}, c)))] : null,
-    task.nodes.length ? [h('h3', {}, 'Plan'), scrollBox('dag-wrap', `Plan DAG of task ${task.id}`, renderDag(task, { affected, roots })), legend(),
+    task.nodes.length ? [h('h3', {}, 'Plan'), scrollBox('dag-wrap', `Plan DAG of task ${task.id}`, renderDag(task, { affected, roots })), legend(app),
       nodeTable(task, `Nodes of task ${task.id}`)] : h('p', { class: 'muted' }, 'No plan yet.'),
     task.pendingReview ? h('p', {}, `Waiting for a ${task.pendingReview.kind} review${task.pendingReview.nodeId ? ` of ${task.pendingReview.nodeId}` : ''}.`) : null,
     completionReview(task.completionReview, 'Final acceptance'),
@@ -116,10 +116,10 @@ export function renderTask(app, task, { affected = [], roots = [] } = {}) {
   return parts
 }
 
-function legend() {
+function legend(app) {
   return h('ul', { class: 'legend', 'aria-label': 'Legend' },
-    ['pending', 'running', 'reviewing', 'passed', 'needs-revision', 'awaiting-user'].map((st) =>
-      h('li', {}, h('span', { class: `swatch st-${st}`, 'aria-hidden': 'true' }), STATUS_LABELS[st])),
+    Object.entries(app.view?.statusLabels ?? {}).map(([st, label]) =>
+      h('li', {}, h('span', { class: `swatch st-${st}`, 'aria-hidden': 'true' }), label)),
     h('li', {}, h('span', { class: 'swatch affected', 'aria-hidden': 'true' }), 'affected by the proposed repair'))
 }
 

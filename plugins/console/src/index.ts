@@ -14,10 +14,6 @@ export { LiveUpdates } from './routes/live'
 export { CONTENT_SECURITY_POLICY, pageShell, escapeHtml } from './routes/pages'
 export { runDemo, type DemoOutcome } from './demo/run'
 export { ConsoleRoutes, CONSOLE_LINK_TTL_MS, consoleLink } from './web-console'
-export * from './view/dag-layout'
-export * from './view/task-view'
-export * from './view/session-view'
-export * from './view/advice'
 
 declare module 'cordis' {
   interface Context {

@@ -1,3 +1,4 @@
+import { REPAIR_KINDS, REPAIR_NAMESPACE } from '../record-names'
 import Schema from 'schemastery'
 import { DependencyCountsSchema } from '../workspace/stamp'
 import type { RecordEnvelope } from '../envelope'
@@ -13,9 +14,8 @@ import {
  * canonical payloads (known fields only, optional ones only when present).
  */
 
-export const REPAIR_NAMESPACE = 'dsh-task-supervisor-repair'
 export const REPAIR_SCHEMA_VERSION = 1
-export const REPAIR_KINDS = { proposal: 'proposal', confirm: 'confirm', decline: 'decline' } as const
+export { REPAIR_KINDS, REPAIR_NAMESPACE }
 
 export const TITLE_MAX = 120
 export const REASON_MAX = 10000

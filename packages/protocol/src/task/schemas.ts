@@ -1,3 +1,4 @@
+import { TASK_NAMESPACE, TASK_STATE_KIND } from '../record-names'
 import Schema from 'schemastery'
 import { optional } from '../records/reader'
 
@@ -24,8 +25,7 @@ import { optional } from '../records/reader'
  * Every field a version lacks is simply not in its schema; upgrades never add it.
  */
 
-export const TASK_NAMESPACE = 'dsh-task-supervisor'
-export const TASK_STATE_KIND = 'state'
+export { TASK_NAMESPACE, TASK_STATE_KIND }
 export const TASK_SCHEMA_VERSION = 11
 export const TASK_MIN_SCHEMA_VERSION = 1
 

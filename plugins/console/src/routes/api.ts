@@ -1,9 +1,10 @@
 import type { Context } from 'cordis'
 import { catchUpWithStore, type Session } from '@taskward/host'
 import type {} from '@taskward/plugin-supervisor'
-import type { CheckSpec, SessionEvent } from '@taskward/protocol'
-import { REFUSAL_ADVICE } from '../view/advice'
-import { evidenceSeqsOf, sessionView, type SessionSummary } from '../view/session-view'
+import {
+  evidenceSeqsOf, NODE_STATUS_WORDS, PHASE_LABELS, recoveryView, REFUSAL_ADVICE, sessionView,
+  type Budgets, type CheckSpec, type RecoveryView, type SessionEvent, type SessionSummary, type TaskRecovery,
+} from '@taskward/protocol'
 
 /** How many main sessions the list shows (newest first). */
 export const SESSION_LIST_LIMIT = 200
@@ -14,7 +15,8 @@ function summary(session: Session): SessionSummary {
 
 /** What the console reads of the recovery controller (optional: recovery is opt-in per host config). */
 interface RecoveryReader {
-  state(session: Session): Promise<{ tasks: Record<string, { checks?: CheckSpec[], unverified?: UnverifiedStage } | undefined> }>
+  state(session: Session): Promise<{ tasks: Record<string, TaskRecovery | undefined> }>
+  config: { budgets: Budgets }
   checksFor(state: unknown, taskId: string): CheckSpec[]
 }
 
@@ -26,6 +28,8 @@ export interface ChecksView {
   checks?: CheckSpec[]
   /** The latest stage verification that gave up on a workspace that kept changing (coded; see docs/recovery.md). */
   unverified?: UnverifiedStage
+  /** Checks, last verdict and budgets used/left (protocol's recoveryView). */
+  recovery?: RecoveryView
 }
 
 /** A recorded background verification that gave up (recovery's `unverified` record). */
@@ -44,8 +48,13 @@ export async function readChecks(ctx: Context, session: Session, taskId: string 
   if (!recovery) return { loaded: false }
   if (!taskId) return { loaded: true }
   const state = await recovery.state(session)
+  const checks = recovery.checksFor(state, taskId)
   const unverified = state.tasks[taskId]?.unverified
-  return { loaded: true, taskId, source: state.tasks[taskId]?.checks ? 'task' : 'config', checks: recovery.checksFor(state, taskId), ...unverified ? { unverified } : {} }
+  return {
+    loaded: true, taskId, source: state.tasks[taskId]?.checks ? 'task' : 'config', checks,
+    recovery: recoveryView(state.tasks[taskId], checks, recovery.config.budgets),
+    ...unverified ? { unverified } : {},
+  }
 }
 
 /** The task view of one session, with its evidence quotes read from the log. */
@@ -61,7 +70,7 @@ export async function readSessionView(ctx: Context, sessionId: string) {
     if (event) events.set(seq, event)
   }
   const checks = await readChecks(ctx, session, state.current?.id)
-  return { ...sessionView(summary(session), state, events), controller: status.controller, checks, advice: REFUSAL_ADVICE }
+  return { ...sessionView(summary(session), state, events, status.controller), controller: status.controller, checks, advice: REFUSAL_ADVICE, statusLabels: NODE_STATUS_WORDS }
 }
 
 /** Main sessions, newest first, each with its current task in one line. */
@@ -74,7 +83,7 @@ export async function readSessionList(ctx: Context) {
     const waiting = state.proposals.findLast((p) => p.status === 'pending' || p.status === 'confirmed')
     return {
       ...summary(session),
-      ...(task ? { task: { id: task.id, objective: task.objective, phase: task.phase, acceptanceCycle: task.acceptanceCycle ?? 1 } } : {}),
+      ...(task ? { task: { id: task.id, objective: task.objective, phase: task.phase, phaseLabel: PHASE_LABELS[task.phase], acceptanceCycle: task.acceptanceCycle ?? 1 } } : {}),
       ...(waiting ? { awaitingDecision: { id: waiting.proposal.id, title: waiting.proposal.title } } : {}),
       historyCount: state.history.length,
       ...(state.poisoned ? { poisoned: true } : {}),

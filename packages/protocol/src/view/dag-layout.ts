@@ -1,9 +1,10 @@
-import { dependencyMap, type TaskPlan } from '@taskward/protocol'
+import { dependencyMap } from '../task/dag'
+import type { TaskPlan } from '../task/types'
 
 /*
- * A compact left-to-right layout of a plan's DAG for the console's SVG: a node's column is its
+ * A compact left-to-right layout of a plan's DAG for the console's and the DSH panel's SVG: a node's column is its
  * longest dependency path from a root, rows follow plan order, short columns are centred. Pure and
- * deterministic, so the page and the tests see the same coordinates.
+ * deterministic, so both renderers and the tests see the same coordinates.
  */
 
 export interface DagNodeBox {

@@ -1,12 +1,16 @@
+import { dependencyMap } from '../task/dag'
+import type { ReviewJob } from '../task/review-job'
+import type { TaskHeadline } from '../task/status'
 import {
-  dependencyMap, effectiveCycle, type CompletionReview, type NodeRun, type NodeRunStatus, type PendingReview,
-  type PriorAcceptance, type ReviewJob, type ReviewKind, type ReviewVerdict, type Task, type TaskHeadline,
-} from '@taskward/protocol'
+  effectiveCycle, type CompletionReview, type NodeRun, type NodeRunStatus, type PendingReview,
+  type PriorAcceptance, type ReviewKind, type ReviewVerdict, type Task,
+} from '../task/types'
+import { nodeStatusLabel, pauseReasonLabel, PHASE_LABELS } from './labels'
 import { layoutDag, type DagLayout } from './dag-layout'
 
 /*
- * The console's read model of one task (current or historical): what the task view, the DAG and the
- * history show. Pure: built from the supervisor projection alone, fields absent when the records lack
+ * The read model of one task (current or historical) that both renderers show — the console's task
+ * view, DAG and history, and the DSH panel: the labels come with it, so a wording changes here once. Pure: built from the supervisor projection alone, fields absent when the records lack
  * them (an absent acceptance cycle is shown as the implicit first cycle, flagged `cycleRecorded: false`).
  */
 
@@ -17,6 +21,8 @@ export interface NodeView {
   /** Absent before the plan is approved. */
   attempt?: number
   status?: NodeRunStatus
+  /** The status in words ("not started" before the plan is approved). */
+  statusLabel: string
   reworkReason?: string
   priorAcceptance?: PriorAcceptance
   review?: { jobId: string, verdict: ReviewVerdict, findings: string[] }
@@ -55,6 +61,10 @@ export interface RepairCycleView {
 export interface TaskDetailView extends TaskHeadline {
   /** Whether the record carries the cycle (false: implicit first cycle). */
   cycleRecorded: boolean
+  /** The phase as a label ("Awaiting approval"). */
+  phaseLabel: string
+  /** Why it is paused and what to do next, in words (paused tasks only). */
+  pauseReasonLabel?: string
   acceptanceCriteria: string[]
   planFeedback?: string[]
   nodes: NodeView[]
@@ -104,6 +114,8 @@ export function taskDetailView(task: Task, reviews: readonly ReviewJob[], isCurr
     objective: task.objective,
     phase: task.phase,
     ...(task.pauseReason ? { pauseReason: task.pauseReason } : {}),
+    phaseLabel: PHASE_LABELS[task.phase] ?? task.phase,
+    ...(task.phase === 'paused' && task.pauseReason ? { pauseReasonLabel: pauseReasonLabel(task.pauseReason) } : {}),
     enabled: task.enabled,
     acceptanceCycle: effectiveCycle(task),
     cycleRecorded: task.acceptanceCycle !== undefined,
@@ -113,6 +125,7 @@ export function taskDetailView(task: Task, reviews: readonly ReviewJob[], isCurr
     ...(task.planFeedback ? { planFeedback: [...task.planFeedback] } : {}),
     nodes: (task.plan?.nodes ?? []).map((node) => ({
       id: node.id, title: node.title, dependsOn: deps.get(node.id) ?? [], ...nodeRunView(task.nodeRuns[node.id]),
+      statusLabel: nodeStatusLabel(task.nodeRuns[node.id]?.status),
     })),
     ...(task.plan ? { layout: layoutDag(task.plan) } : {}),
     ...(task.pendingReview ? { pendingReview: { ...task.pendingReview } } : {}),

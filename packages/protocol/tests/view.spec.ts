@@ -2,7 +2,9 @@ import { expect } from 'chai'
 import {
   applySupervisorEvent, initSupervisorState, RECORD_EVENT_TYPE, taskStateEnvelope, type SessionEvent, type Task, type TaskPlan,
 } from '@taskward/protocol'
-import { adviceFor, dagLayers, layoutDag, QUOTE_MAX, quoteEvent, sessionView, taskDetailView } from '../src'
+import {
+  adviceFor, dagLayers, layoutDag, nodeStatusLabel, pauseReasonLabel, QUOTE_MAX, quoteEvent, sessionView, taskActions, taskDetailView,
+} from '@taskward/protocol'
 
 const DIAMOND: TaskPlan = {
   acceptanceCriteria: ['works'],
@@ -87,9 +89,9 @@ describe('console view: session and proposals', () => {
     const long: SessionEvent = { seq: 4, type: 'assistant/message', time: 1, data: { text: 'x'.repeat(900) } }
     expect(quoteEvent(long, 4).text).to.have.length(QUOTE_MAX)
     const result: SessionEvent = { seq: 5, type: 'tool/result', time: 1, data: { callId: 'c', name: 'read', result: { content: 'hi' } } }
-    expect(quoteEvent(result, 5)).to.deep.equal({ seq: 5, type: 'tool/result', text: 'read → {"content":"hi"}' })
+    expect(quoteEvent(result, 5)).to.deep.equal({ seq: 5, type: 'tool/result', text: 'read: {"content":"hi"}' })
     const failed: SessionEvent = { seq: 6, type: 'tool/result', time: 1, data: { callId: 'c', name: 'write', error: { code: 'X', message: 'no' } } }
-    expect(quoteEvent(failed, 6).text).to.equal('write → error X: no')
+    expect(quoteEvent(failed, 6).text).to.equal('write: error X: no')
     expect(quoteEvent(undefined, 7)).to.deep.equal({ seq: 7, text: 'This event is not in the session log.' })
   })
 
@@ -113,5 +115,57 @@ describe('console view: session and proposals', () => {
     expect(adviceFor('REPAIR_STALE')).to.match(/reload/)
     expect(adviceFor('ACTIVE_TASK_CONFLICT')).to.match(/Another task is active/)
     expect(adviceFor('SOMETHING_NEW')).to.match(/read its message/)
+  })
+
+  it('carries the labels both renderers show: phase, pause reason with what to do, node status', () => {
+    const paused = taskDetailView(task({ phase: 'paused', pauseReason: 'budget', completedAt: undefined }), [], true)
+    expect(paused.phaseLabel).to.equal('Paused')
+    expect(paused.pauseReasonLabel).to.equal('a budget is used up; raise it, then /task resume')
+    expect(paused.nodes.map((n) => n.statusLabel)).to.deep.equal(paused.nodes.map((n) => nodeStatusLabel(n.status)))
+    expect(nodeStatusLabel(undefined)).to.equal('not started')
+    expect(nodeStatusLabel('awaiting-user')).to.equal('awaiting your decision')
+    expect(pauseReasonLabel('user')).to.equal('paused by the user; /task resume continues it')
+    // A complete task keeps no pause label even if an old record carried a reason.
+    expect(taskDetailView(task({ pauseReason: 'user' }), [], true)).to.not.have.property('pauseReasonLabel')
+  })
+
+  describe('actions allowed now', () => {
+    const base: Task = { id: 't', revision: 4, objective: 'o', phase: 'planning', enabled: true, nodeRuns: {} }
+    const ids = (t: Task | undefined, options = {}) => taskActions(t, options).map((a) => a.id)
+
+    it('binds every command to the task revision the view shows', () => {
+      const approve = taskActions({ ...base, phase: 'awaiting-approval' }).find((a) => a.id === 'approve')
+      expect(approve).to.deep.equal({ id: 'approve', label: 'Approve plan', command: '/task approve t@4' })
+    })
+
+    it('follows the phase', () => {
+      expect(ids({ ...base, phase: 'planning' })).to.deep.equal(['pause', 'consult'])
+      expect(ids({ ...base, phase: 'awaiting-approval' })).to.deep.equal(['approve', 'pause', 'consult'])
+      expect(ids({ ...base, phase: 'active' })).to.deep.equal(['pause', 'consult'])
+      expect(ids({ ...base, phase: 'active' }, { controller: { awaitingManualResume: true } })).to.deep.equal(['resume', 'pause', 'consult'])
+      expect(ids({ ...base, phase: 'paused', pauseReason: 'user' })).to.deep.equal(['resume', 'consult'])
+      expect(ids({ ...base, phase: 'complete' })).to.deep.equal(['consult', 'propose-repair'])
+      expect(ids({ ...base, phase: 'cleared' })).to.deep.equal([])
+      expect(ids(undefined)).to.deep.equal([])
+    })
+
+    it('offers the decision while a proposal waits, and no second proposal', () => {
+      const actions = taskActions({ ...base, phase: 'complete' }, { awaitingDecision: 'p1' })
+      expect(actions.map((a) => [a.id, a.proposalId])).to.deep.equal([['confirm', 'p1'], ['decline', 'p1'], ['consult', undefined]])
+    })
+
+    it('offers nothing but the decision on a poisoned session, and no approval or repair with supervision off', () => {
+      expect(ids({ ...base, phase: 'awaiting-approval' }, { poisoned: true })).to.deep.equal([])
+      expect(ids({ ...base, phase: 'awaiting-approval', enabled: false })).to.deep.equal(['pause', 'consult'])
+      expect(ids({ ...base, phase: 'complete', enabled: false })).to.deep.equal(['consult'])
+    })
+
+    it('comes with the session view', () => {
+      let state = initSupervisorState()
+      state = applySupervisorEvent(state, { seq: 0, type: RECORD_EVENT_TYPE, time: 1, data: taskStateEnvelope({ ...base, revision: 1 }) })
+      state = applySupervisorEvent(state, { seq: 1, type: RECORD_EVENT_TYPE, time: 2, data: taskStateEnvelope({ ...base, revision: 2, phase: 'paused', pauseReason: 'user', resumePhase: 'planning' }) })
+      expect(state.poisoned).to.equal(undefined)
+      expect(sessionView({ id: 's', cwd: '/w', role: 'main', createdAt: 0, seq: 1 }, state, new Map()).actions.map((a) => a.id)).to.deep.equal(['resume', 'consult'])
+    })
   })
 })

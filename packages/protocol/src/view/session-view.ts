@@ -1,17 +1,22 @@
-import {
-  EventTypes, sourceLabel, stampParts, type StampParts, type ProposalStatus, type RepairSource, type SessionEvent, type SupervisorState, type TrackedProposal,
-} from '@taskward/protocol'
+import type { SessionEvent } from '../events'
+import { sourceLabel } from '../repair/proposal'
+import { EVIDENCE_QUOTE_MAX, quoteEvidence } from '../repair/view'
+import type { ProposalStatus, RepairSource, TrackedProposal } from '../repair/types'
+import type { SupervisorState } from '../task/fold'
+import { stampParts, type StampParts } from '../workspace/stamp'
+import { taskActions, type ActionView, type ControllerFacts } from './actions'
 import { taskDetailView, type TaskDetailView } from './task-view'
 
 /*
- * The console's read model of one main session: current task, history, proposals with their quoted
- * evidence, and the refusal advice the page shows after a click. Pure: events are looked up through
- * the map the caller read from the log.
+ * The read model of one main session that the console and the DSH panel render: current task, history,
+ * proposals with their quoted evidence (the impact panel's facts) and the actions allowed now. Pure:
+ * events are looked up through the map the caller read from the log.
  */
 
-export const QUOTE_MAX = 500
+/** Longest quoted evidence text (the repair view's bound). */
+export const QUOTE_MAX = EVIDENCE_QUOTE_MAX
 
-export interface EvidenceQuote {
+export interface QuotedEvent {
   seq: number
   /** Absent when the event is not in the log (shown as "missing"). */
   type?: string
@@ -29,7 +34,7 @@ export interface ProposalView {
   proposerSessionId?: string
   rootNodeIds: string[]
   affectedNodeIds: string[]
-  evidence: EvidenceQuote[]
+  evidence: QuotedEvent[]
   artifact: { workspaceKey: string, digest: string, shortDigest: string, files: number, bytes: number } & StampParts
   proposedAt: number
   proposedSeq: number
@@ -59,22 +64,14 @@ export interface SessionView {
   /** The proposal that waits for the user's decision, if any. */
   awaitingDecision?: string
   poisoned?: { seq: number, message: string }
+  /** What the user may do now (buttons), derived once (actions.ts). */
+  actions: ActionView[]
 }
 
 /** A one-line, bounded rendering of an evidence event. */
-export function quoteEvent(event: SessionEvent | undefined, seq: number): EvidenceQuote {
+export function quoteEvent(event: SessionEvent | undefined, seq: number): QuotedEvent {
   if (!event) return { seq, text: 'This event is not in the session log.' }
-  const data = event.data ?? {}
-  let text: string
-  if (event.type === EventTypes.toolResult) {
-    const outcome = data.error ? `error ${data.error.code}: ${data.error.message}` : JSON.stringify(data.result ?? null)
-    text = `${data.name ?? 'tool'} → ${outcome}`
-  } else if (typeof data.text === 'string') {
-    text = data.text
-  } else {
-    text = JSON.stringify(data)
-  }
-  return { seq, type: event.type, text: text.length > QUOTE_MAX ? `${text.slice(0, QUOTE_MAX - 1)}…` : text }
+  return { ...quoteEvidence(event), seq }
 }
 
 export function proposalView(tracked: TrackedProposal, events: ReadonlyMap<number, SessionEvent>): ProposalView {
@@ -106,7 +103,9 @@ export function evidenceSeqsOf(state: SupervisorState): number[] {
   return [...new Set(state.proposals.flatMap((p) => p.proposal.evidenceSeqs))].sort((a, b) => a - b)
 }
 
-export function sessionView(session: SessionSummary, state: SupervisorState, events: ReadonlyMap<number, SessionEvent>): SessionView {
+export function sessionView(
+  session: SessionSummary, state: SupervisorState, events: ReadonlyMap<number, SessionEvent>, controller?: ControllerFacts,
+): SessionView {
   const proposals = state.proposals.map((p) => proposalView(p, events)).reverse()
   const waiting = proposals.find((p) => p.awaitingDecision)
   return {
@@ -116,5 +115,6 @@ export function sessionView(session: SessionSummary, state: SupervisorState, eve
     proposals,
     ...(waiting ? { awaitingDecision: waiting.id } : {}),
     ...(state.poisoned ? { poisoned: { ...state.poisoned } } : {}),
+    actions: taskActions(state.current, { poisoned: !!state.poisoned, ...(controller ? { controller } : {}), ...(waiting ? { awaitingDecision: waiting.id } : {}) }),
   }
 }
