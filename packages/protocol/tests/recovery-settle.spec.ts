@@ -85,10 +85,17 @@ describe('recovery: settling a background verification (nextSettleStep)', () => 
 
   it('stops a stage verification that is no longer needed: the task ended or moved on, or a later attempt was recorded', () => {
     const active = { id: 't1', phase: 'active' }
-    expect(stageVerificationSuperseded(active, 't1', { before: 2, now: 2 })).to.equal(false)
-    expect(stageVerificationSuperseded(active, 't1', { before: 2, now: 3 })).to.equal(true)
-    expect(stageVerificationSuperseded({ id: 't1', phase: 'complete' }, 't1', { before: 2, now: 2 })).to.equal(true)
-    expect(stageVerificationSuperseded({ id: 't2', phase: 'active' }, 't1', { before: 0, now: 0 })).to.equal(true)
-    expect(stageVerificationSuperseded(undefined, 't1', { before: 0, now: 0 })).to.equal(true)
+    expect(stageVerificationSuperseded(active, 't1', { before: 2, now: 2 })).to.equal(undefined)
+    expect(stageVerificationSuperseded(active, 't1', { before: 2, now: 3 })).to.equal('newer-attempt')
+    expect(stageVerificationSuperseded({ id: 't1', phase: 'complete' }, 't1', { before: 2, now: 2 })).to.equal('task-ended')
+    expect(stageVerificationSuperseded({ id: 't1', phase: 'paused' }, 't1', { before: 2, now: 2 })).to.equal('task-ended')
+    expect(stageVerificationSuperseded({ id: 't2', phase: 'active' }, 't1', { before: 0, now: 0 })).to.equal('task-ended')
+    expect(stageVerificationSuperseded(undefined, 't1', { before: 0, now: 0 })).to.equal('task-ended')
+  })
+
+  it('keeps a stage verification while its stage review is pending (phase reviewing); a completion request supersedes it by its own attempt', () => {
+    const reviewing = { id: 't1', phase: 'reviewing' }
+    expect(stageVerificationSuperseded(reviewing, 't1', { before: 2, now: 2 })).to.equal(undefined)
+    expect(stageVerificationSuperseded(reviewing, 't1', { before: 2, now: 3 })).to.equal('newer-attempt')
   })
 })
