@@ -4,7 +4,7 @@ import {
   defineReader, indexRecordEvents, lostToWrite, missingReaders, nextSettleStep, RECOVERY_NAMESPACE, recordPairs, recoveryReader,
   stageVerificationSuperseded, SettlePolicySchema, TaskwardError, type RecordEnvelope, type SettlePolicy,
 } from '../src'
-import { RecoveryLog } from './fixtures/recovery/harness'
+import { digest, RecoveryLog } from './fixtures/recovery/harness'
 
 /*
  * A stage's background verification that lost the race with a write: when to read the workspace
@@ -63,6 +63,18 @@ describe('recovery: settling a background verification (nextSettleStep)', () => 
     expect(log.state.poisoned).to.equal(undefined)
     log.append('unverified', { ...payload, code: 'not a code' })
     expect(log.state.poisoned?.seq).to.equal(1)
+  })
+
+  it('drops a task\'s `unverified` once a later attempt of that task is recorded, and keeps another task\'s', () => {
+    const log = new RecoveryLog('t1')
+    const payload = { taskId: 't1', nodeId: 'a', code: 'ARTIFACT_CHANGED', reason: 'workspace-unsettled', message: 'kept changing', lostRounds: 2, at: 5 }
+    log.append('unverified', payload)
+    log.append('unverified', { ...payload, taskId: 't2' })
+    expect(log.state.tasks.t1.unverified?.seq).to.equal(0)
+    log.attempt({ candidate: digest('A'), checks: [['unit', 'PASS']] })
+    expect(log.state.poisoned).to.equal(undefined)
+    expect(log.state.tasks.t1.unverified).to.equal(undefined)
+    expect(log.state.tasks.t2.unverified?.seq).to.equal(1)
   })
 
   it('writes `unverified` at version 2 and every other kind at 1, so a reader of 1 is refused only where a give-up is recorded', () => {
