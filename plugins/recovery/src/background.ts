@@ -1,3 +1,4 @@
+import { setTimer } from '@taskward/cordis-compat'
 import type { Session } from '@taskward/host'
 import { lostToWrite, nextSettleStep, stageVerificationSuperseded, type RecoveryDecision, type TaskwardError } from '@taskward/protocol'
 import { readCandidateOnce } from './candidate'
@@ -18,7 +19,7 @@ function sleep(recovery: Recovery, ms: number, signal: AbortSignal) {
       signal.removeEventListener('abort', done)
       resolve()
     }
-    const clear = recovery.home.setTimeout(done, ms)
+    const clear = setTimer(recovery.home, done, ms)
     signal.addEventListener('abort', done, { once: true })
   })
 }
