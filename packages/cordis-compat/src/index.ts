@@ -38,6 +38,28 @@ export function onDispose(ctx: Context, callback: () => void): () => void {
   return (ctx as any).effect(() => () => { callback() })
 }
 
+/**
+ * Call `callback` once after `ms`, unless `ctx`'s plugin is disposed first (the timer is cleared then).
+ * Returns a function that clears it. cordis 4 has no timer service (`ctx.setTimeout`), so this is a
+ * plain timer tied to the plugin by an effect, in both versions.
+ */
+export function setTimer(ctx: Context, callback: () => void, ms: number): () => void {
+  let done = false
+  const timer = setTimeout(() => {
+    cancel()
+    callback()
+  }, ms)
+  const dispose = onDispose(ctx, () => clearTimeout(timer))
+  // Idempotent: the effect is let go once, whether the timer fired, was cleared or both.
+  const cancel = () => {
+    if (done) return
+    done = true
+    clearTimeout(timer)
+    dispose()
+  }
+  return cancel
+}
+
 /** Whether `ctx`'s plugin is still loaded (not disposed or being disposed). */
 export function isActive(ctx: Context): boolean {
   const c = ctx as any

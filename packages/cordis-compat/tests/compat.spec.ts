@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { Context } from 'cordis'
-import { isActive, isCordis4, listenersOf, onDispose, provideService } from '@taskward/cordis-compat'
+import { isActive, isCordis4, listenersOf, onDispose, provideService, setTimer } from '@taskward/cordis-compat'
 
 class Counter {
   protected ctx: Context
@@ -55,5 +55,21 @@ describe('cordis-compat on cordis 3', () => {
     expect(calls).to.deep.equal([42])
     fiber.dispose()
     expect(listenersOf(root, 'compat/test')).to.deep.equal([])
+  })
+
+  it('runs a timer once, and never after its plugin is disposed or it is cleared', async () => {
+    const root = new Context()
+    const fired: string[] = []
+    let pluginCtx!: Context
+    const fiber = root.plugin((ctx: Context) => { pluginCtx = ctx })
+    await new Promise((resolve) => setTimeout(resolve, 0))
+    setTimer(pluginCtx, () => fired.push('ran'), 5)
+    const clear = setTimer(pluginCtx, () => fired.push('cleared'), 5)
+    clear()
+    setTimer(pluginCtx, () => fired.push('disposed'), 30)
+    await new Promise((resolve) => setTimeout(resolve, 15))
+    fiber.dispose()
+    await new Promise((resolve) => setTimeout(resolve, 40))
+    expect(fired).to.deep.equal(['ran'])
   })
 })

@@ -4,7 +4,7 @@ import {
   defineReader, indexRecordEvents, lostToWrite, missingReaders, nextSettleStep, RECOVERY_NAMESPACE, recordPairs, recoveryReader,
   stageVerificationSuperseded, SettlePolicySchema, TaskwardError, type RecordEnvelope, type SettlePolicy,
 } from '../src'
-import { RecoveryLog } from './fixtures/recovery/harness'
+import { digest, RecoveryLog } from './fixtures/recovery/harness'
 
 /*
  * A stage's background verification that lost the race with a write: when to read the workspace
@@ -65,6 +65,18 @@ describe('recovery: settling a background verification (nextSettleStep)', () => 
     expect(log.state.poisoned?.seq).to.equal(1)
   })
 
+  it('drops a task\'s `unverified` once a later attempt of that task is recorded, and keeps another task\'s', () => {
+    const log = new RecoveryLog('t1')
+    const payload = { taskId: 't1', nodeId: 'a', code: 'ARTIFACT_CHANGED', reason: 'workspace-unsettled', message: 'kept changing', lostRounds: 2, at: 5 }
+    log.append('unverified', payload)
+    log.append('unverified', { ...payload, taskId: 't2' })
+    expect(log.state.tasks.t1.unverified?.seq).to.equal(0)
+    log.attempt({ candidate: digest('A'), checks: [['unit', 'PASS']] })
+    expect(log.state.poisoned).to.equal(undefined)
+    expect(log.state.tasks.t1.unverified).to.equal(undefined)
+    expect(log.state.tasks.t2.unverified?.seq).to.equal(1)
+  })
+
   it('writes `unverified` at version 2 and every other kind at 1, so a reader of 1 is refused only where a give-up is recorded', () => {
     const log = new RecoveryLog('t1')
     const payload = { taskId: 't1', nodeId: 'a', code: 'ARTIFACT_CHANGED', reason: 'workspace-unsettled', message: 'kept changing', lostRounds: 2, at: 5 }
@@ -85,10 +97,17 @@ describe('recovery: settling a background verification (nextSettleStep)', () => 
 
   it('stops a stage verification that is no longer needed: the task ended or moved on, or a later attempt was recorded', () => {
     const active = { id: 't1', phase: 'active' }
-    expect(stageVerificationSuperseded(active, 't1', { before: 2, now: 2 })).to.equal(false)
-    expect(stageVerificationSuperseded(active, 't1', { before: 2, now: 3 })).to.equal(true)
-    expect(stageVerificationSuperseded({ id: 't1', phase: 'complete' }, 't1', { before: 2, now: 2 })).to.equal(true)
-    expect(stageVerificationSuperseded({ id: 't2', phase: 'active' }, 't1', { before: 0, now: 0 })).to.equal(true)
-    expect(stageVerificationSuperseded(undefined, 't1', { before: 0, now: 0 })).to.equal(true)
+    expect(stageVerificationSuperseded(active, 't1', { before: 2, now: 2 })).to.equal(undefined)
+    expect(stageVerificationSuperseded(active, 't1', { before: 2, now: 3 })).to.equal('newer-attempt')
+    expect(stageVerificationSuperseded({ id: 't1', phase: 'complete' }, 't1', { before: 2, now: 2 })).to.equal('task-ended')
+    expect(stageVerificationSuperseded({ id: 't1', phase: 'paused' }, 't1', { before: 2, now: 2 })).to.equal('task-ended')
+    expect(stageVerificationSuperseded({ id: 't2', phase: 'active' }, 't1', { before: 0, now: 0 })).to.equal('task-ended')
+    expect(stageVerificationSuperseded(undefined, 't1', { before: 0, now: 0 })).to.equal('task-ended')
+  })
+
+  it('keeps a stage verification while its stage review is pending (phase reviewing); a completion request supersedes it by its own attempt', () => {
+    const reviewing = { id: 't1', phase: 'reviewing' }
+    expect(stageVerificationSuperseded(reviewing, 't1', { before: 2, now: 2 })).to.equal(undefined)
+    expect(stageVerificationSuperseded(reviewing, 't1', { before: 2, now: 3 })).to.equal('newer-attempt')
   })
 })

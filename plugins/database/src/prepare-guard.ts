@@ -1,5 +1,5 @@
 import type { Context } from 'cordis'
-import { TaskwardError } from '@taskward/protocol'
+import { isStoreUnavailable, TaskwardError } from '@taskward/protocol'
 
 const ORIGINAL = Symbol.for('cordis.original')
 
@@ -9,7 +9,19 @@ const PREPARE_RETRY_MS = 1000
 interface Model {
   prepare(name: string): Promise<void>
   prepared(): Promise<void>
+  getDriver(table: unknown): unknown
   prepareTasks: Record<string, Promise<void>>
+}
+
+/** Where `/health` (packages/host, store/health.ts) finds the tables refused for a broken preparation. */
+export const PREPARATION_FAILURES = Symbol.for('taskward.store.preparationFailures')
+
+/** The driver methods a selection runs (minato's `Executable.execute`). */
+const QUERIES = new Set(['get', 'eval', 'set', 'remove', 'create', 'upsert'])
+
+/** A preparation that failed because the store is down (or already said what is wrong with all of it). */
+function isOutage(error: unknown) {
+  return isStoreUnavailable(error) || (TaskwardError.is(error) && error.code.startsWith('STORE_'))
 }
 
 /**
@@ -18,8 +30,14 @@ interface Model {
  * fails after the host is up (the store dropped its connection, refused the login, its file moved
  * away) would reject with nobody awaiting it — an unhandled rejection, which ends the process — and
  * then fail every later query of every table, forever. Guarded here: a failed prepare is remembered
- * (logged once per outage) instead of rejecting; the next query — and `/health` — prepares it again
- * first, and refuses `STORE_UNAVAILABLE` naming the table while it still fails.
+ * instead of rejecting, and what happens next depends on why it failed:
+ * - the store is down (`isStoreUnavailable`, or the driver's own `STORE_*` refusal): logged once per
+ *   outage; the next query — and `/health` — prepares it again first (at most once a second), and
+ *   refuses `STORE_UNAVAILABLE` (or the driver's code) naming the table while it still fails;
+ * - anything else (a migration the rows already in the table break, a definition the store refuses):
+ *   asking again will not help, so it is not retried, and only that table is refused — its queries
+ *   answer `STORE_CORRUPT` naming the table and the store's own error, `/health` says so, and every
+ *   other table (and the lease queries) is served. Declaring the table again (a fixed plugin) retries.
  */
 export function guardTablePreparation(ctx: Context, store: () => string) {
   const proxy = ctx.get('model') as unknown as Model | undefined
@@ -27,14 +45,52 @@ export function guardTablePreparation(ctx: Context, store: () => string) {
   const model = ((proxy as any)[ORIGINAL] ?? proxy) as Model
   const prepare = model.prepare.bind(model)
   const prepared = model.prepared.bind(model)
+  const getDriver = model.getDriver.bind(model)
   const failed = new Map<string, unknown>()
+  const broken = new Map<string, TaskwardError>()
+  const preparing = new Map<string, number>()
   const logger = ctx.logger('database')
-  model.prepare = (name: string) => prepare(name).then(() => {
-    if (failed.delete(name)) logger.info('table %s is prepared again', name)
-  }, (error) => {
-    if (!failed.size) logger.warn('could not prepare table %s; queries answer STORE_UNAVAILABLE until it is (%s)', name, (error as Error)?.message ?? error)
-    failed.set(name, error)
-  })
+  model.prepare = (name: string) => {
+    broken.delete(name)
+    preparing.set(name, (preparing.get(name) ?? 0) + 1)
+    const settled = () => preparing.get(name)! > 1 ? preparing.set(name, preparing.get(name)! - 1) : preparing.delete(name)
+    return prepare(name).finally(settled).then(() => {
+      if (failed.delete(name)) logger.info('table %s is prepared again', name)
+    }, (error) => {
+      if (!isOutage(error)) {
+        failed.delete(name)
+        const refusal = brokenTable(store(), name, error)
+        broken.set(name, refusal)
+        logger.error(refusal.message)
+        return
+      }
+      if (!failed.size) logger.warn('could not prepare table %s; queries answer STORE_UNAVAILABLE until it is (%s)', name, (error as Error)?.message ?? error)
+      failed.set(name, error)
+    })
+  }
+  // minato resolves a table's driver for every selection (get, create, set, remove, upsert, eval):
+  // the one place a query names its table. A table being prepared may still turn out broken, so its
+  // queries get a driver that looks once they have waited for the preparation (`execute` awaits
+  // `prepared()` before it calls the driver); every other query gets the driver itself.
+  model.getDriver = (table: unknown) => {
+    if (typeof table !== 'string') return getDriver(table)
+    const refusal = broken.get(table)
+    if (refusal) throw refusal
+    const driver = getDriver(table)
+    if (!preparing.has(table) || !driver) return driver
+    return new Proxy(driver as object, {
+      get(target, key, receiver) {
+        const value = Reflect.get(target, key, receiver)
+        if (typeof key !== 'string' || !QUERIES.has(key) || typeof value !== 'function') return value
+        return (...args: unknown[]) => {
+          const late = broken.get(table)
+          if (late) throw late
+          return value.apply(target, args)
+        }
+      },
+    })
+  }
+  Object.defineProperty(model, PREPARATION_FAILURES, { value: () => [...broken.values()], configurable: true })
   // One retry at a time, shared by the queries that arrive meanwhile, and at most one a second:
   // pollers query ten times a second, and each retry is DDL (and a log line) against a store that is down.
   let retry: Promise<void> | undefined
@@ -47,6 +103,7 @@ export function guardTablePreparation(ctx: Context, store: () => string) {
     await retry
     if (!failed.size) return
     const [name, error] = failed.entries().next().value!
+    if (TaskwardError.is(error)) throw error
     const cause = (error as { code?: unknown })?.code
     throw new TaskwardError('STORE_UNAVAILABLE',
       `The store (${store()}) could not prepare table ${name}: ${(error as Error)?.message ?? error}. This request did not complete; `
@@ -56,4 +113,14 @@ export function guardTablePreparation(ctx: Context, store: () => string) {
   // Every query awaits this: one synchronous check after minato's own wait while every table is
   // prepared (including a preparation that failed during that wait).
   model.prepared = () => prepared().then(() => failed.size ? again() : undefined)
+}
+
+/** The refusal of a table whose preparation failed for a reason other than an outage. */
+function brokenTable(store: string, name: string, error: unknown) {
+  const cause = (error as { code?: unknown })?.code
+  return new TaskwardError('STORE_CORRUPT',
+    `The store (${store}) could not prepare table ${name}: ${(error as Error)?.message ?? error}. The store answers; the table's `
+    + 'rows or its definition (a plugin\'s model) do not fit, so making the request again will not help: fix the table or the plugin, '
+    + 'then restart the host. Other tables are served.',
+    { table: name, ...typeof cause === 'string' ? { cause } : {} })
 }

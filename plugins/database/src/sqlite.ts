@@ -58,8 +58,21 @@ export class TaskwardSQLiteDriver extends (SQLiteDriver as any as typeof SQLiteD
   private flusher?: Flusher
   private dbFd?: number
   private commits = 0
-  failure?: TaskwardError
+  private recorded?: TaskwardError
   opened = false
+
+  /**
+   * The store failure every later write is refused with. A move (`file-moved`) is looked at again
+   * each time a write asks: once the same file is back at its path the refusal is lifted — with or
+   * without a GET /health in between. Two stat calls, only while a move is remembered.
+   */
+  get failure(): TaskwardError | undefined {
+    if (this.recorded?.details?.reason === 'file-moved' && this.dbFd !== undefined && this.atItsPath() === 'same') {
+      this.recorded = undefined
+      this.logger.info('the database %s is back at its path; writes are acknowledged again', this.path)
+    }
+    return this.recorded
+  }
 
   get directory() {
     return dirname(this.path)
@@ -198,6 +211,9 @@ export class TaskwardSQLiteDriver extends (SQLiteDriver as any as typeof SQLiteD
    */
   maintain(): Promise<void> | undefined {
     if (++this.commits % CHECKPOINT_EVERY !== 0) return
+    // The WAL is looked at by its path: a data directory moved away (not yet noticed by /health) is a
+    // move, lifted once it is back, not a failed checkpoint. This commit went to the open file all the same.
+    if (this.dbFd !== undefined && this.noticeMove()) return
     try {
       if (statSync(this.path + '-wal').size > CHECKPOINT_BYTES) {
         // The frames being copied must be on disk before the database pages that replace them.
@@ -236,12 +252,17 @@ export class TaskwardSQLiteDriver extends (SQLiteDriver as any as typeof SQLiteD
     syncFile(target)
   }
 
-  /** Remember a store failure: `health()` reports it and every later write is refused with it. */
+  /**
+   * Remember a store failure: `health()` reports it and every later write is refused with it, for good.
+   * It replaces a move (which would be lifted once the file is back: a failed fsync must not be) and
+   * is never replaced itself.
+   */
   fail(code: 'STORE_CORRUPT' | 'STORE_UNAVAILABLE', what: string) {
-    this.failure ??= new TaskwardError(code,
+    if (this.recorded?.details?.reason === 'file-moved') this.recorded = undefined
+    this.recorded ??= new TaskwardError(code,
       `The database ${this.path} failed: ${what}. The host stopped acknowledging writes; stop it, run \`npm run doctor\`, `
       + 'and restore a backup if the file is damaged (docs/operations.md, "Backup and restore").', { file: this.path })
-    return this.failure
+    return this.recorded
   }
 
   /**
@@ -250,11 +271,19 @@ export class TaskwardSQLiteDriver extends (SQLiteDriver as any as typeof SQLiteD
    * failure, nothing was lost: once the same file is back at its path, `health()` lifts the refusal.
    */
   private moved(what: string) {
-    this.failure ??= new TaskwardError('STORE_UNAVAILABLE',
+    this.recorded ??= new TaskwardError('STORE_UNAVAILABLE',
       `The database ${this.path} is not available: ${what}. Writes are refused until the same file is back at that path `
       + '(GET /health says when); if it was removed, stop the host and restore a backup (docs/operations.md, "Backup and restore").',
       { file: this.path, reason: 'file-moved' })
-    return this.failure
+    return this.recorded
+  }
+
+  /** Whether the file open here is no longer at its path; if so, remembered as a move. */
+  private noticeMove() {
+    const where = this.atItsPath()
+    if (where === 'same') return false
+    this.moved(`the file was ${where === 'other' ? 'replaced' : 'removed or moved'} while the host ran (${basename(this.path)}); writes would go to a file nobody will read`)
+    return true
   }
 
   /** Classify an engine error: damage and I/O failures are store failures; constraint errors are not. */
@@ -276,18 +305,10 @@ export class TaskwardSQLiteDriver extends (SQLiteDriver as any as typeof SQLiteD
 
   /** Whether the store still works: remembered failures, and the file on disk still being this one. */
   health(): StoreHealth {
-    if (this.failure?.details?.reason === 'file-moved' && this.dbFd !== undefined && this.atItsPath() === 'same') {
-      this.failure = undefined
-      this.logger.info('the database %s is back at its path; writes are acknowledged again', this.path)
-    }
+    // Reading `failure` lifts a move that has passed.
     if (!this.failure && this.dbFd !== undefined) {
       try {
-        const where = this.atItsPath()
-        if (where !== 'same') {
-          this.moved(`the file was ${where === 'other' ? 'replaced' : 'removed or moved'} while the host ran (${basename(this.path)}); writes would go to a file nobody will read`)
-        } else {
-          this.db.exec('SELECT count(*) FROM sqlite_master')
-        }
+        if (!this.noticeMove()) this.db.exec('SELECT count(*) FROM sqlite_master')
       } catch (error) {
         const failure = this.classify(error)
         if (!(failure instanceof TaskwardError)) this.fail('STORE_UNAVAILABLE', String((error as Error)?.message ?? error))

@@ -1,3 +1,4 @@
+import { setTimer } from '@taskward/cordis-compat'
 import type { Session } from '@taskward/host'
 import { lostToWrite, nextSettleStep, stageVerificationSuperseded, type RecoveryDecision, type TaskwardError } from '@taskward/protocol'
 import { readCandidateOnce } from './candidate'
@@ -9,15 +10,16 @@ export interface StageVerification {
   nodeId?: string
 }
 
-function sleep(ms: number, signal: AbortSignal) {
+/** Wait `ms` through the plugin's context (disposal removes the timer), or until `signal` aborts. */
+function sleep(recovery: Recovery, ms: number, signal: AbortSignal) {
   return new Promise<void>((resolve) => {
     if (signal.aborted) return resolve()
     const done = () => {
-      clearTimeout(timer)
+      clear()
       signal.removeEventListener('abort', done)
       resolve()
     }
-    const timer = setTimeout(done, ms)
+    const clear = setTimer(recovery.home, done, ms)
     signal.addEventListener('abort', done, { once: true })
   })
 }
@@ -43,8 +45,12 @@ export async function verifyStage(recovery: Recovery, session: Session, stage: S
       return await recovery.exclusive(session, async (resolved) => {
         const state = await recovery.usable(resolved)
         // Without checks there is nothing objective to measure; MISSING is decided at completion.
-        if (!recovery.checksFor(state, taskId).length) return undefined
+        if (!recovery.checksFor(state, taskId).length) {
+          if (lostRounds) recovery.logger.info('task %s: the stage verification stops after %d lost round(s): the task has no checks now', taskId, lostRounds)
+          return undefined
+        }
         if (lostRounds && await superseded(recovery, resolved, taskId, attemptsBefore)) return undefined
+        if (lostRounds) recovery.logger.debug('task %s: verifying the stage again after %d lost round(s)', taskId, lostRounds)
         attemptsBefore = state.tasks[taskId]?.counters.attempts ?? 0
         await recovery.recordAttempt(resolved, taskId, { claim: 'progress', ...nodeId ? { nodeId } : {} })
         return recovery.budgetStopAfterProgress(resolved, taskId)
@@ -60,11 +66,12 @@ export async function verifyStage(recovery: Recovery, session: Session, stage: S
       const step = nextSettleStep(policy, { lostRounds, waits, elapsedMs: Date.now() - firstLost, quiet }, { workspace: session.cwd, taskId })
       if (step.kind === 'verify') break
       if (step.kind === 'give-up') {
+        if (signal.aborted) return undefined
         await recordGiveUp(recovery, session, stage, step.error, lostRounds, attemptsBefore)
         return undefined
       }
       const before = await readDigest(recovery, session)
-      await sleep(step.ms, signal)
+      await sleep(recovery, step.ms, signal)
       if (signal.aborted) return undefined
       quiet = before !== undefined && before === await readDigest(recovery, session)
       waits++
@@ -80,15 +87,22 @@ function readDigest(recovery: Recovery, session: Session): Promise<string | unde
   })
 }
 
-/** The task stopped executing, or an attempt newer than the lost one verified newer files. */
+/**
+ * The task stopped executing, or an attempt newer than the lost one verified newer files. Said in the
+ * log (debug), so a stage verification that stops is never silent.
+ */
 async function superseded(recovery: Recovery, session: Session, taskId: string, attemptsBefore: number) {
   const current = (await recovery.kernel.supervisor.state(session)).current
   const now = (await recovery.usable(session)).tasks[taskId]?.counters.attempts ?? 0
-  return stageVerificationSuperseded(current, taskId, { before: attemptsBefore, now })
+  const reason = stageVerificationSuperseded(current, taskId, { before: attemptsBefore, now })
+  if (reason) recovery.logger.debug('task %s: the stage verification stops (%s)', taskId, reason === 'newer-attempt' ? 'a later attempt verified newer files' : 'the task is no longer executing')
+  return reason !== undefined
 }
 
 async function recordGiveUp(recovery: Recovery, session: Session, stage: StageVerification, error: TaskwardError, lostRounds: number, attemptsBefore: number) {
   const recorded = await recovery.exclusive(session, async (resolved) => {
+    // A disposed plugin records nothing more (the lock may have been waited for across disposal).
+    if (recovery.stopping.aborted) return false
     await recovery.usable(resolved)
     // Nothing is missing when the task ended or a later attempt verified newer files meanwhile.
     if (await superseded(recovery, resolved, stage.taskId, attemptsBefore)) return false

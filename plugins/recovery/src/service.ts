@@ -26,7 +26,7 @@ declare module 'cordis' {
 
 export const RECOVERY_PROJECTION_KEY = RECOVERY_NAMESPACE
 /** Bump when the fold's shape changes: cached states of another version are rebuilt from seq 0. */
-export const RECOVERY_PROJECTION_VERSION = 2
+export const RECOVERY_PROJECTION_VERSION = 3
 
 /** How often a new attempt reads the candidate again when the workspace moved under its copies. */
 const CANDIDATE_READS = 3

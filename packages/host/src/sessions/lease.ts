@@ -167,13 +167,32 @@ export class SessionLeases {
     session.fence = { token }
     const stop = this.ctx.setInterval(() => {
       this.renew(session.id, token).then((renewed) => {
+        this.renewalAnswered()
         if (!renewed) {
           this.logger.warn('lost the lease of session %s (token %d): its appends now fail with LEASE_LOST', session.id, token)
           this.forget(session.id, token)
         }
-      }, (error) => this.logger.warn('could not renew the lease of session %s: %s', session.id, error?.message ?? error))
+      }, (error) => this.renewalFailed(session.id, error))
     }, this.config.leaseRenewInterval)
     this.held.set(session.id, { session, token, stop })
+  }
+
+  /**
+   * Whether renewals are failing now (the store is down): every held session's renewal fails each
+   * interval during an outage, so it is said once when it starts and once when renewals work again.
+   */
+  private renewalsFailing = false
+
+  private renewalFailed(id: string, error: any) {
+    if (this.renewalsFailing) return
+    this.renewalsFailing = true
+    this.logger.warn('could not renew the lease of session %s (and the others held here, until the store answers): %s', id, error?.message ?? error)
+  }
+
+  private renewalAnswered() {
+    if (!this.renewalsFailing) return
+    this.renewalsFailing = false
+    this.logger.info('lease renewals work again')
   }
 
   /**

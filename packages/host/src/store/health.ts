@@ -4,6 +4,8 @@ import type {} from 'minato'
 export type StoreHealth = { ok: true } | { ok: false, code: 'STORE_CORRUPT' | 'STORE_UNAVAILABLE', error: string }
 
 const ORIGINAL = Symbol.for('cordis.original')
+/** Set by plugins/database (prepare-guard.ts): the refusals of tables whose preparation is broken. */
+const PREPARATION_FAILURES = Symbol.for('taskward.store.preparationFailures')
 
 /**
  * The driver behind `ctx.database` (minato keeps it on the service object), unwrapped from cordis'
@@ -37,5 +39,10 @@ export async function storeHealth(ctx: Context): Promise<StoreHealth> {
   } catch (error: any) {
     return { ok: false, code: error?.code === 'STORE_CORRUPT' ? 'STORE_CORRUPT' : 'STORE_UNAVAILABLE', error: error?.message ?? String(error) }
   }
+  // A table whose preparation failed for another reason (its rows break a migration, the store refuses
+  // its definition) is refused alone, STORE_CORRUPT; the store itself answers.
+  const model = (ctx.get('model') ?? ctx.get('database')) as any
+  const broken: { message: string }[] = (model?.[ORIGINAL] ?? model)?.[PREPARATION_FAILURES]?.() ?? []
+  if (broken.length) return { ok: false, code: 'STORE_CORRUPT', error: broken.map((refusal) => refusal.message).join(' ') }
   return { ok: true }
 }

@@ -59,8 +59,9 @@ export function nextSettleStep(policy: SettlePolicy, progress: SettleProgress, w
       { reason: 'workspace-unsettled', taskId: where.taskId, lostRounds: progress.lostRounds, elapsedMs: progress.elapsedMs }),
   })
   if (progress.lostRounds >= policy.maxRounds) return giveUp(`${progress.lostRounds} verifications in a row lost the race with a write`)
-  if (progress.quiet) return { kind: 'verify' }
+  // The deadline bounds the work too: past it a quiet reading starts no new round (each one runs every check).
   if (progress.elapsedMs >= policy.deadlineMs) return giveUp(`it did not settle within ${Math.round(policy.deadlineMs / 1000)} s`)
+  if (progress.quiet) return { kind: 'verify' }
   const ms = Math.min(policy.maxWaitMs, policy.quietMs * 2 ** progress.waits, Math.max(1, policy.deadlineMs - progress.elapsedMs))
   return { kind: 'wait', ms }
 }
@@ -75,11 +76,22 @@ export function lostToWrite(error: unknown): boolean {
 }
 
 /**
- * Whether a stage verification that lost a round is no longer needed: the task is not the current
- * one or not executing any more, or an attempt was recorded for it since (that one verified newer
- * files than the stage's). Then it stops without verifying again or recording a give-up.
+ * Phases in which a stage verification is still wanted. `reviewing` is one: a stage report puts the
+ * task there until its stage review answers, which takes a real reviewer seconds. (A completion review
+ * needs no exception: the completion request records its own attempt first, which supersedes this one.)
  */
-export function stageVerificationSuperseded(current: { id: string, phase: string } | undefined, taskId: string, attempts: { before: number, now: number }): boolean {
-  if (current?.id !== taskId || current.phase !== 'active') return true
-  return attempts.now > attempts.before
+const STILL_EXECUTING: ReadonlySet<string> = new Set(['active', 'reviewing'])
+
+/** Why a stage verification that lost a round is no longer needed. */
+export type StageSupersededReason = 'task-ended' | 'newer-attempt'
+
+/**
+ * Whether a stage verification that lost a round is no longer needed: the task is not the current
+ * one or not executing any more (`task-ended`), or an attempt was recorded for it since
+ * (`newer-attempt`: that one verified newer files than the stage's). Then it stops without verifying
+ * again or recording a give-up; undefined while it is still needed.
+ */
+export function stageVerificationSuperseded(current: { id: string, phase: string } | undefined, taskId: string, attempts: { before: number, now: number }): StageSupersededReason | undefined {
+  if (current?.id !== taskId || !STILL_EXECUTING.has(current.phase)) return 'task-ended'
+  return attempts.now > attempts.before ? 'newer-attempt' : undefined
 }

@@ -45,7 +45,10 @@ export interface TaskRecovery {
   checks?: CheckSpec[]
   /** The latest stamp of the task's pinned files (`pins` record); absent before the first one. */
   pinBaseline?: PinBaseline
-  /** The latest background verification that gave up (`unverified` record); it changes no decision. */
+  /**
+   * The latest background verification that gave up (`unverified` record), until a later attempt of
+   * the task is recorded (that one verified the workspace as it was then); it changes no decision.
+   */
   unverified?: UnverifiedPayload & { seq: number }
 }
 
@@ -122,7 +125,10 @@ function foldAttempt(state: RecoveryState, payload: AttemptPayload, seq: number)
   const legal = isLegal(state, payload)
   const view: AttemptView = { ...payload, seq, verdict, reruns: 0, legal }
   const counters = { ...task.counters, attempts: task.counters.attempts + 1, totalSteps: task.counters.totalSteps + steps }
-  const next = withTask(state, { ...task, attempts: [...task.attempts, view], counters, agentRequests: task.agentRequests + requests })
+  // A new attempt verified the workspace as it is now: an earlier give-up (`unverified`) no longer
+  // describes it. A rerun does not drop it (it re-verifies the older candidate).
+  const { unverified: _stale, ...rest } = task
+  const next = withTask(state, { ...rest, attempts: [...task.attempts, view], counters, agentRequests: task.agentRequests + requests })
   if (legal && !next.lineage.includes(payload.candidate.digest)) next.lineage = [...next.lineage, payload.candidate.digest]
   return next
 }
