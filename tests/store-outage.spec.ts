@@ -1,10 +1,9 @@
 import { expect } from 'chai'
 import { spawn } from 'node:child_process'
-import { createConnection, createServer, type Server, type Socket } from 'node:net'
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { freePort, mysqlTestConfig, skipWithoutMysql } from '@taskward/testkit'
+import { TcpProxy, freePort, mysqlTestConfig, skipWithoutMysql } from '@taskward/testkit'
 
 /*
  * A store failure after the host is up never ends it: the requests it affects answer STORE_UNAVAILABLE
@@ -34,39 +33,6 @@ export function apply(ctx) {
   } })
 }
 `
-
-/** A TCP proxy in front of MariaDB: `down()` refuses and cuts every connection, `up()` serves again on the same port. */
-class StoreProxy {
-  server?: Server
-  readonly sockets = new Set<Socket>()
-  /** The local ports of the proxy's connections to the server (MariaDB lists them as the client's HOST). */
-  readonly upstreamPorts = new Set<number>()
-  constructor(readonly port: number, readonly target: { host: string, port: number }) {}
-
-  up() {
-    return new Promise<void>((resolve, reject) => {
-      this.server = createServer((client) => {
-        const upstream = createConnection(this.target)
-        upstream.on('connect', () => this.upstreamPorts.add(upstream.localPort!))
-        for (const socket of [client, upstream]) {
-          this.sockets.add(socket)
-          socket.on('close', () => this.sockets.delete(socket))
-          socket.on('error', () => {})
-        }
-        client.on('close', () => upstream.destroy())
-        upstream.on('close', () => client.destroy())
-        client.pipe(upstream).pipe(client)
-      })
-      this.server.once('error', reject)
-      this.server.listen(this.port, '127.0.0.1', () => resolve())
-    })
-  }
-
-  down() {
-    for (const socket of this.sockets) socket.destroy()
-    return new Promise<void>((resolve) => this.server ? this.server.close(() => resolve()) : resolve())
-  }
-}
 
 /** `npm start` on `config` and a temp data directory, in its own process group, until it serves. */
 async function startHost(config: string, data: string) {
@@ -139,7 +105,7 @@ describe('a store failure after start (the host stays up, coded, and serves agai
 
   describe('MySQL/MariaDB: connections killed, then the server unreachable', () => {
     const url = process.env.TASKWARD_TEST_MYSQL
-    let proxy: StoreProxy | undefined
+    let proxy: TcpProxy | undefined
     let host: Awaited<ReturnType<typeof startHost>> | undefined
     let files: { config: string, plugin: string } | undefined
     const lateTable = `taskward_late_${process.pid}_${Date.now()}`
@@ -155,7 +121,7 @@ describe('a store failure after start (the host stays up, coded, and serves agai
 
     it('answers STORE_UNAVAILABLE while the server is gone, /health says so, and everything works again once it is back', async () => {
       const store = mysqlTestConfig(url!)
-      proxy = new StoreProxy(await freePort(), { host: store.host, port: store.port })
+      proxy = new TcpProxy(await freePort(), { host: store.host, port: store.port })
       await proxy.up()
       files = await testConfig(`    driver: mysql\n    host: 127.0.0.1\n    port: ${proxy.port}\n    user: ${store.user}\n    password: ${store.password}\n    database: ${store.database}\n`)
       host = await startHost(files.config, await mkdtemp(join(tmpdir(), 'taskward-outage-')))

@@ -1,8 +1,7 @@
 import { expect } from 'chai'
-import { createConnection, createServer, type Server, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { Logger } from 'cordis'
-import { TestHost, freePort, mysqlTestConfig, skipWithoutMysql, waitFor } from '@taskward/testkit'
+import { TcpProxy, TestHost, freePort, mysqlTestConfig, skipWithoutMysql, waitFor } from '@taskward/testkit'
 
 /*
  * Lease renewal while the store is down: every held session's renewal fails every interval, and each
@@ -11,41 +10,10 @@ import { TestHost, freePort, mysqlTestConfig, skipWithoutMysql, waitFor } from '
  */
 const url = process.env.TASKWARD_TEST_MYSQL
 
-/** A TCP proxy to the server that can be taken down (its connections cut, new ones refused) and up again. */
-class Proxy {
-  server?: Server
-  readonly sockets = new Set<Socket>()
-  constructor(readonly port: number, readonly target: { host: string, port: number }) {}
-
-  up() {
-    return new Promise<void>((resolve, reject) => {
-      this.server = createServer((client) => {
-        const upstream = createConnection(this.target)
-        for (const socket of [client, upstream]) {
-          this.sockets.add(socket)
-          socket.on('close', () => this.sockets.delete(socket))
-          socket.on('error', () => {})
-        }
-        client.pipe(upstream)
-        upstream.pipe(client)
-        client.on('close', () => upstream.destroy())
-        upstream.on('close', () => client.destroy())
-      })
-      this.server.once('error', reject)
-      this.server.listen(this.port, '127.0.0.1', () => resolve())
-    })
-  }
-
-  down() {
-    for (const socket of this.sockets) socket.destroy()
-    return new Promise<void>((resolve) => this.server ? this.server.close(() => resolve()) : resolve())
-  }
-}
-
 describe('host: lease renewal while the MySQL/MariaDB store is down', function () {
   this.timeout(60_000)
   let host: TestHost | undefined
-  let proxy: Proxy | undefined
+  let proxy: TcpProxy | undefined
   const lines: { type: string, content: string }[] = []
   const target: Logger.Target = { record: (record) => { lines.push({ type: record.type, content: record.content }) }, levels: { base: 3 } }
 
@@ -60,7 +28,7 @@ describe('host: lease renewal while the MySQL/MariaDB store is down', function (
 
   it('warns once per outage for all the sessions held here, and says when renewals work again', async () => {
     const store = mysqlTestConfig(url!)
-    proxy = new Proxy(await freePort(), { host: store.host, port: store.port })
+    proxy = new TcpProxy(await freePort(), { host: store.host, port: store.port })
     await proxy.up()
     host = await TestHost.boot({ database: { ...store, host: '127.0.0.1', port: proxy.port }, host: { agents: { leaseDuration: 10_000, leaseRenewInterval: 100 } } })
     for (let i = 0; i < 3; i++) await host.ctx.agents.create({ cwd: tmpdir(), model: 'scripted', role: 'main' })

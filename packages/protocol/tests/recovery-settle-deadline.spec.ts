@@ -8,7 +8,7 @@ import { nextSettleStep, type SettlePolicy } from '../src'
  * new verification round — each one up to CANDIDATE_READS runs of every check under the recovery lock —
  * and the deadline bounds only the waits, not the work (a check of minutes, an agent writing in bursts).
  */
-describe('review: nextSettleStep past the deadline', () => {
+describe('recovery: nextSettleStep past the deadline', () => {
   const policy: SettlePolicy = { quietMs: 100, maxWaitMs: 1000, maxRounds: 5, deadlineMs: 10_000 }
   const where = { workspace: '/w', taskId: 't1' }
 

@@ -10,7 +10,7 @@ import { storeDriver } from '@taskward/host'
  * keeps for good (writes after a failed fsync are never acknowledged again) — is dropped, and the
  * move's lifting then acknowledges writes again as if nothing had failed.
  */
-describe('review: SQLite, a real store failure while the file is moved away', function () {
+describe('database: SQLite, a real store failure while the file is moved away', function () {
   this.timeout(60_000)
   let host: TestHost | undefined
   afterEach(async () => { await host?.dispose() })
@@ -39,7 +39,7 @@ describe('review: SQLite, a real store failure while the file is moved away', fu
  * nothing, and records a permanent "checkpoint failed" failure: the host then refuses writes until it
  * is restarted, although the file came back whole (point 3: it serves again once the store is back).
  */
-describe('review: SQLite, commits while the data directory is moved away (nobody asked /health)', function () {
+describe('database: SQLite, commits while the data directory is moved away (nobody asked /health)', function () {
   this.timeout(60_000)
   let host: TestHost | undefined
   afterEach(async () => { await host?.dispose() })
@@ -64,7 +64,7 @@ describe('review: SQLite, commits while the data directory is moved away (nobody
  * still refused STORE_UNAVAILABLE until somebody happens to GET /health — a host nobody polls stays
  * refusing for good, although the store is back (point 3: it serves again once the store is back).
  */
-describe('review: SQLite, writes after the moved data directory is back', function () {
+describe('database: SQLite, writes after the moved data directory is back', function () {
   this.timeout(60_000)
   let host: TestHost | undefined
   afterEach(async () => { await host?.dispose() })

@@ -13,7 +13,7 @@ import { answerWorkspace, bootRecovery, command, ok, recoveryRecords, reviewsSet
  * no attempt, no `unverified` record: the verification is silently dropped, which point 2 forbids.
  * The reviewer here is held until the verification has settled, like a slow model.
  */
-describe('review: a stage verification that lost a round while its stage review is still pending', function () {
+describe('recovery: a stage verification that lost a round while its stage review is still pending', function () {
   this.timeout(90_000)
   let host: TestHost | undefined
   let cwd: string | undefined

@@ -8,7 +8,7 @@ import { storeHealth } from '@taskward/host'
  * as STORE_UNAVAILABLE ("make it again once the store answers", /health 503): the store answers
  * fine, and asking again will never help. The brief: a constraint violation must NOT be 503.
  */
-describe('review: a table preparation that fails on a constraint (not an outage)', function () {
+describe('database: a table preparation that fails on a constraint (not an outage)', function () {
   this.timeout(60_000)
   let host: TestHost | undefined
   afterEach(async () => { await host?.dispose() })
