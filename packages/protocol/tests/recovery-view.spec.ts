@@ -32,4 +32,12 @@ describe('recovery view (what both renderers show of the controller)', () => {
       ['maxAttempts', 3, 2, 0], ['maxTotalSteps', 9, 300, 291], ['maxVerifyReruns', 1, 5, 4], ['maxStrategyChanges', 0, 2, 2],
     ])
   })
+  it('shows a stage verification that gave up, with its code and node, and no more once it is gone', () => {
+    const unverified = { taskId: 't', nodeId: 'b', code: 'ARTIFACT_CHANGED', reason: 'workspace-unsettled', message: 'kept changing', lostRounds: 5, at: 9, seq: 12 }
+    const task = { taskId: 't', agentRequests: 0, counters: { attempts: 1, totalSteps: 2, verifyReruns: 0, strategyChanges: 0 }, attempts: [], decisions: [], unverified } as unknown as TaskRecovery
+    expect(recoveryView(task, checks, { ...DEFAULT_BUDGETS }).unverified).to.deep.equal({
+      nodeId: 'b', code: 'ARTIFACT_CHANGED', reason: 'workspace-unsettled', message: 'kept changing', lostRounds: 5, at: 9, seq: 12,
+    })
+    expect(recoveryView({ ...task, unverified: undefined }, checks, { ...DEFAULT_BUDGETS })).to.not.have.property('unverified')
+  })
 })

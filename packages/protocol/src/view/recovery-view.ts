@@ -31,6 +31,11 @@ export interface RecoveryView {
     checks: { checkId: string, verdict: string, exitCode?: number }[]
   }
   budgets: BudgetRow[]
+  /**
+   * A stage's background verification that gave up on a workspace that kept changing (coded, with the
+   * node and how many rounds it lost), until a later attempt verifies the task again.
+   */
+  unverified?: { nodeId?: string, code: string, reason: string, message: string, lostRounds: number, at: number, seq: number }
 }
 
 const BUDGET_LABELS: Record<BudgetRow['id'], string> = {
@@ -64,5 +69,11 @@ export function recoveryView(task: TaskRecovery | undefined, checks: readonly Ch
       row('maxVerifyReruns', used.verifyReruns),
       row('maxStrategyChanges', used.strategyChanges),
     ],
+    ...(task?.unverified ? { unverified: unverifiedOf(task.unverified) } : {}),
   }
+}
+
+function unverifiedOf(record: NonNullable<TaskRecovery['unverified']>): NonNullable<RecoveryView['unverified']> {
+  const { nodeId, code, reason, message, lostRounds, at, seq } = record
+  return { ...(nodeId !== undefined ? { nodeId } : {}), code, reason, message, lostRounds, at, seq }
 }
