@@ -1,0 +1,138 @@
+import { expect } from 'chai'
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
+import { join } from 'node:path'
+import { build } from 'esbuild'
+import { chromium, type Browser } from 'playwright-core'
+import { TaskwardError } from '@taskward/protocol'
+import { admitPanelGrant, isTrustedHost } from '../src/panel-access'
+
+/*
+ * Review findings on the DSH panel (review-b): each test fails on 6a591ac and states the behaviour a
+ * user relies on. Real Chromium, a real HTTP server, the panel's real store code (bundled by esbuild).
+ */
+
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic',
+  // A LAN name for a trustedHosts deployment, resolved to this machine (plain http, as `dsh --host 0.0.0.0 --trusted-host …`).
+  '--host-resolver-rules=MAP dsh.test 127.0.0.1']
+
+const codeOf = (run: () => void) => {
+  try {
+    run()
+  } catch (error) {
+    if (error instanceof TaskwardError) return error.code
+    throw error
+  }
+  return 'GRANTED'
+}
+
+describe('review-b: the panel in DSH\'s page (browser facts)', function () {
+  this.timeout(60_000)
+  let server: Server
+  let port: number
+  let browser: Browser
+  const grants: IncomingHttpHeaders[] = []
+  let openStreams = 0
+  let storeJs = ''
+
+  before(async () => {
+    const bundled = await build({
+      entryPoints: [join(import.meta.dirname, '..', 'client', 'store.ts')],
+      bundle: true, write: false, format: 'iife', globalName: 'TW', platform: 'browser', target: 'es2022', logLevel: 'warning',
+    })
+    storeJs = bundled.outputFiles[0]!.text
+    server = createServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x')
+      if (url.pathname === '/') {
+        res.writeHead(200, { 'content-type': 'text/html' })
+        res.end('<!doctype html><html><head><title>dsh</title><script src="/store.js"></script></head><body></body></html>')
+      } else if (url.pathname === '/store.js') {
+        res.writeHead(200, { 'content-type': 'text/javascript' })
+        res.end(storeJs)
+      } else if (url.pathname === '/taskward/panel/grant') {
+        grants.push(req.headers)
+        res.writeHead(204)
+        res.end()
+      } else if (/\/view$/.test(url.pathname)) {
+        res.writeHead(200, { 'content-type': 'application/json' })
+        res.end('{}')
+      } else if (/\/events$/.test(url.pathname)) {
+        openStreams++
+        req.on('close', () => { openStreams-- })
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store' })
+        res.write('retry: 2000\nevent: ready\ndata: {}\n\n')
+      } else if (url.pathname === '/ping') {
+        res.writeHead(200, { 'content-type': 'text/plain' })
+        res.end('pong')
+      } else {
+        res.writeHead(404)
+        res.end()
+      }
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    port = (server.address() as { port: number }).port
+    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS })
+  })
+
+  after(async () => {
+    await browser?.close()
+    server?.closeAllConnections()
+    await new Promise((resolve) => server?.close(resolve))
+  })
+
+  it('logs the panel in on a trustedHosts deployment served over plain http (DSH\'s own --trusted-host use)', async () => {
+    // Chromium sends Fetch Metadata (Sec-Fetch-Site) only to potentially trustworthy URLs (https, loopback);
+    // DSH's page at http://dsh.test:<port> posts the grant with an Origin and without Sec-Fetch-Site.
+    const page = await browser.newPage()
+    try {
+      await page.goto(`http://dsh.test:${port}/`)
+      grants.length = 0
+      await page.evaluate(() => fetch('/taskward/panel/grant', { method: 'POST', credentials: 'same-origin' }).then((r) => r.status))
+      const sent = grants[0]!
+      expect(sent.origin, 'the browser\'s Origin').to.equal(`http://dsh.test:${port}`)
+      const decision = codeOf(() => admitPanelGrant({
+        host: sent.host, origin: sent.origin, secFetchSite: sent['sec-fetch-site'] as string | undefined, trustedHosts: ['dsh.test'],
+      }))
+      expect(decision, `headers the panel's grant carried: ${JSON.stringify(sent)}`).to.equal('GRANTED')
+    } finally {
+      await page.close()
+    }
+  })
+
+  it('still refuses a cross-origin page on that trusted host (another port) when Sec-Fetch-Site is absent', () => {
+    // The fix must not open the door: with no Fetch Metadata, the Origin still has to be the Host.
+    expect(codeOf(() => admitPanelGrant({ host: `dsh.test:${port}`, origin: 'http://dsh.test:3000', trustedHosts: ['dsh.test'] }))).to.equal('FORBIDDEN')
+  })
+
+  it('keeps DSH\'s page reachable after the user has looked at seven sessions (the panel closes streams it no longer shows)', async () => {
+    // TaskDock/TaskPanel subscribe through useSyncExternalStore and unsubscribe when the session leaves
+    // the view; HTTP/1.1 gives a page 6 connections per origin, and each store's EventSource holds one.
+    const page = await browser.newPage()
+    try {
+      await page.goto(`http://127.0.0.1:${port}/`)
+      for (let i = 1; i <= 7; i++) {
+        await page.evaluate(async (id) => {
+          const store = (window as any).TW.storeFor('/taskward', `session-${id}`)
+          const off = store.subscribe(() => {})
+          await new Promise((resolve) => setTimeout(resolve, 300))
+          off()
+        }, i)
+      }
+      const reached = await page.evaluate(() => Promise.race([
+        fetch('/ping').then((r) => r.text()),
+        new Promise((resolve) => setTimeout(() => resolve('blocked: no connection left for DSH\'s own requests'), 5000)),
+      ]))
+      expect(reached).to.equal('pong')
+      expect(openStreams, 'event streams left open for sessions no longer shown').to.be.at.most(1)
+    } finally {
+      await page.close()
+    }
+  })
+})
+
+describe('review-b: trusted hosts are matched as DSH matches them', () => {
+  it('an IPv6 trusted host with a port is that port only (DSH: exact authority), not any port', () => {
+    expect(isTrustedHost('[fd00::1]:8080', ['[fd00::1]:8080'])).to.equal(true)
+    expect(isTrustedHost('[fd00::1]:3000', ['[fd00::1]:8080'])).to.equal(false)
+  })
+})
