@@ -112,7 +112,7 @@ describe('review-b: the panel in DSH\'s page (browser facts)', function () {
       await page.goto(`http://127.0.0.1:${port}/`)
       for (let i = 1; i <= 7; i++) {
         await page.evaluate(async (id) => {
-          const store = (window as any).TW.storeFor('/taskward', `session-${id}`)
+          const store = (globalThis as any).TW.storeFor('/taskward', `session-${id}`)
           const off = store.subscribe(() => {})
           await new Promise((resolve) => setTimeout(resolve, 300))
           off()
