@@ -4,7 +4,9 @@ import { join } from 'node:path'
 import { build } from 'esbuild'
 import { chromium, type Browser } from 'playwright-core'
 import { TaskwardError } from '@taskward/protocol'
+import { Context } from 'cordis'
 import { admitPanelGrant, isTrustedHost } from '../src/panel-access'
+import { DshConnectionContract } from '../src/connection'
 
 /*
  * Review findings on the DSH panel (review-b): each test fails on 6a591ac and states the behaviour a
@@ -134,5 +136,86 @@ describe('review-b: trusted hosts are matched as DSH matches them', () => {
   it('an IPv6 trusted host with a port is that port only (DSH: exact authority), not any port', () => {
     expect(isTrustedHost('[fd00::1]:8080', ['[fd00::1]:8080'])).to.equal(true)
     expect(isTrustedHost('[fd00::1]:3000', ['[fd00::1]:8080'])).to.equal(false)
+  })
+})
+
+describe('review-b: the panel\'s cookie across a DSH restart (random operator token at each start)', function () {
+  this.timeout(60_000)
+  let server: Server
+  let port: number
+  let browser: Browser
+  let contract: DshConnectionContract
+  let storeJs = ''
+  const ctx = new Context()
+
+  function start() {
+    let route: ((req: any, res: any) => void) | undefined
+    const web = { register: (r: { handler(req: any, res: any): void }) => { route = r.handler; return () => {} } }
+    contract = new DshConnectionContract(ctx, web as any, '/taskward', undefined, () => port)
+    contract.mount()
+    contract.register({ path: '/api/console/sessions/:sessionId/view', methods: ['GET'], access: 'operator', handler: () => Response.json({ actions: [] }) })
+    contract.register({ path: '/api/console/sessions/:sessionId/events', methods: ['GET'], access: 'operator', handler: () => new Response('retry: 60000\nevent: ready\ndata: {}\n\n', { headers: { 'content-type': 'text/event-stream' } }) })
+    return route!
+  }
+
+  before(async () => {
+    const bundled = await build({
+      entryPoints: [join(import.meta.dirname, '..', 'client', 'store.ts')],
+      bundle: true, write: false, format: 'iife', globalName: 'TW', platform: 'browser', target: 'es2022', logLevel: 'warning',
+    })
+    storeJs = bundled.outputFiles[0]!.text
+    let route = start()
+    server = createServer((req, res) => {
+      if (req.url === '/restart') { route = start(); res.end('restarted'); return }
+      if (req.url === '/') { res.writeHead(200, { 'content-type': 'text/html' }); res.end('<!doctype html><title>dsh</title><script src="/store.js"></script>'); return }
+      if (req.url === '/store.js') { res.writeHead(200, { 'content-type': 'text/javascript' }); res.end(storeJs); return }
+      route(req, res)
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    port = (server.address() as { port: number }).port
+    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS })
+  })
+
+  after(async () => {
+    await browser?.close()
+    server?.closeAllConnections()
+    await new Promise((resolve) => server?.close(resolve))
+  })
+
+  it('a login link opened after a restart logs the console in, though the panel\'s older cookie is still in the browser', async () => {
+    const page = await browser.newPage()
+    try {
+      await page.goto(`http://127.0.0.1:${port}/`)
+      expect(await page.evaluate(() => fetch('/taskward/panel/grant', { method: 'POST' }).then((r) => r.status))).to.equal(204)
+      await page.evaluate(() => fetch('/restart').then((r) => r.text()))
+      // `/task console` answers a login link; it sets the cookie at Path=/ and opens the console.
+      await page.goto(contract.loginUrl)
+      const status = await page.evaluate(() => fetch('/taskward/api/console/sessions/s1/view').then((r) => r.status))
+      expect(status, `cookies the browser holds: ${JSON.stringify((await page.context().cookies()).map((c) => `${c.name}@${c.path}`))}`).to.equal(200)
+    } finally {
+      await page.close()
+    }
+  })
+
+  it('an open panel logs in again after a restart instead of showing UNAUTHORIZED until a reload', async () => {
+    const page = await browser.newPage()
+    try {
+      await page.goto(`http://127.0.0.1:${port}/`)
+      const before = await page.evaluate(async () => {
+        const store = (globalThis as any).TW.storeFor('/taskward', 's2')
+        for (let i = 0; i < 50 && !store.state.view; i++) await new Promise((resolve) => setTimeout(resolve, 100))
+        return store.state
+      })
+      expect(before.view, 'the panel before the restart').to.deep.equal({ actions: [] })
+      await page.evaluate(() => fetch('/restart').then((r) => r.text()))
+      const state = await page.evaluate(async () => {
+        const store = (globalThis as any).TW.storeFor('/taskward', 's2')
+        await store.load()
+        return store.state
+      })
+      expect(state.error, `the panel after a DSH restart: ${JSON.stringify(state.error)}`).to.equal(undefined)
+    } finally {
+      await page.close()
+    }
   })
 })
