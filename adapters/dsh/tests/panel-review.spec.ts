@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
+import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http'
 import { join } from 'node:path'
 import { build } from 'esbuild'
 import { chromium, type Browser } from 'playwright-core'
@@ -139,7 +139,7 @@ describe('review-b: trusted hosts are matched as DSH matches them', () => {
   })
 })
 
-describe('review-b: the panel\'s cookie across a DSH restart (random operator token at each start)', function () {
+describe('review-b: the panel\'s cookie (a real DshConnectionContract; a restart draws a new random operator token)', function () {
   this.timeout(60_000)
   let server: Server
   let port: number
@@ -151,7 +151,7 @@ describe('review-b: the panel\'s cookie across a DSH restart (random operator to
   function start() {
     let route: ((req: any, res: any) => void) | undefined
     const web = { register: (r: { handler(req: any, res: any): void }) => { route = r.handler; return () => {} } }
-    contract = new DshConnectionContract(ctx, web as any, '/taskward', undefined, () => port)
+    contract = new DshConnectionContract(ctx, web as any, '/taskward', undefined, () => port, ['dsh.test'])
     contract.mount()
     contract.register({ path: '/api/console/sessions/:sessionId/view', methods: ['GET'], access: 'operator', handler: () => Response.json({ actions: [] }) })
     contract.register({ path: '/api/console/sessions/:sessionId/events', methods: ['GET'], access: 'operator', handler: () => new Response('retry: 60000\nevent: ready\ndata: {}\n\n', { headers: { 'content-type': 'text/event-stream' } }) })
@@ -217,5 +217,20 @@ describe('review-b: the panel\'s cookie across a DSH restart (random operator to
     } finally {
       await page.close()
     }
+  })
+
+  it('marks the panel\'s cookie Secure when DSH\'s page is served over https (a trusted host behind TLS)', async () => {
+    const setCookie = await new Promise<string[]>((resolve, reject) => {
+      const req = request(`http://127.0.0.1:${port}/taskward/panel/grant`, {
+        method: 'POST', headers: { host: 'dsh.test', origin: 'https://dsh.test', 'sec-fetch-site': 'same-origin', 'content-length': '0' },
+      }, (res) => {
+        res.resume()
+        res.on('end', () => resolve(res.headers['set-cookie'] ?? []))
+      })
+      req.on('error', reject)
+      req.end()
+    })
+    expect(setCookie, 'the grant answered a cookie').to.have.length(1)
+    expect(setCookie[0]!.split(';').map((part) => part.trim().toLowerCase()), setCookie[0]).to.include('secure')
   })
 })
