@@ -35,6 +35,7 @@ describe('review-b: the panel in DSH\'s page (browser facts)', function () {
   let browser: Browser
   const grants: IncomingHttpHeaders[] = []
   let openStreams = 0
+  const reconnect = { seq: 5, streams: 0 }
   let storeJs = ''
 
   before(async () => {
@@ -55,6 +56,14 @@ describe('review-b: the panel in DSH\'s page (browser facts)', function () {
         grants.push(req.headers)
         res.writeHead(204)
         res.end()
+      } else if (url.pathname.endsWith('/reconnecting/view')) {
+        res.writeHead(200, { 'content-type': 'application/json' })
+        res.end(JSON.stringify({ session: { seq: reconnect.seq } }))
+      } else if (url.pathname.endsWith('/reconnecting/events')) {
+        // The first stream drops (DSH busy, a proxy's idle cut); a transition lands before the browser reconnects.
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store' })
+        res.write(`retry: 500\nevent: ready\ndata: ${JSON.stringify({ seq: reconnect.seq })}\n\n`)
+        if (reconnect.streams++ === 0) setTimeout(() => { reconnect.seq = 7; res.end() }, 300)
       } else if (/\/view$/.test(url.pathname)) {
         res.writeHead(200, { 'content-type': 'application/json' })
         res.end('{}')
@@ -104,6 +113,26 @@ describe('review-b: the panel in DSH\'s page (browser facts)', function () {
   it('still refuses a cross-origin page on that trusted host (another port) when Sec-Fetch-Site is absent', () => {
     // The fix must not open the door: with no Fetch Metadata, the Origin still has to be the Host.
     expect(codeOf(() => admitPanelGrant({ host: `dsh.test:${port}`, origin: 'http://dsh.test:3000', trustedHosts: ['dsh.test'] }))).to.equal('FORBIDDEN')
+  })
+
+  it('shows what changed while its event stream was reconnecting (the stream\'s ready names the seq)', async () => {
+    const page = await browser.newPage()
+    try {
+      await page.goto(`http://localhost:${port}/`)
+      const seen = await page.evaluate(async () => {
+        const store = (globalThis as any).TW.storeFor('/taskward', 'reconnecting')
+        for (let i = 0; i < 50 && !(store.state.view && store.state.live); i++) await new Promise((resolve) => setTimeout(resolve, 100))
+        const first = store.state.view.session.seq
+        // The stream drops, the session moves on, the browser reconnects and DSH's stream says ready again.
+        await new Promise((resolve) => setTimeout(resolve, 3000))
+        return { first, after: store.state.view.session.seq, live: store.state.live }
+      })
+      expect(seen.first).to.equal(5)
+      expect(seen.live, 'reconnected').to.equal(true)
+      expect(seen.after, 'the panel after the reconnect').to.equal(7)
+    } finally {
+      await page.close()
+    }
   })
 
   it('keeps DSH\'s page reachable after the user has looked at seven sessions (the panel closes streams it no longer shows)', async () => {
