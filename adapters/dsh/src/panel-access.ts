@@ -34,6 +34,11 @@ function authority(value: string): URL | undefined {
   }
 }
 
+/** Whether an authority names a port (`host:port`, `[v6]:port`), judged after the brackets of an IPv6 literal. */
+function hasPort(entry: string): boolean {
+  return entry.slice(entry.lastIndexOf(']') + 1).includes(':')
+}
+
 /** Whether a Host names this server: a loopback name, or exactly a trusted authority (port-less: any port). */
 export function isTrustedHost(host: string | null | undefined, trustedHosts: readonly string[]): boolean {
   const url = host ? authority(host) : undefined
@@ -42,7 +47,8 @@ export function isTrustedHost(host: string | null | undefined, trustedHosts: rea
   return trustedHosts.some((entry) => {
     const trusted = authority(entry)
     if (!trusted) return false
-    return entry.includes(':') && !entry.startsWith('[') ? trusted.host === url.host : trusted.hostname === url.hostname
+    // An entry with a port (also `[v6]:port`) is that authority exactly; a port-less one any port (DSH's rule).
+    return hasPort(entry) ? trusted.host === url.host : trusted.hostname === url.hostname
   })
 }
 
