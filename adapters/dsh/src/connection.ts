@@ -182,7 +182,8 @@ export class DshConnectionContract {
     }
     return new Response(null, {
       status: 303,
-      headers: { location: next, 'set-cookie': `${TOKEN_COOKIE}=${this.tokens.operatorToken}; HttpOnly; SameSite=Strict; Path=/` },
+      // The panel's grant sets the same cookie at the same Path: one cookie, so a newer login always replaces an older one.
+      headers: { location: next, 'set-cookie': `${TOKEN_COOKIE}=${this.tokens.operatorToken}; HttpOnly; SameSite=Strict; Path=${this.prefix}` },
     })
   }
 }
