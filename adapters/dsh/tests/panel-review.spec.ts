@@ -161,6 +161,78 @@ describe('review-b: the panel in DSH\'s page (browser facts)', function () {
   })
 })
 
+describe('review-b: DSH\'s page framed by a page on another loopback port (same-site, so SameSite=Strict does not stop it)', function () {
+  this.timeout(60_000)
+  let dsh: Server
+  let other: Server
+  let browser: Browser
+  let dshPort = 0
+  let otherPort = 0
+  const grants: string[] = []
+
+  before(async () => {
+    const bundled = await build({
+      entryPoints: [join(import.meta.dirname, '..', 'client', 'store.ts')],
+      bundle: true, write: false, format: 'iife', globalName: 'TW', platform: 'browser', target: 'es2022', logLevel: 'warning',
+    })
+    const storeJs = bundled.outputFiles[0]!.text
+    // DSH rc.8 sends no X-Frame-Options / frame-ancestors, so any page may frame its app.
+    dsh = createServer((req, res) => {
+      if (req.url === '/') { res.writeHead(200, { 'content-type': 'text/html' }); res.end('<!doctype html><title>dsh</title><script src="/store.js"></script>'); return }
+      if (req.url === '/store.js') { res.writeHead(200, { 'content-type': 'text/javascript' }); res.end(storeJs); return }
+      if (req.url === '/taskward/panel/grant') {
+        grants.push(String(req.headers['sec-fetch-site']))
+        res.writeHead(204, { 'set-cookie': 'taskward_token=t; HttpOnly; SameSite=Strict; Path=/taskward' })
+        res.end()
+        return
+      }
+      if (req.url?.endsWith('/view')) {
+        const cookie = String(req.headers.cookie ?? '')
+        res.writeHead(cookie.includes('taskward_token=t') ? 200 : 401, { 'content-type': 'application/json' })
+        res.end(cookie.includes('taskward_token=t') ? JSON.stringify({ actions: [{ id: 'approve', label: 'Approve plan', command: '/task approve t@3' }] }) : '{"code":"UNAUTHORIZED","error":"no cookie"}')
+        return
+      }
+      res.writeHead(404)
+      res.end()
+    })
+    await new Promise<void>((resolve) => dsh.listen(0, '127.0.0.1', resolve))
+    dshPort = (dsh.address() as { port: number }).port
+    // A dev server on the same machine (e.g. the app the supervised agent is building), which frames DSH's app.
+    other = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' })
+      res.end(`<!doctype html><title>dev</title><iframe src="http://127.0.0.1:${dshPort}/" style="opacity:0.01;width:800px;height:600px"></iframe>`)
+    })
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve))
+    otherPort = (other.address() as { port: number }).port
+    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS })
+  })
+
+  after(async () => {
+    await browser?.close()
+    for (const server of [dsh, other]) {
+      server?.closeAllConnections()
+      await new Promise((resolve) => server?.close(resolve))
+    }
+  })
+
+  it('the panel offers no action (no login, no buttons) when DSH\'s page is framed by another origin (clickjacking)', async () => {
+    const page = await browser.newPage()
+    try {
+      await page.goto(`http://127.0.0.1:${otherPort}/`)
+      const frame = page.frames().find((f) => f.url() === `http://127.0.0.1:${dshPort}/`)!
+      await frame.waitForFunction('!!globalThis.TW')
+      const state = await frame.evaluate(async () => {
+        const store = (globalThis as any).TW.storeFor('/taskward', 's1')
+        for (let i = 0; i < 30 && !store.state.view && !store.state.error; i++) await new Promise((resolve) => setTimeout(resolve, 100))
+        return store.state
+      })
+      expect(state.view?.actions ?? [], `framed panel state: ${JSON.stringify(state)}; grants: ${grants.join(', ')}`).to.deep.equal([])
+    } finally {
+      await page.close()
+    }
+  })
+})
+
 describe('review-b: trusted hosts are matched as DSH matches them', () => {
   it('an IPv6 trusted host with a port is that port only (DSH: exact authority), not any port', () => {
     expect(isTrustedHost('[fd00::1]:8080', ['[fd00::1]:8080'])).to.equal(true)
