@@ -5,16 +5,22 @@
  *
  * It prints `ready <baseURL>`, then answers one line per command read from stdin:
  *   delay <ms>     wait that long before each answer                → `ok`
+ *   pace <seed> <median ms> <p99 ms>  wait a lognormal latency before each answer, drawn in arrival
+ *                  order from a generator seeded with <seed> (benchmarks/scale-pace.ts) → `ok`
  *   capture on     keep every request body, with its session's key   → `ok`
  *   dump <file>    write the kept bodies (JSON) to <file>, stop keeping → `ok`
- *   stats          `stats {served, inTurn: [...], byTool: {name: [...]}, sameSession: [...], cpuMs}` and start counting afresh
- * A request's session is told by its workspace directory and role (from the system message); a gap is
- * the time from the end of a session's answer to that session's next request arriving, "in turn" when
- * that request carries tool results (the next step of the same turn).
+ *   stats          `stats {served, inTurn: [...], byTool: {name: [...]}, hostAdded: {after: [...]}, sameSession: [...], cpuMs, aborted}`
+ *                  and start counting afresh
+ * A request's session is its `x-scale-session` header when it has one (the bare loop's), else its
+ * workspace directory and role (from the system message); a gap is the time from the end of a session's
+ * answer to that session's next request arriving, "in turn" when that request carries tool results (the
+ * next step of the same turn): `stepGaps` in benchmarks/scale-pace.ts. `stats` also counts the requests
+ * whose client went away before the answer ended (`aborted`).
  */
 import { createInterface } from 'node:readline'
 import { writeFileSync } from 'node:fs'
 import { OpenAIMock, renderPrompt, taskPlayer, type MockReply, type MockRequest, type MockStream } from '@taskward/testkit'
+import { carriedTool, paceSampler, stepGaps, type StepRecord } from './scale-pace'
 
 const player = taskPlayer({ plan: { acceptanceCriteria: ['a.txt says done'], nodes: [{ id: 'a', title: 'write a' }] } })
 
@@ -33,17 +39,22 @@ function withUsage(request: MockRequest, reply: MockReply): MockReply {
 // it reused one the endpoint was closing (a connection error that voided a 200-session run).
 const mock = await OpenAIMock.start({ keepAliveTimeoutMs: 120_000 })
 let delayMs = 0
+/** A paced endpoint's next step latency (ms), when `pace` set one. */
+let paced: (() => number) | undefined
 let captured: { key: string, body: unknown }[] | undefined
 let served = 0
 /** The endpoint's own CPU since the last `stats`: on a shared machine it competes with the host's. */
 let cpuFrom = process.cpuUsage()
-let inTurn: number[] = []
-/** In-turn gaps by the tool whose result the request carries (what the host did in the gap). */
-let byTool: Record<string, number[]> = {}
-let sameSession: number[] = []
-const lastAnswer = new Map<string, MockRequest>()
+/** The requests since the last `stats`, in arrival order (their end is read from the mock's record). */
+let seen: { key: string, tool?: string, request: MockRequest }[] = []
+/** The task of a session key: what precedes its NUL (the workspace, or the bare loop). */
+const taskOf = (key: string) => key.slice(0, key.indexOf('\u0000'))
+/** What an answer did: the first tool it called, or 'text'. */
+const answered = (reply: MockReply | undefined) => reply?.kind === undefined || reply.kind === 'stream' ? (reply as MockStream | undefined)?.toolCalls?.[0]?.name ?? 'text' : reply.kind
 
 function keyOf(request: MockRequest) {
+  const header = request.headers['x-scale-session']
+  if (typeof header === 'string') return `bare ${header}\u0000main`
   const system = String(request.body?.messages?.[0]?.content ?? '')
   const cwd = /Workspace directory: (.*)$/m.exec(system)?.[1] ?? '?'
   return `${cwd}\u0000${system.includes('You are a reviewer') ? 'reviewer' : 'main'}`
@@ -52,22 +63,28 @@ function keyOf(request: MockRequest) {
 mock.fallback = async (request) => {
   served++
   const key = keyOf(request)
-  const previous = lastAnswer.get(key)
-  if (previous?.endedAt !== undefined) {
-    const gap = request.receivedAt - previous.endedAt
-    sameSession.push(gap)
-    const messages = request.body?.messages ?? []
-    if (messages.at(-1)?.role === 'tool') {
-      inTurn.push(gap)
-      const callId = messages.at(-1).tool_call_id
-      const call = messages.findLast((m: any) => m.role === 'assistant' && m.tool_calls?.length)?.tool_calls?.find((c: any) => c.id === callId)
-      ;(byTool[call?.function?.name ?? '?'] ??= []).push(gap)
-    }
-  }
-  lastAnswer.set(key, request)
+  seen.push({ key, tool: carriedTool(request.body?.messages ?? []), request })
   captured?.push({ key, body: request.body })
-  if (delayMs) await new Promise((resolve) => setTimeout(resolve, delayMs))
+  const wait = paced ? paced() : delayMs
+  if (wait) await new Promise((resolve) => setTimeout(resolve, wait))
   return withUsage(request, await player(request))
+}
+
+function stats() {
+  const records: StepRecord[] = seen.map(({ key, tool, request }) => ({
+    key, task: taskOf(key), tool, receivedAt: request.receivedAt, endedAt: request.endedAt, answered: answered(request.reply),
+  }))
+  const gaps = stepGaps(records)
+  const byTool: Record<string, number[]> = {}
+  for (const { gap, tool } of gaps.inTurn) (byTool[tool] ??= []).push(gap)
+  /** The host-added gaps by what the answer before them did. */
+  const hostAdded: Record<string, number[]> = {}
+  for (const { gap, after } of gaps.hostAdded) (hostAdded[after] ??= []).push(gap)
+  const used = process.cpuUsage(cpuFrom)
+  return {
+    served, inTurn: gaps.inTurn.map(({ gap }) => gap), byTool, hostAdded, sameSession: gaps.sameSession, cpuMs: (used.user + used.system) / 1000,
+    aborted: seen.filter(({ request }) => request.aborted).length,
+  }
 }
 
 const say = (line: string) => process.stdout.write(line + '\n')
@@ -76,7 +93,16 @@ for await (const line of createInterface({ input: process.stdin })) {
   const [command, argument] = line.trim().split(/\s+/, 2)
   if (command === 'delay') {
     delayMs = Number(argument) || 0
+    paced = undefined
     say('ok')
+  } else if (command === 'pace') {
+    const [seed, medianMs, p99Ms] = line.trim().split(/\s+/).slice(1).map(Number)
+    try {
+      paced = paceSampler({ seed, medianMs, p99Ms })
+      say('ok')
+    } catch (error) {
+      say(`error ${(error as Error).message}`)
+    }
   } else if (command === 'capture') {
     captured = []
     say('ok')
@@ -85,14 +111,12 @@ for await (const line of createInterface({ input: process.stdin })) {
     captured = undefined
     say('ok')
   } else if (command === 'stats') {
-    const used = process.cpuUsage(cpuFrom)
-    say(`stats ${JSON.stringify({ served, inTurn, byTool, sameSession, cpuMs: (used.user + used.system) / 1000 })}`)
+    say(`stats ${JSON.stringify(stats())}`)
     cpuFrom = process.cpuUsage()
     served = 0
-    inTurn = []
-    byTool = {}
-    sameSession = []
-    lastAnswer.clear()
+    seen = []
+    // The mock keeps every request it served; a paced run of hundreds of sessions need not.
+    mock.requests.length = 0
   } else {
     say(`error unknown command ${command}`)
   }

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import OpenAI from 'openai'
-import { storeDriver, type Session } from '@taskward/host'
+import { original, storeDriver, type Session } from '@taskward/host'
 import { RECORD_EVENT_TYPE } from '@taskward/protocol'
 import * as OpenAIPlugin from '@taskward/plugin-openai'
 import { SupervisorPlugin } from '@taskward/plugin-supervisor'
@@ -31,7 +31,11 @@ export const quantile = (values: number[], q: number) => {
 
 // ---- the endpoint, in its own process ----
 
-export interface EndpointStats { served: number, inTurn: number[], byTool: Record<string, number[]>, sameSession: number[], cpuMs: number }
+export interface EndpointStats {
+  served: number, inTurn: number[], byTool: Record<string, number[]>, sameSession: number[], cpuMs: number, aborted: number
+  /** The host-added gaps (benchmarks/scale-pace.ts `stepGaps`) by what the answer before each did. */
+  hostAdded: Record<string, number[]>
+}
 
 export class Endpoint {
   private lines: string[] = []
@@ -125,15 +129,24 @@ export async function bootHost(set: PluginSet, baseURL: string, durability: 'fsy
     timeout: 30_000,
   })
   while (!host.ctx.models.routes().includes('openai')) await new Promise((resolve) => setTimeout(resolve, 10))
-  // Appends and phase changes, followed as the host's own observers follow them (no polling).
+  // Appends and phase changes, followed as the host's own observers follow them (no polling). The
+  // supervisor read once: through `host.ctx` each read is cordis' getter (a stack capture and a tracing
+  // proxy), which this bench's own observer would otherwise charge to the host on every record event.
+  const supervisorService = original(host.ctx.supervisor)
   let appends = 0
   const waiters = new Map<string, () => void>()
   host.ctx.sessions.observe((session, event) => {
     appends++
-    if (event.type === RECORD_EVENT_TYPE) waiters.get(session.id)?.()
+    // After the append that announced it has finished (an observer runs inside it): a state read from
+    // within could miss the very event that completed the task, and nothing would wake the waiter again.
+    if (event.type === RECORD_EVENT_TYPE && waiters.has(session.id)) setImmediate(() => waiters.get(session.id)?.())
   })
   const reached = (session: Session, wanted: string) => new Promise<void>((resolve, reject) => {
-    const check = () => host.ctx.supervisor.state(session).then(async ({ current }) => {
+    // A safety net: a check that did not find the phase looks once more when the session has been
+    // quiet for 2 s (a 500-session run left two complete tasks waiting for ever without it).
+    let again: NodeJS.Timeout | undefined
+    const check = (late = false) => supervisorService.state(session).then(async ({ current }) => {
+      clearTimeout(again)
       // A paused task waits for a person: fail the run loudly instead of waiting for ever, saying why.
       if (current?.phase === 'paused' && wanted !== 'paused') {
         waiters.delete(session.id)
@@ -142,7 +155,10 @@ export async function bootHost(set: PluginSet, baseURL: string, durability: 'fsy
         const [fault] = await session.read({ from: Math.max(0, session.seq - 500), limit: 500, types: ['review/fault'] }).then((events) => events.slice(-1))
         return reject(new Error(`a task paused (${current.pauseReason}${fault ? `: ${fault.data?.message}` : ''}) instead of reaching ${wanted}: the figures of this run are void`))
       }
-      if (current?.phase !== wanted) return
+      if (current?.phase !== wanted) {
+        if (!late && waiters.get(session.id) === check) again = setTimeout(() => check(true), 2000)
+        return
+      }
       waiters.delete(session.id)
       resolve()
     }, reject)
@@ -150,9 +166,12 @@ export async function bootHost(set: PluginSet, baseURL: string, durability: 'fsy
     check()
   })
   /** One supervised one-node task, start to complete, with its plan, stage and completion reviews. */
+  /** The sessions whose task is under way (for `unfinished`). */
+  const running = new Map<string, Session>()
   const runTask = async () => {
     const cwd = await tempWorkspace({ 'README.md': '# scale\n' })
     const { session } = await host.ctx.supervisor.startSession({ cwd, model: 'openai' })
+    running.set(session.id, session)
     const plan = reached(session, 'awaiting-approval')
     await host.ctx.commands.input(session, '/task new write a')
     await plan
@@ -160,11 +179,20 @@ export async function bootHost(set: PluginSet, baseURL: string, durability: 'fsy
     const approved = await host.ctx.commands.input(session, '/task approve')
     if (approved?.error) throw new Error(`/task approve: ${approved.error.message}`)
     await done
+    running.delete(session.id)
     return cwd
   }
+  /** Where each task still under way stands: its phase, the state of its latest review, its last events' types. */
+  const unfinished = async () => Promise.all([...running.values()].map(async (session) => {
+    const state = await supervisorService.state(session)
+    const { current } = state
+    const review = (state as any).reviews?.at?.(-1)
+    const last = (await session.read({ from: Math.max(0, session.seq - 6), limit: 6 })).map((event) => event.type)
+    return `${session.id.slice(0, 8)}: phase ${current?.phase ?? 'none'}${review ? `, last review job ${JSON.stringify(review).slice(0, 200)}` : ''}, last events ${last.join(' ')}`
+  }))
   const driver = () => storeDriver(host.ctx) as any
   return {
-    host, runTask, appends: () => appends, writeStats: () => driver().writeStats() as { commits: number, flushes: number, walBytes: number },
+    host, runTask, unfinished, appends: () => appends, writeStats: () => driver().writeStats() as { commits: number, flushes: number, walBytes: number },
     async dispose() {
       await host.dispose()
       await rm(dataDir, { recursive: true, force: true })
@@ -174,19 +202,41 @@ export async function bootHost(set: PluginSet, baseURL: string, durability: 'fsy
 
 /**
  * `count` tasks at once (or started over `spreadMs`); resolves with the wall time, the peak RSS while they ran, and the host's
- * event-loop delay (p99 and max, ms): a stall there delays every session's next request at once.
+ * event-loop delay (p99 and max, ms): a stall there delays every session's next request at once. With
+ * `tasksEach`, each session runs that many tasks one after another. With `errors`, a task that fails
+ * adds its message there and the others run on (else the first failure rejects).
  */
-export async function runTasks(host: Awaited<ReturnType<typeof bootHost>>, count: number, spreadMs = 0) {
+export async function runTasks(host: Awaited<ReturnType<typeof bootHost>>, count: number, spreadMs = 0,
+  { tasksEach = 1, errors, deadlineMs }: { tasksEach?: number, errors?: string[], deadlineMs?: number } = {}) {
   let peak = process.memoryUsage().rss
   const sampler = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss) }, 100)
   const delay = monitorEventLoopDelay({ resolution: 10 })
   delay.enable()
   const started = performance.now()
+  const cwds: string[] = []
   // `spreadMs`: the starts spread evenly over that long (sessions that came at different times), else all at once.
-  const cwds = await Promise.all(Array.from({ length: count }, async (_, i) => {
+  const all = Promise.all(Array.from({ length: count }, async (_, i) => {
     if (spreadMs) await new Promise((resolve) => setTimeout(resolve, (i * spreadMs) / count))
-    return host.runTask()
+    for (let task = 0; task < tasksEach; task++) {
+      if (!errors) {
+        cwds.push(await host.runTask())
+        continue
+      }
+      try {
+        cwds.push(await host.runTask())
+      } catch (error) {
+        errors.push((error as Error).message)
+      }
+    }
   }))
+  // `deadlineMs` (with `errors`): tasks still under way by then are errors, each saying where it stands.
+  let timer: NodeJS.Timeout | undefined
+  const late = deadlineMs === undefined || !errors ? undefined
+    : new Promise<'late'>((resolve) => { timer = setTimeout(() => resolve('late'), deadlineMs) })
+  if ((await (late ? Promise.race([all, late]) : all)) === 'late') {
+    for (const where of await host.unfinished()) errors!.push(`unfinished after ${(deadlineMs! / 1000).toFixed(0)} s: ${where}`)
+  }
+  clearTimeout(timer)
   const wall = performance.now() - started
   delay.disable()
   clearInterval(sampler)
@@ -196,13 +246,21 @@ export async function runTasks(host: Awaited<ReturnType<typeof bootHost>>, count
 
 // ---- the bare loop: the same SDK, the same requests, no host ----
 
-export async function bareLoop(baseURL: string, bodies: any[], loops: number) {
+/**
+ * `loops` clients at once (or started over `spreadMs`), each sending `bodies` in order `rounds` times (streamed, read to the end).
+ * Each loop names itself in an `x-scale-session` header, so the endpoint tells the loops' steps apart.
+ */
+export async function bareLoop(baseURL: string, bodies: any[], loops: number, rounds = 1, spreadMs = 0) {
   const client = new OpenAI({ baseURL, apiKey: 'sk-scale', maxRetries: 0, timeout: 600_000 })
   const started = performance.now()
-  await Promise.all(Array.from({ length: loops }, async () => {
-    for (const body of bodies) {
-      const stream = await client.chat.completions.create(body)
-      for await (const _ of stream as any);
+  await Promise.all(Array.from({ length: loops }, async (_, loop) => {
+    // `spreadMs`: the loops' starts spread evenly over that long, as `runTasks` spreads the tasks'.
+    if (spreadMs) await new Promise((resolve) => setTimeout(resolve, (loop * spreadMs) / loops))
+    for (let round = 0; round < rounds; round++) {
+      for (const body of bodies) {
+        const stream = await client.chat.completions.create(body, { headers: { 'x-scale-session': String(loop) } })
+        for await (const _ of stream as any);
+      }
     }
   }))
   return performance.now() - started

@@ -19,13 +19,27 @@
  *      process with its own endpoint (benchmarks/scale-flat.ts), so that no run inherits the heap of the
  *      one before; SCALE_FLAT_SPREAD_MS spreads the task starts over that long (default 0: all at once).
  *
+ *   4. paced (the way agents run): an endpoint whose step latency is lognormal (SCALE_PACE_MEDIAN_MS,
+ *      default 2000; SCALE_PACE_P99_MS, default 20000; SCALE_PACE_SEED, default 1: runs compare), the
+ *      full set with SCALE_PACED sessions (default 50,200,500) of SCALE_PACE_TASKS tasks each (default 1,
+ *      ~14 model steps, about a minute at that pace; the longest session sets the run's length), their
+ *      starts spread over SCALE_PACE_SPREAD_MS (default 10000: a fleet's agents do not all start in the
+ *      same millisecond, and 500 session starts at once are a burst of their own): the
+ *      host-added latency per step (an answer's end → the next request it leads to, benchmarks/
+ *      scale-pace.ts) p50 / p99 beside the bare loop's at the same concurrency and pace, and beside one
+ *      session's (SCALE_PACE_ONE_TASKS tasks in a row, default 8, at the pace divided by
+ *      SCALE_PACE_ONE_DIVIDE, default 10: one session's host is idle between steps whatever the pace);
+ *      RSS growth per live session (the peak's slope from the smallest to the largest size); errors. The gaps after the completion gate's sandboxed checks are
+ *      reported apart, with their share (SCALE_PROFILE_PACED=<sessions> profiles that host run). Goals: p99 at each size ≤ 3× the 1-session p99 and ≤ 50 ms;
+ *      RSS ≤ 1 MB per live session; no task failed, no request aborted. Each run is a fresh process.
+ *
  * SCALE_FULL_WITHOUT=recovery (a comma-separated list of workspace, admission, repair, recovery,
  * console; another name is refused) drops those plugins from the full set: what each one costs. The
  * rows and goals then name the set measured ('full set without recovery').
  *
  * The endpoint reports usage at ~4 characters per token instead of running a tokenizer over every
  * prompt (~5 ms of CPU per answer on the host's cores; a real endpoint's counting costs the host
- * nothing); its CPU per answer is printed with the flat runs. SCALE_PARTS=gap,rate,flat picks sections.
+ * nothing); its CPU per answer is printed with the flat runs. SCALE_PARTS=gap,rate,flat,paced picks sections.
  *
  * `npm run bench -- scale --profile`: a CPU profile of the host during the full set's (first) throughput run,
  * top functions by self time, by the nearest project frame, by the chain of project frames, by package
@@ -43,6 +57,7 @@ import { Logger } from 'cordis'
 import { removeTree } from '@taskward/testkit'
 import { bareLoop, bootHost, Endpoint, fullSetName, quantile, runTasks, type PluginSet } from './scale-harness'
 import { flatRun, type FlatResult } from './scale-flat'
+import { pacedSection } from './scale-paced-section'
 import { Goals } from './goals'
 import { machineBusyMs } from './machine-cpu'
 import { profiled } from './cpu-profile'
@@ -72,12 +87,38 @@ if (!Number.isSafeInteger(SPREAD_MS) || SPREAD_MS < 0) {
   console.error('SCALE_FLAT_SPREAD_MS must be a whole number of milliseconds (0 or more).')
   process.exit(1)
 }
-/** SCALE_PARTS: which sections run (gap, rate, flat; default all three). */
-const PARTS = new Set((process.env.SCALE_PARTS ?? 'gap,rate,flat').split(','))
-if (![...PARTS].every((part) => ['gap', 'rate', 'flat'].includes(part))) {
-  console.error('SCALE_PARTS must be a comma-separated list of gap, rate and flat.')
+/** SCALE_PARTS: which sections run (gap, rate, flat, paced; default all four). */
+const PARTS = new Set((process.env.SCALE_PARTS ?? 'gap,rate,flat,paced').split(','))
+if (![...PARTS].every((part) => ['gap', 'rate', 'flat', 'paced'].includes(part))) {
+  console.error('SCALE_PARTS must be a comma-separated list of gap, rate, flat and paced.')
   process.exit(1)
 }
+const sizes = (name: string, fallback: string) => {
+  const values = (process.env[name] ?? fallback).split(',').map(Number)
+  if (!values.length || values.some((n) => !Number.isSafeInteger(n) || n <= 0)) {
+    console.error(`${name} must be a comma-separated list of positive integers, e.g. ${fallback}.`)
+    process.exit(1)
+  }
+  return values
+}
+/** The paced section: sizes, tasks per session, the lognormal pace, the 1-session baseline's tasks and pace divisor. */
+const PACED = sizes('SCALE_PACED', '50,200,500')
+const PACE = { medianMs: number('SCALE_PACE_MEDIAN_MS', 2000), p99Ms: number('SCALE_PACE_P99_MS', 20_000), seed: number('SCALE_PACE_SEED', 1) }
+if (PACE.p99Ms <= PACE.medianMs) {
+  console.error('SCALE_PACE_P99_MS must be above SCALE_PACE_MEDIAN_MS.')
+  process.exit(1)
+}
+const PACE_TASKS = number('SCALE_PACE_TASKS', 1)
+/** SCALE_PACE_SPREAD_MS: the paced sessions' starts spread over that long (default 10 s; 0: all at once). */
+const PACE_SPREAD_MS = Number(process.env.SCALE_PACE_SPREAD_MS ?? 10_000)
+if (!Number.isSafeInteger(PACE_SPREAD_MS) || PACE_SPREAD_MS < 0) {
+  console.error('SCALE_PACE_SPREAD_MS must be a whole number of milliseconds (0 or more).')
+  process.exit(1)
+}
+const PACE_ONE_TASKS = number('SCALE_PACE_ONE_TASKS', 8)
+const PACE_ONE_DIVIDE = number('SCALE_PACE_ONE_DIVIDE', 10)
+/** SCALE_PROFILE_PACED=<sessions>: profile the paced host run with that many sessions (top functions, longest stretches). */
+const PROFILE_PACED = process.env.SCALE_PROFILE_PACED ? number('SCALE_PROFILE_PACED', 50) : undefined
 /** SCALE_PROFILE_FLAT=<sessions>: also profile the flat run with that many sessions (its longest stretches). */
 const PROFILE_FLAT = process.env.SCALE_PROFILE_FLAT ? number('SCALE_PROFILE_FLAT', 50) : undefined
 /** The full set as measured (SCALE_FULL_WITHOUT drops plugins from it): rows and goals say which. */
@@ -258,6 +299,12 @@ try {
     }
   }
 
+  // 4. Paced: lognormal step latency, 50 / 200 / 500 sessions, beside 1 session and the bare loop.
+  let pacedProfile: string[] = []
+  if (PARTS.has('paced')) {
+    pacedProfile = await pacedSection({ profileSessions: PROFILE_PACED, sizes: PACED, pace: PACE, tasks: PACE_TASKS, spreadMs: PACE_SPREAD_MS, oneTasks: PACE_ONE_TASKS, oneDivide: PACE_ONE_DIVIDE, setName: FLAT_SET, row, goals })
+  }
+
   const widths = rows[0].map((_, c) => Math.max(...rows.map((cells) => (cells[c] ?? '').length)))
   for (const cells of rows) console.log(cells.map((cell, c) => (cell ?? '').padEnd(widths[c])).join('  '))
   console.log(`load average at end: ${load()}`)
@@ -275,6 +322,7 @@ try {
     console.log('the longest stretches without an idle sample (the project frames most under them):')
     for (const line of profileLongest ?? []) console.log('  ' + line)
   }
+  for (const line of pacedProfile) console.log(line)
   if (flatLongest) {
     console.log(`the longest stretches without an idle sample, endpoint ${DELAY_MS} ms/step, ${PROFILE_FLAT} sessions:`)
     for (const line of flatLongest) console.log('  ' + line)

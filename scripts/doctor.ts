@@ -9,7 +9,7 @@ import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { DataDirLock, checkFileHeader, holderAlive, readHolder, describeHolder } from '@taskward/plugin-database'
-import { formatFindings, type Finding } from '@taskward/host'
+import { formatFindings, nodeFinding, type Finding } from '@taskward/host'
 
 const require = createRequire(import.meta.url)
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -111,8 +111,7 @@ async function databaseFindings(): Promise<Finding[]> {
 }
 
 async function offline(): Promise<Finding[]> {
-  const major = Number(process.versions.node.split('.')[0])
-  const findings: Finding[] = [{ check: 'node', verdict: major >= 20 ? 'ok' : 'fail', detail: `Node ${process.version}${major >= 20 ? '' : ': Taskward needs Node 20 or newer'}` }]
+  const findings: Finding[] = [nodeFinding()]
   const directory = directoryVerdict()
   if (directory) {
     findings.push(directory)

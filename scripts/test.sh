@@ -48,6 +48,42 @@ if [ -n "${CI:-}" ]; then node scripts/dsh/install.mjs; fi
 # The packed packages as a user installs them from the registry: pack, install into a scratch project,
 # boot with the plain cordis CLI, import as ESM and CJS, type-check a consumer under nodenext.
 export TASKWARD_TEST_PACKAGING="${TASKWARD_TEST_PACKAGING:-1}"
-# --exit: every suite disposes its hosts, but a handle a future test forgets must fail loudly in review,
-# not hang CI until its time limit.
-exec npx mocha --exit 'packages/*/tests/**/*.spec.ts' 'plugins/*/tests/**/*.spec.ts' 'adapters/*/tests/**/*.spec.ts' 'examples/*/tests/**/*.spec.ts' 'tests/**/*.spec.ts' "$@"
+
+# The suites run on the machine's own Node, then once more on each Node release named by
+# TASKWARD_TEST_NODE (space-separated, from the pinned list in scripts/test-node.mjs; `none` for no
+# second run). CI defaults it to the Node 24 DSH runs on; elsewhere there is no second run unless asked.
+# Each release is installed (checked against its pinned integrity) before the first run starts, so a
+# failed download fails at once, not after the first run's 20 minutes.
+if [ -n "${TASKWARD_TEST_NODE+set}" ]; then second="$TASKWARD_TEST_NODE"
+elif [ -n "${CI:-}" ]; then second="$(node -e "import('./scripts/test-node.mjs').then((m) => console.log(m.DEFAULT_NODE))")"
+else second=""; fi
+[ "$second" = none ] && second=""
+bins=()
+for version in $second; do bins+=("$(node scripts/test-node.mjs "$version" | tail -n 1)"); done
+
+suites=('packages/*/tests/**/*.spec.ts' 'plugins/*/tests/**/*.spec.ts' 'adapters/*/tests/**/*.spec.ts' 'examples/*/tests/**/*.spec.ts' 'tests/**/*.spec.ts')
+# One run on whichever `node` is first on PATH (npx, mocha and every child the suites start by name or
+# by process.execPath then run on it). --exit: every suite disposes its hosts, but a handle a future
+# test forgets must fail loudly in review, not hang CI until its time limit.
+run_suites() {
+  echo "== npm test: the suites on Node $(node --version) ($(command -v node)) =="
+  local started=$SECONDS
+  local status=0
+  npx mocha --exit "${suites[@]}" "$@" || status=$?
+  echo "== npm test: Node $(node --version): $([ $status = 0 ] && echo passed || echo "FAILED (exit $status)") in $(( (SECONDS - started) / 60 )) min $(( (SECONDS - started) % 60 )) s =="
+  return $status
+}
+
+results=()
+failed=0
+if run_suites "$@"; then results+=("Node $(node --version): passed"); else results+=("Node $(node --version): FAILED"); failed=1; fi
+for bin in "${bins[@]}"; do
+  if [ "$("$bin/node" --version)" = "$(node --version)" ]; then
+    results+=("Node $(node --version) ($bin): not run again, it is the machine's own"); continue
+  fi
+  if PATH="$bin:$PATH" run_suites "$@"; then results+=("Node $("$bin/node" --version) ($bin): passed")
+  else results+=("Node $("$bin/node" --version) ($bin): FAILED"); failed=1; fi
+done
+# Every run is reported, and a failure in any of them fails `npm test` (and with it CI).
+printf '== npm test: %s ==\n' "${results[@]}"
+exit $failed

@@ -40,6 +40,7 @@ export { directEmitter, isHeard } from './sessions/emit'
 export * from './store/health'
 export * from './store/routes'
 export * from './store/doctor'
+export * from './store/node-support'
 
 export const name = 'taskward-host'
 export const inject = ['database', 'server']

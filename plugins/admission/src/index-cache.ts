@@ -1,6 +1,6 @@
 import type { Context } from 'cordis'
 import { onDispose } from '@taskward/cordis-compat'
-import type { ProjectionDef, Session } from '@taskward/host'
+import { original, type ProjectionDef, type Projections, type Session } from '@taskward/host'
 import { RECORD_EVENT_TYPE, RecordIndex, SessionEvent, emptyRecordIndex, indexRecordEvent } from '@taskward/protocol'
 
 /** The host projection that caches each session's `(namespace, version)` pairs in the database. */
@@ -25,8 +25,15 @@ export class RecordIndexCache {
   /** Background cache writes in flight, per session (one at a time). */
   private readonly persisting = new Map<string, Promise<unknown>>()
   private disposed = false
+  /**
+   * The projections service, read once: through `ctx` every read is cordis' getter (an Error with its
+   * stack, an inject check, a tracing proxy), which cost more than the fold it leads to. A required
+   * inject of the admission plugin: the plugin restarts, and this cache with it, when it changes.
+   */
+  private readonly projections: Projections
 
   constructor(private readonly ctx: Context, private readonly persistEvery: number) {
+    this.projections = original(ctx.projections)
     const projection: ProjectionDef<RecordIndex> & { types: string[] } = {
       key: RECORD_PAIRS_PROJECTION,
       version: RECORD_PAIRS_VERSION,
@@ -82,7 +89,7 @@ export class RecordIndexCache {
     do {
       const end = session.seq - 1
       // The cache is written behind: a check must not wait for a durable write.
-      index = await this.ctx.projections.get<RecordIndex>(session, RECORD_PAIRS_PROJECTION, { background: true })
+      index = await this.projections.get<RecordIndex>(session, RECORD_PAIRS_PROJECTION, { background: true })
       // The projection has folded the log up to `end` at least (a projection that reads only some
       // event types may leave `lastSeq` at the last event it read).
       if (index.lastSeq < end) index = { ...index, lastSeq: end }

@@ -2,8 +2,8 @@ import { constants } from 'node:os'
 import { performance } from 'node:perf_hooks'
 import type { CheckRun, CheckSpec, SandboxKind } from '@taskward/protocol'
 import { BoundedOutput } from './output'
-import { launch } from './launcher'
-import { bwrapArgv, programExists, scrubbedEnv, type CheckArea } from './sandbox'
+import { launch, whichAll } from './launcher'
+import { bwrapCommand, checkPath, programExists, scrubbedEnv, type CheckArea } from './sandbox'
 
 export interface RunOptions {
   /** The sandbox that runs (already resolved: `auto` is not a kind). */
@@ -49,15 +49,26 @@ export function bwrapExit(code: number | null, signal: NodeJS.Signals | null): {
  */
 export async function runCheck(spec: CheckSpec, area: CheckArea, options: RunOptions): Promise<CheckRun> {
   const started = performance.now()
-  // bwrap is required before anything else: a check never runs unsandboxed instead.
-  const argv = options.sandbox === 'bwrap' ? await bwrapArgv(area, spec.argv, options.hidden, options.workspace, options.mounts) : spec.argv
-  if (options.sandbox === 'bwrap' && !await programExists(spec.argv[0], area.work, undefined, options.workspace, area.mounts.length ? options.workspaceReal : undefined)) {
-    // Inside bubblewrap a missing program is only an exit status; outside it is ENOENT. Same verdict.
-    return { runnerError: 'not-runnable', durationMs: performance.now() - started, output: `ENOENT: cannot start ${spec.argv[0]}` }
+  // The check's PATH, worked out once (it resolves every entry): its lookups and its environment's.
+  const path = checkPath(undefined, options.workspace)
+  let argv = spec.argv
+  if (options.sandbox === 'bwrap') {
+    // bwrap, env and (a bare name) the check's program, looked up on the check's PATH in one request
+    // to the launcher (`bwrapArgv` and `programExists` each asked once: a round trip per lookup).
+    const bare = !spec.argv[0].includes('/')
+    const [bwrap, env, program] = await whichAll(['bwrap', 'env', ...bare ? [spec.argv[0]] : []], path)
+    // bwrap is required before anything else: a check never runs unsandboxed instead.
+    argv = bwrapCommand({ bwrap, env }, area, spec.argv, options.hidden, options.mounts)
+    const exists = bare ? program !== undefined
+      : await programExists(spec.argv[0], area.work, undefined, options.workspace, area.mounts.length ? options.workspaceReal : undefined)
+    if (!exists) {
+      // Inside bubblewrap a missing program is only an exit status; outside it is ENOENT. Same verdict.
+      return { runnerError: 'not-runnable', durationMs: performance.now() - started, output: `ENOENT: cannot start ${spec.argv[0]}` }
+    }
   }
   const output = new BoundedOutput(options.outputLimitBytes)
   const outcome = await launch({
-    file: argv[0], args: argv.slice(1), cwd: area.work, env: scrubbedEnv(area.home, undefined, options.workspace), timeoutMs: spec.timeoutMs, graceMs: OUTPUT_GRACE_MS,
+    file: argv[0], args: argv.slice(1), cwd: area.work, env: scrubbedEnv(area.home, path), timeoutMs: spec.timeoutMs, graceMs: OUTPUT_GRACE_MS,
     outputLimitBytes: options.outputLimitBytes, ...options.sandbox === 'bwrap' && area.mounts.length ? { area: area.root } : {},
   }, output, options.signal)
   const durationMs = performance.now() - started

@@ -5,7 +5,7 @@ import { createRequire, syncBuiltinESMExports } from 'node:module'
 import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
-import { removeTree, tempWorkspace } from '@taskward/testkit'
+import { assertNodeRunnableBy, NOBODY, removeTree, tempWorkspace } from '@taskward/testkit'
 import { findOnPath, prepareArea, programExists, removeArea, runCheck } from '../src'
 import { isExecutable, launch, launcherPid, stopLauncher } from '../src/launcher'
 import { alive, bootRecovery, readyTask, recoveryRecords } from './fixtures'
@@ -218,7 +218,8 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
     this.timeout(20_000)
     // Root removes a read-only directory's files; another user cannot: the launcher itself runs as one.
     if (typeof process.getuid !== 'function' || process.getuid() !== 0) this.skip()
-    const nobody = 65534
+    const nobody = NOBODY
+    assertNodeRunnableBy(nobody)
     const cwd = await tempWorkspace({ 'a/inside.txt': 'x' })
     const base = await mkdtemp(join(tmpdir(), 'taskward-base-'))
     cleanup.push(cwd, base)
@@ -269,9 +270,10 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
 
   it('removes a copy the check left unremovable (a directory chmod 000 with files in it), as a user without root\'s override', async function () {
     // Root removes anything whatever its mode: run it as nobody when the suite runs as root.
-    const as = process.getuid?.() === 0 ? 65534 : undefined
+    const as = process.getuid?.() === 0 ? NOBODY : undefined
     const root = join(import.meta.dirname, '../../..')
     if (as !== undefined) {
+      assertNodeRunnableBy(as)
       const probe = spawnSync(process.execPath, ['-e', `require('fs').accessSync(${JSON.stringify(join(root, 'node_modules', 'tsx', 'package.json'))})`], { cwd: '/', uid: as, gid: as, stdio: 'ignore' })
       // A checkout only root can enter cannot be run as another user.
       if (probe.status !== 0) return this.skip()

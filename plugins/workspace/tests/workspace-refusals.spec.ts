@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { expect } from 'chai'
 import type { Context } from 'cordis'
 import { build } from 'esbuild'
+import { assertNodeRunnableBy, NOBODY } from '@taskward/testkit'
 import { makeTempDir, rejectsWith, removeTree, startWorkspace, writeTree } from './fixtures'
 
 /**
@@ -111,10 +112,11 @@ describe('workspace stamp: refusals', () => {
       try {
         if (process.getuid?.() === 0) {
           // root reads through any mode: stamp as `nobody` in a child process instead.
+          assertNodeRunnableBy(NOBODY)
           chmodSync(root, 0o755)
           const child = await bundleStampChild()
           try {
-            const asNobody = (path: string) => spawnSync(process.execPath, [child.file, path], { uid: 65534, gid: 65534, encoding: 'utf8', cwd: child.dir })
+            const asNobody = (path: string) => spawnSync(process.execPath, [child.file, path], { uid: NOBODY, gid: NOBODY, encoding: 'utf8', cwd: child.dir })
             // The child works as nobody: once the entry is readable it stamps the tree.
             chmodSync(join(root, 'locked'), 0o755)
             const readable = asNobody(root)

@@ -3,6 +3,7 @@ import { access, constants } from 'node:fs/promises'
 import { delimiter, dirname, join } from 'node:path'
 import { checkSearchPath } from '@taskward/protocol'
 import { storeDriver, storeHealth } from './health'
+import { nodeFinding } from './node-support'
 
 export type Verdict = 'ok' | 'warn' | 'fail'
 
@@ -27,13 +28,6 @@ async function onPath(program: string) {
       return join(dir, program)
     } catch {}
   }
-}
-
-function nodeFinding(): Finding {
-  const major = Number(process.versions.node.split('.')[0])
-  return major >= 20
-    ? { check: 'node', verdict: 'ok', detail: `Node ${process.version}` }
-    : { check: 'node', verdict: 'fail', detail: `Node ${process.version}: Taskward needs Node 20 or newer` }
 }
 
 async function storeFindings(ctx: Context): Promise<Finding[]> {

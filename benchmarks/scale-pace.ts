@@ -1,0 +1,147 @@
+/**
+ * The pure parts of the scale benchmark's paced runs (no I/O, no clock): a seeded heavy-tailed step
+ * latency, and the host-added latency per step computed from what the endpoint saw of each request.
+ * benchmarks/scale-endpoint.ts draws its delays and computes its gaps with them; tests/scale-pace.spec.ts
+ * checks both.
+ */
+
+/**
+ * mulberry32: a well-known 32-bit seeded generator (uniform in [0, 1)). Not for cryptography; here
+ * only so that two runs with one seed draw the same latencies.
+ */
+export function mulberry32(seed: number): () => number {
+  let state = seed >>> 0
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0
+    let t = state
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+/** The standard normal's 0.99 quantile. */
+export const Z99 = 2.3263478740408408
+
+export interface PaceSpec {
+  /** The median step latency (ms). */
+  medianMs: number
+  /** The 99th-percentile step latency (ms); above the median. */
+  p99Ms: number
+  seed: number
+}
+
+/** A lognormal's parameters from its median and 99th percentile: median = e^mu, p99 = e^(mu + Z99 sigma). */
+export function lognormalOf({ medianMs, p99Ms }: Pick<PaceSpec, 'medianMs' | 'p99Ms'>) {
+  if (!(medianMs > 0) || !(p99Ms > medianMs)) throw new RangeError(`a paced endpoint needs 0 < median < p99 (got median ${medianMs} ms, p99 ${p99Ms} ms)`)
+  return { mu: Math.log(medianMs), sigma: Math.log(p99Ms / medianMs) / Z99 }
+}
+
+/**
+ * Step latencies (ms) drawn from the lognormal with that median and p99, from a mulberry32 stream
+ * seeded with `seed` (Box–Muller over two uniforms): one seed, one sequence.
+ */
+export function paceSampler(spec: PaceSpec): () => number {
+  const { mu, sigma } = lognormalOf(spec)
+  const uniform = mulberry32(spec.seed)
+  let spare: number | undefined
+  const normal = () => {
+    if (spare !== undefined) {
+      const value = spare
+      spare = undefined
+      return value
+    }
+    const u1 = 1 - uniform() // (0, 1]: log(0) never happens
+    const u2 = uniform()
+    const radius = Math.sqrt(-2 * Math.log(u1))
+    spare = radius * Math.sin(2 * Math.PI * u2)
+    return radius * Math.cos(2 * Math.PI * u2)
+  }
+  return () => Math.exp(mu + sigma * normal())
+}
+
+/** What the endpoint keeps of one request: its session, when it came and ended, what it carried and answered. */
+export interface StepRecord {
+  /** The session the request belongs to (a workspace and role, or one bare loop). */
+  key: string
+  /** The task the session works for (the workspace: a main session and its reviewers share it). */
+  task: string
+  /** When the request arrived, and when its answer ended (ms, one clock). */
+  receivedAt: number
+  endedAt?: number
+  /**
+   * The tool whose result is the request's last message: the request is the next step of the same turn,
+   * sent as soon as the client had the answer and ran the tool. Undefined for a turn's first request.
+   */
+  tool?: string
+  /** What the answer did: the first tool it called, or 'text'. */
+  answered?: string
+}
+
+/** The tool whose result a chat request's last message carries ('?' when the call is not found), else undefined. */
+export function carriedTool(messages: any[]): string | undefined {
+  const last = messages.at(-1)
+  if (last?.role !== 'tool') return undefined
+  const call = messages.findLast((m: any) => m.role === 'assistant' && m.tool_calls?.length)?.tool_calls?.find((c: any) => c.id === last.tool_call_id)
+  return call?.function?.name ?? '?'
+}
+
+export interface StepGaps {
+  /** Every gap from a session's answer ending to its next request arriving (turn starts included). */
+  sameSession: number[]
+  /** Those gaps whose request carries the answer's tool result (the next step of the same turn). */
+  inTurn: { gap: number, tool: string }[]
+  /**
+   * The host-added latency per step: from an answer's end to the next request it leads to, labelled
+   * with what that answer did (`after`). A request carrying tool results follows its own session's last
+   * answer; a turn's first request (a review starting, the agent resuming after one) follows the latest
+   * answer of its task that had ended when it arrived — the event the host was acting on.
+   */
+  hostAdded: { gap: number, after: string }[]
+}
+
+/**
+ * The gaps of `records` (in arrival order). A request whose session's previous request had not ended
+ * when it came (a retry over a broken connection) opens no gap: no answer of its own ended before it;
+ * nor does a task's first request (nothing the model said led to it).
+ */
+export function stepGaps(records: StepRecord[]): StepGaps {
+  const previous = new Map<string, StepRecord>()
+  const ofTask = new Map<string, StepRecord[]>()
+  const gaps: StepGaps = { sameSession: [], inTurn: [], hostAdded: [] }
+  for (const record of records) {
+    const before = previous.get(record.key)
+    previous.set(record.key, record)
+    const earlier = ofTask.get(record.task) ?? []
+    ofTask.set(record.task, [...earlier, record])
+    if (before && (before.endedAt === undefined || before.endedAt > record.receivedAt)) continue
+    if (before) {
+      const gap = record.receivedAt - before.endedAt!
+      gaps.sameSession.push(gap)
+      if (record.tool !== undefined) {
+        gaps.inTurn.push({ gap, tool: record.tool })
+        gaps.hostAdded.push({ gap, after: before.answered ?? '?' })
+        continue
+      }
+    }
+    let cause: StepRecord | undefined
+    for (const other of earlier) {
+      if (other.endedAt !== undefined && other.endedAt <= record.receivedAt && (!cause || other.endedAt > cause.endedAt!)) cause = other
+    }
+    if (cause) gaps.hostAdded.push({ gap: record.receivedAt - cause.endedAt!, after: cause.answered ?? '?' })
+  }
+  return gaps
+}
+
+/**
+ * The host-added gaps split by what the host did in them: `checks` follow an answer whose tool runs
+ * recovery's sandboxed checks before it returns (real work, which a real check costs far more of;
+ * reported, not held against the plugins), `host` are all the others.
+ */
+export function splitByChecks(hostAdded: { gap: number, after: string }[], checkTools: readonly string[]) {
+  const checks = hostAdded.filter(({ after }) => checkTools.includes(after)).map(({ gap }) => gap)
+  const host = hostAdded.filter(({ after }) => !checkTools.includes(after)).map(({ gap }) => gap)
+  const sum = (values: number[]) => values.reduce((a, b) => a + b, 0)
+  const total = sum(checks) + sum(host)
+  return { host, checks, checksShare: total ? sum(checks) / total : 0 }
+}

@@ -1,0 +1,89 @@
+/**
+ * The paced section of benchmarks/scale.bench.ts: the full set at each size against an endpoint of
+ * lognormal step latency, beside one session and the bare loop at the same concurrency and pace. Each
+ * run is a fresh process (benchmarks/scale-paced.ts); the rows go into the bench's table, the goals
+ * into its Goals.
+ */
+import type { Goals } from './goals'
+import type { PaceSpec } from './scale-pace'
+import { CHECK_TOOLS, pacedRun, type PacedResult } from './scale-paced'
+
+export interface PacedSectionOptions {
+  sizes: number[]
+  pace: PaceSpec
+  /** Tasks per session, one after another. */
+  tasks: number
+  /** The sessions' starts spread evenly over that long (ms). */
+  spreadMs: number
+  /** Profile the host run with that many sessions (SCALE_PROFILE_PACED); printed after the table. */
+  profileSessions?: number
+  /** The 1-session baseline: its tasks in a row, and the divisor of its pace. */
+  oneTasks: number
+  oneDivide: number
+  /** '' for the full set, else ` (full set without …)`. */
+  setName: string
+  row: (...cells: string[]) => void
+  goals: Goals
+}
+
+const ms = (value: number) => `${value.toFixed(1)} ms`
+const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`
+
+/** `p50 / p99` of a paced result's host-added gaps. */
+const gaps = (result: PacedResult) => `${ms(result.p50)} / ${ms(result.p99)}`
+
+export async function pacedSection({ sizes, pace, tasks, spreadMs, profileSessions, oneTasks, oneDivide, setName, row, goals }: PacedSectionOptions): Promise<string[]> {
+  const paceName = `lognormal median ${pace.medianMs} ms, p99 ${pace.p99Ms} ms, seed ${pace.seed}`
+  const onePace = { ...pace, medianMs: Math.max(1, Math.round(pace.medianMs / oneDivide)), p99Ms: Math.max(2, Math.round(pace.p99Ms / oneDivide)) }
+  const started = Date.now()
+  const one = await pacedRun('host', 1, oneTasks, onePace, 0)
+  const runs: { host: PacedResult, bare: PacedResult }[] = []
+  for (const sessions of sizes) {
+    const host = await pacedRun('host', sessions, tasks, pace, spreadMs, sessions === profileSessions)
+    const bare = await pacedRun('bare', sessions, tasks, pace, spreadMs)
+    runs.push({ host, bare })
+  }
+  row(`paced endpoint (${paceName}): host-added latency per step (answer's end → the next request it leads to), p50 / p99`, 'full set', 'bare loop (same SDK and requests, no host)', `p99 ÷ 1 session's (${ms(one.p99)})`)
+  row(`  1 session, ${oneTasks} tasks in a row at the pace ÷ ${oneDivide} (${one.steps} steps)`, gaps(one), '', '1.00x')
+  const problems: string[] = []
+  for (const { host, bare } of [{ host: one, bare: undefined }, ...runs]) {
+    if (host.errors) problems.push(`${host.errors} task(s) failed at ${host.sessions} sessions: ${host.errorMessages.join('; ')}`)
+    if (host.aborted) problems.push(`${host.aborted} request(s) aborted at ${host.sessions} sessions`)
+    if (bare?.errors) problems.push(`the bare loop failed at ${bare.sessions} sessions: ${bare.errorMessages.join('; ')}`)
+    if (bare?.aborted) problems.push(`${bare.aborted} bare-loop request(s) aborted at ${bare.sessions} sessions`)
+  }
+  for (const { host, bare } of runs) {
+    row(`  ${host.sessions} sessions × ${tasks} task${tasks > 1 ? 's' : ''}, started over ${(spreadMs / 1000).toFixed(0)} s (${host.steps} steps, ${(host.wall / 1000).toFixed(0)} s, ${(host.served / (host.wall / 1000)).toFixed(0)} steps/s)`,
+      gaps(host), `${gaps(bare)} (${bare.steps} steps)`, `${(host.p99 / one.p99).toFixed(2)}x (goal ≤ 3x and ≤ 50 ms)`)
+    row(`    after the completion gate's checks (${CHECK_TOOLS.join(', ')}): p50 / p99, share of host-added time`,
+      `${ms(host.checks.p50)} / ${ms(host.checks.p99)}, ${(100 * host.checks.share).toFixed(0)} %`, `${ms(bare.checks.p50)} / ${ms(bare.checks.p99)}`, 'reported, no goal')
+    row(`    in-turn only (the request carries the answer's tool result): p50 / p99`, `${ms(host.inTurn.p50)} / ${ms(host.inTurn.p99)}`, `${ms(bare.inTurn.p50)} / ${ms(bare.inTurn.p99)}`, '')
+    row(`    host RSS peak (idle), event-loop delay p99 / max`, `${mb(host.peak)} (${mb(host.idle)}), loop ${ms(host.loopDelay.p99)} / ${ms(host.loopDelay.max)}`,
+      `${((host.peak - host.idle) / host.sessions / 2 ** 20).toFixed(2)} MB per live session over idle`, '')
+    row(`    … by what the answer before the gap did (p50 / p99)`,
+      Object.entries(host.byAnswer).map(([after, gap]) => `${after} ×${gap.count}: ${ms(gap.p50)} / ${ms(gap.p99)}`).join('; '), '', '')
+    goals.check(`paced host-added p99 at ${host.sessions} sessions vs 1${setName}`, host.p99 <= 3 * one.p99 && host.p99 <= 50,
+      `${ms(host.p99)}, ${(host.p99 / one.p99).toFixed(2)}x the 1-session ${ms(one.p99)}; goal <= 3x and <= 50 ms`)
+  }
+  // RSS per live session: the slope of the peak between the smallest and the largest size (what one
+  // more live session adds, without the fixed growth any run has over its idle host: JIT, buffers, the
+  // heap's slack), as the flat section measures it against 1 session.
+  const sorted = [...runs].sort((a, b) => a.host.sessions - b.host.sessions)
+  const [least, most] = [sorted[0], sorted.at(-1)]
+  if (least && most && most.host.sessions > least.host.sessions) {
+    const perSession = (most.host.peak - least.host.peak) / (most.host.sessions - least.host.sessions)
+    row(`  host RSS growth per live session (peak at ${least.host.sessions} → ${most.host.sessions})`, `${(perSession / 2 ** 20).toFixed(2)} MB`, '', 'goal ≤ 1 MB')
+    goals.check(`paced host RSS growth per live session${setName}`, perSession <= 2 ** 20,
+      `${(perSession / 2 ** 20).toFixed(2)} MB, goal <= 1 MB (${mb(least.host.peak)} at ${least.host.sessions}, ${mb(most.host.peak)} at ${most.host.sessions})`)
+  }
+  goals.check(`paced runs without errors${setName}`, !problems.length, problems.length ? problems.join('; ') : 'no task failed, no request aborted')
+  row(`  (the paced section took ${((Date.now() - started) / 1000).toFixed(0)} s)`, '', '', '')
+  const profiled = runs.find(({ host }) => host.profile)?.host
+  if (!profiled?.profile) return []
+  const { top, callers, longest } = profiled.profile
+  return [
+    `paced, ${profiled.sessions} sessions, host process: top self time`, ...top.map((line) => '  ' + line),
+    'the same samples by the nearest frame of the project\'s own code:', ...callers.map((line) => '  ' + line),
+    'the longest stretches without an idle sample (each delays every session waiting on the host):', ...longest.map((line) => '  ' + line),
+  ]
+}

@@ -1,0 +1,100 @@
+import { expect } from 'chai'
+import { carriedTool, lognormalOf, mulberry32, paceSampler, splitByChecks, stepGaps, type StepRecord } from '../benchmarks/scale-pace'
+import { quantile } from '../benchmarks/scale-harness'
+
+describe('scale benchmark: the paced endpoint\'s latency', () => {
+  it('draws the same latencies from one seed and others from another (runs compare)', () => {
+    const draw = (seed: number) => {
+      const next = paceSampler({ seed, medianMs: 2000, p99Ms: 20_000 })
+      return Array.from({ length: 50 }, () => next())
+    }
+    expect(draw(7)).to.deep.equal(draw(7))
+    expect(draw(8)).to.not.deep.equal(draw(7))
+    // Pinned: a change to the generator would silently make new runs incomparable with old ones.
+    expect(mulberry32(0)()).to.be.closeTo(0.26642920868471265, 1e-12)
+  })
+
+  it('is heavy-tailed as asked: median 2 s, p99 ~20 s, every draw positive', () => {
+    const next = paceSampler({ seed: 1, medianMs: 2000, p99Ms: 20_000 })
+    const draws = Array.from({ length: 200_000 }, () => next())
+    expect(draws.every((draw) => draw > 0)).to.equal(true)
+    expect(quantile(draws, 0.5)).to.be.within(1940, 2060)
+    expect(quantile(draws, 0.99)).to.be.within(19_000, 21_000)
+    // The mean of a lognormal lies above its median: exp(sigma² / 2) × 2 s ≈ 3.3 s here.
+    const mean = draws.reduce((a, b) => a + b, 0) / draws.length
+    expect(mean).to.be.within(3100, 3500)
+  })
+
+  it('refuses a p99 that is not above the median (no lognormal has it)', () => {
+    expect(() => lognormalOf({ medianMs: 2000, p99Ms: 2000 })).to.throw(RangeError, /median < p99/)
+    expect(() => lognormalOf({ medianMs: 0, p99Ms: 10 })).to.throw(RangeError)
+    expect(lognormalOf({ medianMs: 2000, p99Ms: 20_000 }).sigma).to.be.closeTo(Math.log(10) / 2.3263478740408408, 1e-12)
+  })
+})
+
+describe('scale benchmark: host-added latency per step', () => {
+  const main = (at: number, end: number | undefined, extra: Partial<StepRecord> = {}): StepRecord => ({ key: 'ws\u0000main', task: 'ws', receivedAt: at, endedAt: end, ...extra })
+  const reviewer = (at: number, end: number | undefined, extra: Partial<StepRecord> = {}): StepRecord => ({ key: 'ws\u0000reviewer', task: 'ws', receivedAt: at, endedAt: end, ...extra })
+
+  it('measures an in-turn step from its own session\'s answer, even while another session of the task answers in between', () => {
+    const gaps = stepGaps([
+      main(0, 2000, { answered: 'write' }),
+      // The reviewer's answer ends after the main one, before the main session's next step arrives.
+      reviewer(100, 2010, { answered: 'review_verdict' }),
+      main(2012, 4000, { tool: 'write', answered: 'task_report_stage' }),
+    ])
+    expect(gaps.inTurn).to.deep.equal([{ gap: 12, tool: 'write' }])
+    expect(gaps.hostAdded).to.deep.include({ gap: 12, after: 'write' })
+  })
+
+  it('measures a turn\'s first request from the latest answer of its task (a review starting after the agent\'s report)', () => {
+    const gaps = stepGaps([
+      main(0, 1000, { answered: 'task_report_stage' }),
+      // The agent's next turn and the stage review both start from the report's end.
+      main(1010, 3000, { answered: 'text' }),
+      reviewer(1015, 2500, { answered: 'review_read_log' }),
+      reviewer(2507, 2600, { tool: 'review_read_log', answered: 'review_verdict' }),
+      // The agent resumes after the verdict: 40 ms after the reviewer's answer, not its own.
+      main(3040, 3100, { answered: 'task_start_node' }),
+    ])
+    expect(gaps.hostAdded).to.deep.equal([
+      { gap: 10, after: 'task_report_stage' },
+      { gap: 15, after: 'task_report_stage' },
+      { gap: 7, after: 'review_read_log' },
+      { gap: 40, after: 'text' },
+    ])
+    // The narrower figures: the same session's previous answer only.
+    expect(gaps.inTurn).to.deep.equal([{ gap: 7, tool: 'review_read_log' }])
+    expect(gaps.sameSession).to.deep.equal([10, 7, 40])
+  })
+
+  it('opens no gap for a task\'s first request, nor for a request its session sent before the previous answer ended', () => {
+    const gaps = stepGaps([
+      main(0, undefined),
+      main(50, 900, { tool: 'write' }),
+      { key: 'other\u0000main', task: 'other', receivedAt: 60, endedAt: 100 },
+    ])
+    expect(gaps).to.deep.equal({ sameSession: [], inTurn: [], hostAdded: [] })
+  })
+
+  it('tells the loops of the bare loop apart by their key, not by their identical bodies', () => {
+    const loop = (n: number, at: number, end: number, tool?: string): StepRecord => ({ key: `bare ${n}\u0000main`, task: `bare ${n}`, receivedAt: at, endedAt: end, tool, answered: 'write' })
+    const gaps = stepGaps([loop(0, 0, 100), loop(1, 0, 200), loop(0, 101, 300, 'write'), loop(1, 203, 400, 'write')])
+    expect(gaps.hostAdded.map(({ gap }) => gap)).to.deep.equal([1, 3])
+  })
+
+  it('names the tool a request carries the result of, and none for a turn\'s first request', () => {
+    const call = { role: 'assistant', tool_calls: [{ id: 'c1', function: { name: 'write' } }] }
+    expect(carriedTool([{ role: 'system' }, call, { role: 'tool', tool_call_id: 'c1' }])).to.equal('write')
+    expect(carriedTool([{ role: 'system' }, call, { role: 'tool', tool_call_id: 'gone' }])).to.equal('?')
+    expect(carriedTool([{ role: 'system' }, { role: 'user', content: 'go' }])).to.equal(undefined)
+  })
+
+  it('sets the gaps after the completion gate\'s checks apart, with their share of the host-added time', () => {
+    const split = splitByChecks([{ gap: 10, after: 'write' }, { gap: 60, after: 'task_request_completion' }, { gap: 30, after: 'text' }], ['task_request_completion'])
+    expect(split.host).to.deep.equal([10, 30])
+    expect(split.checks).to.deep.equal([60])
+    expect(split.checksShare).to.equal(0.6)
+    expect(splitByChecks([], ['task_request_completion']).checksShare).to.equal(0)
+  })
+})
