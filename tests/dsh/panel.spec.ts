@@ -183,7 +183,8 @@ describe('the Taskward panel in DSH\'s own web app', function () {
       { origin: 'http://evil.example', 'sec-fetch-site': 'cross-site' },
       { origin: 'http://evil.example', 'sec-fetch-site': 'same-origin' },
       { origin: web.origin, 'sec-fetch-site': 'same-site' },
-      { origin: web.origin },
+      // No Sec-Fetch-Site (a plain-http page): the Origin must be the Host — another port is not.
+      { origin: web.origin.replace(/:(\d+)$/, (_, port) => `:${Number(port) + 1}`) },
       // A DNS-rebound page: to the browser it is same-origin, but the Host is not this DSH's.
       { origin: 'http://evil.example', 'sec-fetch-site': 'same-origin', host: 'evil.example' },
     ]) {
@@ -192,7 +193,10 @@ describe('the Taskward panel in DSH\'s own web app', function () {
       expect(JSON.parse(refused.body).code).to.equal('FORBIDDEN')
       expect(refused.headers['set-cookie']).to.equal(undefined)
     }
-    // What the browser sends from DSH's own page gets the cookie…
+    // What a browser sends from DSH's own page over plain http to a trusted host (no Fetch Metadata) gets the cookie…
+    const plain = await grant({ origin: web.origin })
+    expect(plain.status, 'no Sec-Fetch-Site, Origin = Host').to.equal(204)
+    // …and so does what it sends on loopback.
     const granted = await grant({ origin: web.origin, 'sec-fetch-site': 'same-origin' })
     expect(granted.status).to.equal(204)
     const cookie = /taskward_token=([^;]+)/.exec(String(granted.headers['set-cookie'] ?? ''))![1]
