@@ -1,7 +1,7 @@
 import { createElement as h, useState, useSyncExternalStore } from 'react'
 import type { ActionView, ProposalView, ReviewView, TaskDetailView } from '@taskward/protocol'
 import { Dag } from './dag'
-import { storeFor, type Outcome, type PanelView, type TaskStore } from './store'
+import { FRAMED_NOTE, storeFor, type Outcome, type PanelView, type TaskStore } from './store'
 
 /*
  * The Taskward panel for the DSH session in view: small components over one task store. Everything it
@@ -51,7 +51,7 @@ function Actions({ store, view, busy }: { store: TaskStore, view: PanelView, bus
     }, action.label)))
 }
 
-function Impact({ store, proposal, task, busy }: { store: TaskStore, proposal: ProposalView, task?: TaskDetailView, busy: boolean }) {
+function Impact({ store, proposal, task, busy, decidable }: { store: TaskStore, proposal: ProposalView, task?: TaskDetailView, busy: boolean, decidable: boolean }) {
   const own = proposal.artifact.own
   const deps = proposal.artifact.dependencies
   const stamp = `${plural(own.files, 'file')}, ${size(own.bytes)}${deps ? `; dependencies: ${plural(deps.files, 'file')}, ${size(deps.bytes)}` : ''}`
@@ -72,9 +72,10 @@ function Impact({ store, proposal, task, busy }: { store: TaskStore, proposal: P
       : h('p', { className: 'tw-muted' }, 'No evidence events were cited.'),
     task ? h(Dag, { task, affected: proposal.affectedNodeIds, roots: proposal.rootNodeIds, label: 'impact' }) : null,
     h('p', { className: 'tw-note' }, `Confirming reopens task ${proposal.taskId} for acceptance cycle ${(task?.acceptanceCycle ?? 1) + 1}: the affected nodes get a new attempt and a new review; the others keep their acceptance.`),
-    h('div', { className: 'tw-actions' },
+    // The buttons only where the view allows the decision (a framed page's view allows nothing).
+    decidable ? h('div', { className: 'tw-actions' },
       h('button', { type: 'button', className: 'tw-primary', disabled: busy, 'data-action': 'confirm', onClick: () => decide('confirm') }, 'Confirm reopening'),
-      h('button', { type: 'button', disabled: busy, 'data-action': 'decline', onClick: () => decide('decline') }, 'Decline')))
+      h('button', { type: 'button', disabled: busy, 'data-action': 'decline', onClick: () => decide('decline') }, 'Decline')) : null)
 }
 
 function ProposeForm({ store, task, busy }: { store: TaskStore, task: TaskDetailView, busy: boolean }) {
@@ -156,12 +157,13 @@ export function TaskPanel({ base, sessionId }: { base: string, sessionId: string
     const proposal = view.proposals.find((p) => p.id === view.awaitingDecision)
     const target = proposal ? [current, ...view.history].find((t) => t && t.id === proposal.taskId) : undefined
     return [
+      state.framed ? h('p', { key: 'framed', className: 'tw-outcome tw-refusal', role: 'note', 'data-framed': 'true' }, FRAMED_NOTE) : null,
       view.poisoned ? h('div', { key: 'poisoned', className: 'tw-outcome tw-refusal', role: 'alert' }, `Blocked: ${view.poisoned.message}`) : null,
       h(OutcomeLine, { key: 'outcome', outcome: state.outcome, advice: view.advice }),
       current ? h('p', { key: 'objective', className: 'tw-objective' }, current.objective)
         : h('p', { key: 'none', className: 'tw-muted' }, 'No task in this session: type /task new <objective> to start a supervised one.'),
       h(Actions, { key: 'actions', store, view, busy: state.busy }),
-      proposal ? h(Impact, { key: 'impact', store, proposal, task: target, busy: state.busy }) : null,
+      proposal ? h(Impact, { key: 'impact', store, proposal, task: target, busy: state.busy, decidable: view.actions.some((a) => a.id === 'confirm' && a.proposalId === proposal.id) }) : null,
       current ? h(TaskBody, { key: 'task', store, task: current, view, busy: state.busy,
         affected: proposal?.taskId === current.id ? proposal.affectedNodeIds : [], roots: proposal?.taskId === current.id ? proposal.rootNodeIds : [] }) : null,
       h(Recovery, { key: 'recovery', view }),

@@ -25,7 +25,23 @@ export interface StoreState {
   outcome?: Outcome
   busy: boolean
   live: boolean
+  /**
+   * DSH's page is inside another page's frame: the panel shows the view read-only (no login, no
+   * actions), since a click there may be the framing page's (clickjacking; rc.8 sends no frame-ancestors).
+   */
+  framed?: boolean
 }
+
+/** Whether this page is framed by another (a cross-origin top throws on access: also framed). */
+export function isFramed(): boolean {
+  try {
+    return window.top !== window.self
+  } catch {
+    return true
+  }
+}
+
+export const FRAMED_NOTE = 'DSH is shown inside another page, so the Taskward panel is read-only here (a click could be that page\'s). Open DSH in its own tab to act.'
 
 /**
  * The page's Taskward login without a copied token: one POST to `<base>/panel/grant`, which the adapter
@@ -77,6 +93,12 @@ export class TaskStore {
   }
 
   async start() {
+    if (isFramed()) {
+      // No grant and no action; a cookie the browser already holds may still show the view, read-only.
+      this.set({ framed: true })
+      await this.load()
+      return
+    }
     if (!(await grant(this.base))) {
       this.set({ error: { code: 'UNAUTHORIZED', error: 'This page could not log in to Taskward (the request was not from DSH\'s own page).' } })
       return
@@ -111,11 +133,16 @@ export class TaskStore {
         const response = await fetch(this.path('/console/sessions/:id/view'), { credentials: 'same-origin', headers: { accept: 'application/json' } })
           .catch(() => undefined)
         if (!response) this.set({ error: { code: 'NETWORK', error: 'DSH could not be reached.' } })
-        else if (!response.ok) this.set({ error: await json(response) })
-        else this.set({ view: await json(response), error: undefined })
+        else if (!response.ok) this.set({ error: this.state.framed ? { code: 'FRAMED', error: FRAMED_NOTE } : await json(response) })
+        else this.set({ view: this.readable(await json(response)), error: undefined })
       } while (this.again)
     })().finally(() => { this.loading = undefined })
     return this.loading
+  }
+
+  /** The view as this page may use it: framed, without its actions. */
+  private readable(view: PanelView): PanelView {
+    return this.state.framed ? { ...view, actions: [] } : view
   }
 
   /** A `/task …` line through DSH's own command door (it shows in the conversation as if typed). */
@@ -157,6 +184,10 @@ export class TaskStore {
   }
 
   private async act(action: string, run: () => Promise<Omit<Outcome, 'action'>>) {
+    if (this.state.framed) {
+      this.set({ outcome: { ok: false, status: 0, body: { code: 'FRAMED', error: FRAMED_NOTE }, action } })
+      return
+    }
     this.set({ busy: true, outcome: undefined })
     let outcome: Outcome
     try {

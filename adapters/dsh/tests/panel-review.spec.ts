@@ -231,6 +231,37 @@ describe('review-b: DSH\'s page framed by a page on another loopback port (same-
       await page.close()
     }
   })
+
+  it('stays read-only when framed after the user logged in at the top level (the Strict cookie goes with a same-site frame)', async () => {
+    const context = await browser.newContext()
+    try {
+      const top = await context.newPage()
+      await top.goto(`http://127.0.0.1:${dshPort}/`)
+      const own = await top.evaluate(async () => {
+        const store = (globalThis as any).TW.storeFor('/taskward', 's1')
+        for (let i = 0; i < 30 && !store.state.view; i++) await new Promise((resolve) => setTimeout(resolve, 100))
+        return store.state
+      })
+      expect(own.view?.actions?.map((a: { id: string }) => a.id), 'DSH in its own tab acts').to.deep.equal(['approve'])
+      grants.length = 0
+      const page = await context.newPage()
+      await page.goto(`http://127.0.0.1:${otherPort}/`)
+      const frame = page.frames().find((f) => f.url() === `http://127.0.0.1:${dshPort}/`)!
+      await frame.waitForFunction('!!globalThis.TW')
+      const state = await frame.evaluate(async () => {
+        const store = (globalThis as any).TW.storeFor('/taskward', 's1')
+        for (let i = 0; i < 30 && !store.state.view && !store.state.error; i++) await new Promise((resolve) => setTimeout(resolve, 100))
+        await store.command({ id: 'approve', command: '/task approve t@3' })
+        return store.state
+      })
+      expect(state.framed).to.equal(true)
+      expect(state.view, 'the view, read-only').to.deep.equal({ actions: [] })
+      expect(state.outcome?.body?.code, 'a click is refused in the page').to.equal('FRAMED')
+      expect(grants, 'no grant asked from the frame').to.deep.equal([])
+    } finally {
+      await context.close()
+    }
+  })
 })
 
 describe('review-b: trusted hosts are matched as DSH matches them', () => {
