@@ -121,6 +121,7 @@ describe('review-b: the panel in DSH\'s page (browser facts)', function () {
       await page.goto(`http://localhost:${port}/`)
       const seen = await page.evaluate(async () => {
         const store = (globalThis as any).TW.storeFor('/taskward', 'reconnecting')
+        store.subscribe(() => {}) // as the panel's useSyncExternalStore does: the stream is open while subscribed
         for (let i = 0; i < 50 && !(store.state.view && store.state.live); i++) await new Promise((resolve) => setTimeout(resolve, 100))
         const first = store.state.view.session.seq
         // The stream drops, the session moves on, the browser reconnects and DSH's stream says ready again.
@@ -145,8 +146,9 @@ describe('review-b: the panel in DSH\'s page (browser facts)', function () {
         await page.evaluate(async (id) => {
           const store = (globalThis as any).TW.storeFor('/taskward', `session-${id}`)
           const off = store.subscribe(() => {})
-          await new Promise((resolve) => setTimeout(resolve, 300))
+          for (let n = 0; n < 50 && !store.state.live; n++) await new Promise((resolve) => setTimeout(resolve, 100))
           off()
+          if (!store.state.live) throw new Error(`session-${id}: the shown session's stream never opened`)
         }, i)
       }
       const reached = await page.evaluate(() => Promise.race([
@@ -155,6 +157,14 @@ describe('review-b: the panel in DSH\'s page (browser facts)', function () {
       ]))
       expect(reached).to.equal('pong')
       expect(openStreams, 'event streams left open for sessions no longer shown').to.be.at.most(1)
+      // A session shown again gets a fresh store and its stream again.
+      const again = await page.evaluate(async () => {
+        const store = (globalThis as any).TW.storeFor('/taskward', 'session-1')
+        store.subscribe(() => {})
+        for (let n = 0; n < 50 && !store.state.live; n++) await new Promise((resolve) => setTimeout(resolve, 100))
+        return store.state.live
+      })
+      expect(again, 'session-1 live again').to.equal(true)
     } finally {
       await page.close()
     }
