@@ -5,6 +5,7 @@ import type { Browser, Page } from 'playwright-core'
 import { readFile } from 'node:fs/promises'
 import { request, type IncomingHttpHeaders } from 'node:http'
 import { createRequire } from 'node:module'
+import { impactNote, repairOutcomeText, STAMP_CAVEAT } from '@taskward/protocol'
 import { launchBrowser } from '../console-fixtures'
 import { PASSING_RECOVERY, useDsh, type DshWeb } from './dsh-host'
 import { carriedEvents, execute, repairRecords, reopenedStates, replyJson, taskward, waitFor } from './dsh-api'
@@ -101,6 +102,8 @@ describe('the Taskward panel in DSH\'s own web app', function () {
     await impact.waitFor()
     expect(await impact.locator('.tw-affected-list').textContent()).to.equal('a, b')
     expect(await impact.locator('.tw-roots').textContent()).to.equal('a')
+    // The same words as the console's impact panel (the view's, @taskward/protocol impact-text.ts).
+    expect(await impact.locator('.tw-note').textContent()).to.equal(impactNote((await status(sessionId)).task.id, 1)).and.to.include(STAMP_CAVEAT)
     expect(await panelViolations(page)).to.deep.equal([])
     await page.screenshot({ path: join(out, 'impact-1280.png') })
     // A phone: DSH's app at 375 px, opened fresh (DSH lays itself out for the width it starts at).
@@ -146,6 +149,12 @@ describe('the Taskward panel in DSH\'s own web app', function () {
     await impact.locator('button[data-action="confirm"]').click()
     await panel.locator('.tw-success[data-outcome="reopened"]').waitFor({ timeout: 60_000 })
     const after = await status(sessionId)
+    // The console's outcome words (the route's message); the reopened revision is the one the click made
+    // (the agent has moved the task on since).
+    const said = String(await panel.locator('.tw-success[data-outcome="reopened"]').textContent())
+    const revision = Number(/\(revision (\d+)\)/.exec(said)?.[1])
+    expect(revision).to.be.within(before.task.revision + 1, after.task.revision)
+    expect(said, 'the console\'s outcome words').to.equal(repairOutcomeText({ outcome: 'reopened', taskId: after.task.id, revision, acceptanceCycle: 2, affectedNodeIds: ['a', 'b'] }))
     expect(after.task.acceptanceCycle).to.equal(2)
     expect(after.task.revision).to.be.greaterThan(before.task.revision)
     const carried = await history(sessionId)
