@@ -96,5 +96,8 @@ describe('the bundle\'s client declaration (pack:dsh), read as DSH rc.8 reads it
   it('refuses a bundle that does not register itself under the package\'s name', async () => {
     await writeFile(join(dir, 'other.js'), 'console.log("not a client module")\n')
     expect(() => checkClientPackage(pkg({ platform: 'web' }, { './client': './other.js' }), dir)).to.throw(/does not register itself/)
+    // rc.8's scan does not check this; the message must not say it does.
+    expect(() => checkClientPackage(pkg({ platform: 'web' }, { './client': './other.js' }), dir)).to.throw(/pack:dsh's own check/)
+      .with.property('message').that.does.not.match(/rc\.8 would refuse/)
   })
 })
