@@ -36,6 +36,8 @@ describe('review-b: the panel in DSH\'s page (browser facts)', function () {
   const grants: IncomingHttpHeaders[] = []
   let openStreams = 0
   const reconnect = { seq: 5, streams: 0 }
+  // A DSH restart under an open stream: the old cookie is refused (view and stream) until a new grant.
+  const restart = { on: false, granted: 0, end: undefined as undefined | (() => void) }
   let storeJs = ''
 
   before(async () => {
@@ -53,6 +55,7 @@ describe('review-b: the panel in DSH\'s page (browser facts)', function () {
         res.writeHead(200, { 'content-type': 'text/javascript' })
         res.end(storeJs)
       } else if (url.pathname === '/taskward/panel/grant') {
+        if (restart.on) restart.granted++
         grants.push(req.headers)
         res.writeHead(204)
         res.end()
@@ -64,6 +67,18 @@ describe('review-b: the panel in DSH\'s page (browser facts)', function () {
         res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store' })
         res.write(`retry: 500\nevent: ready\ndata: ${JSON.stringify({ seq: reconnect.seq })}\n\n`)
         if (reconnect.streams++ === 0) setTimeout(() => { reconnect.seq = 7; res.end() }, 300)
+      } else if (url.pathname.endsWith('/restarting/view') || url.pathname.endsWith('/restarting/events')) {
+        if (restart.on && !restart.granted) {
+          res.writeHead(401, { 'content-type': 'application/json' })
+          res.end('{"code":"UNAUTHORIZED","error":"stale cookie"}')
+        } else if (url.pathname.endsWith('/view')) {
+          res.writeHead(200, { 'content-type': 'application/json' })
+          res.end(JSON.stringify({ session: { seq: 1 } }))
+        } else {
+          res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store' })
+          res.write('retry: 300\nevent: ready\ndata: {"seq":0}\n\n')
+          restart.end = () => res.end()
+        }
       } else if (/\/view$/.test(url.pathname)) {
         res.writeHead(200, { 'content-type': 'application/json' })
         res.end('{}')
@@ -131,6 +146,34 @@ describe('review-b: the panel in DSH\'s page (browser facts)', function () {
       expect(seen.first).to.equal(5)
       expect(seen.live, 'reconnected').to.equal(true)
       expect(seen.after, 'the panel after the reconnect').to.equal(7)
+    } finally {
+      await page.close()
+    }
+  })
+
+  it('reopens its event stream after DSH restarts under it (the stream is refused until the panel logs in again)', async () => {
+    const page = await browser.newPage()
+    try {
+      await page.goto(`http://127.0.0.1:${port}/`)
+      expect(await page.evaluate(async () => {
+        const store = (globalThis as any).TW.storeFor('/taskward', 'restarting')
+        store.subscribe(() => {})
+        for (let i = 0; i < 50 && !store.state.live; i++) await new Promise((resolve) => setTimeout(resolve, 100))
+        return store.state.live
+      }), 'live before the restart').to.equal(true)
+      restart.on = true
+      restart.end!()
+      const after = await page.evaluate(async () => {
+        const store = (globalThis as any).TW.storeFor('/taskward', 'restarting')
+        for (let i = 0; i < 20 && store.state.live; i++) await new Promise((resolve) => setTimeout(resolve, 100))
+        const dropped = !store.state.live
+        for (let i = 0; i < 100 && !store.state.live; i++) await new Promise((resolve) => setTimeout(resolve, 100))
+        return { dropped, live: store.state.live, error: store.state.error }
+      })
+      expect(after.dropped, 'the stream went down').to.equal(true)
+      expect(restart.granted, 'grants after the restart').to.equal(1)
+      expect(after.live, `live again: ${JSON.stringify(after)}`).to.equal(true)
+      expect(after.error).to.equal(undefined)
     } finally {
       await page.close()
     }
