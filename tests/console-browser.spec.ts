@@ -3,6 +3,7 @@ import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { TOKEN_COOKIE } from '@taskward/host'
+import { impactNote, STAMP_CAVEAT } from '@taskward/protocol'
 import { bootDemoHost, launchBrowser, openSession, repairRecords, screenshot, until, type DemoHost } from './console-fixtures'
 
 /** The console in a real browser (Debian chromium through playwright-core) against a real host. */
@@ -50,6 +51,8 @@ describe('console in the browser', function () {
     expect(await page.textContent('#impact .affected-list')).to.equal('en, cli')
     expect(await page.textContent('#impact .evidence')).to.include('read')
     expect(await page.textContent('#impact .stamp')).to.match(/\d+ files, .* digest [0-9a-f]{12}/)
+    // The impact panel's words are the view's (one place, shared with DSH's panel): the note with the stamp's caveat.
+    expect(await page.textContent('#impact .note')).to.equal(impactNote((await phase()).id, 1)).and.to.include(STAMP_CAVEAT)
     expect(await page.locator('#current table.reviews tbody tr').count()).to.equal(6)
     expect(await page.locator('#overview-link a[href="#impact"]').count()).to.equal(1)
     await screenshot(page, 'impact')

@@ -308,8 +308,12 @@ describe('console: narrow screens, dark mode, cached assets', function () {
         expect(dag.drawn, scope).to.equal(dag.natural)
         expect(dag.scroll, scope).to.be.greaterThan(dag.box)
       }
-      // Checkbox targets are at least 24 px.
-      const box = await page.locator('#propose-current-root-en').boundingBox()
+      // No propose form while a repair waits for a decision (the view offers no propose-repair action then).
+      expect(await page.locator('#current form.propose').count(), 'propose form beside a pending decision').to.equal(0)
+      // Checkbox targets are at least 24 px: the form's styles, measured on a form of the same markup.
+      await page.evaluate(`document.querySelector('#current').insertAdjacentHTML('beforeend',
+        '<form class="propose"><fieldset><div class="check"><input type="checkbox" id="probe-root"><label for="probe-root">a</label></div></fieldset></form>')`)
+      const box = await page.locator('#probe-root').boundingBox()
       expect(box!.width).to.be.at.least(24)
       expect(box!.height).to.be.at.least(24)
       expect(await axeViolations(page)).to.deep.equal([])

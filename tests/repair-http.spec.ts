@@ -53,7 +53,8 @@ describe('repair over HTTP', () => {
     expect(proposed.status).to.equal(200)
     expect(proposed.body).to.include({ ok: true, outcome: 'proposed' })
     const again = await post({ action: 'propose', taskId: task.id, revision: task.revision, reason, rootNodeIds: ['b'] })
-    expect(again.body).to.deep.equal({ ok: true, outcome: 'identical-pending', proposalId: proposed.body.proposalId })
+    expect(again.body).to.deep.equal({ ok: true, outcome: 'identical-pending', proposalId: proposed.body.proposalId,
+      message: 'The same repair is already waiting for a decision; nothing new was recorded.' })
     const [record] = await records(session, REPAIR_NAMESPACE, 'proposal')
     expect(record.data.payload.source).to.equal('user')
     expect(record.data.payload.title).to.equal(reason.slice(0, 80).trim())
@@ -74,7 +75,8 @@ describe('repair over HTTP', () => {
     expect(results.map((r) => r.status)).to.deep.equal([200, 200])
     expect(results.map((r) => r.body.outcome).sort()).to.deep.equal(['already-applied', 'reopened'])
     const reopened = results.find((r) => r.body.outcome === 'reopened')!.body
-    expect(reopened).to.deep.equal({ ok: true, outcome: 'reopened', taskId: done.id, revision: done.revision + 1, acceptanceCycle: 2, affectedNodeIds: ['b', 'c', 'd'] })
+    expect(reopened).to.deep.equal({ ok: true, outcome: 'reopened', taskId: done.id, revision: done.revision + 1, acceptanceCycle: 2, affectedNodeIds: ['b', 'c', 'd'],
+      message: `Reopened: task ${done.id} is in acceptance cycle 2 (revision ${done.revision + 1}). Affected nodes b, c, d wait for a new attempt; the agent continues.` })
     await allIdle(host, session)
     expect(await receipts(session)).to.have.length(1)
     expect(await reopens(session)).to.have.length(1)
@@ -82,7 +84,8 @@ describe('repair over HTTP', () => {
     expect(host.scripted.served.length).to.equal(served + 1)
 
     const third = await click('confirm', answer)
-    expect(third.body).to.deep.equal({ ...reopened, outcome: 'already-applied' })
+    expect(third.body).to.deep.equal({ ...reopened, outcome: 'already-applied',
+      message: `This repair was already applied: task ${done.id} is in acceptance cycle 2. Nothing more happened.` })
     await allIdle(host, session)
     expect(await receipts(session)).to.have.length(1)
     expect(await followups(session)).to.equal(before + 1)
@@ -120,8 +123,9 @@ describe('repair over HTTP', () => {
   it('declines idempotently; the task stays complete and write stays denied', async () => {
     const done = await completeDiamond(host, session)
     const answer = await proposeRepair(host, session, ['c'])
-    expect((await click('decline', answer)).body).to.deep.equal({ ok: true, outcome: 'declined' })
-    expect((await click('decline', answer)).body).to.deep.equal({ ok: true, outcome: 'already-declined' })
+    const declined = 'Declined: the task stays complete. The agent still cannot change files without a confirmed repair.'
+    expect((await click('decline', answer)).body).to.deep.equal({ ok: true, outcome: 'declined', message: declined })
+    expect((await click('decline', answer)).body).to.deep.equal({ ok: true, outcome: 'already-declined', message: declined })
     expect((await host.ctx.supervisor.state(session)).current).to.deep.equal(done)
     await refused(host, session, 'write', { path: 'src/totals.ts', content: 'broken' }, 'REPAIR_CONFIRMATION_REQUIRED')
     await fileIs(cwd, 'src/totals.ts', ORIGINAL)

@@ -68,5 +68,9 @@ export function checkClientPackage(pkg, dir) {
   const file = join(dir, rel)
   if (!existsSync(file)) fail(`exports["./client"] names ${rel}, which is not in the package`)
   const text = readFileSync(file, 'utf8')
-  if (!text.startsWith(`window.__ModuleLoader__.load({id:${JSON.stringify(pkg.name)},`)) fail(`${rel} does not register itself as ${pkg.name} with window.__ModuleLoader__.load`)
+  // Our own check, not rc.8's scan: rc.8 serves whatever file is named, but one that does not register
+  // under the package's name is not the module DSH's page then asks for, so the panel would not appear.
+  if (!text.startsWith(`window.__ModuleLoader__.load({id:${JSON.stringify(pkg.name)},`)) {
+    throw new Error(`dsh.client: ${rel} does not register itself as ${pkg.name} with window.__ModuleLoader__.load (pack:dsh's own check: DSH would load it, but the panel would not appear)`)
+  }
 }

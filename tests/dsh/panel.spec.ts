@@ -5,6 +5,7 @@ import type { Browser, Page } from 'playwright-core'
 import { readFile } from 'node:fs/promises'
 import { request, type IncomingHttpHeaders } from 'node:http'
 import { createRequire } from 'node:module'
+import { impactNote, repairOutcomeText, STAMP_CAVEAT } from '@taskward/protocol'
 import { launchBrowser } from '../console-fixtures'
 import { PASSING_RECOVERY, useDsh, type DshWeb } from './dsh-host'
 import { carriedEvents, execute, repairRecords, reopenedStates, replyJson, taskward, waitFor } from './dsh-api'
@@ -101,6 +102,8 @@ describe('the Taskward panel in DSH\'s own web app', function () {
     await impact.waitFor()
     expect(await impact.locator('.tw-affected-list').textContent()).to.equal('a, b')
     expect(await impact.locator('.tw-roots').textContent()).to.equal('a')
+    // The same words as the console's impact panel (the view's, @taskward/protocol impact-text.ts).
+    expect(await impact.locator('.tw-note').textContent()).to.equal(impactNote((await status(sessionId)).task.id, 1)).and.to.include(STAMP_CAVEAT)
     expect(await panelViolations(page)).to.deep.equal([])
     await page.screenshot({ path: join(out, 'impact-1280.png') })
     // A phone: DSH's app at 375 px, opened fresh (DSH lays itself out for the width it starts at).
@@ -146,6 +149,12 @@ describe('the Taskward panel in DSH\'s own web app', function () {
     await impact.locator('button[data-action="confirm"]').click()
     await panel.locator('.tw-success[data-outcome="reopened"]').waitFor({ timeout: 60_000 })
     const after = await status(sessionId)
+    // The console's outcome words (the route's message); the reopened revision is the one the click made
+    // (the agent has moved the task on since).
+    const said = String(await panel.locator('.tw-success[data-outcome="reopened"]').textContent())
+    const revision = Number(/\(revision (\d+)\)/.exec(said)?.[1])
+    expect(revision).to.be.within(before.task.revision + 1, after.task.revision)
+    expect(said, 'the console\'s outcome words').to.equal(repairOutcomeText({ outcome: 'reopened', taskId: after.task.id, revision, acceptanceCycle: 2, affectedNodeIds: ['a', 'b'] }))
     expect(after.task.acceptanceCycle).to.equal(2)
     expect(after.task.revision).to.be.greaterThan(before.task.revision)
     const carried = await history(sessionId)
@@ -183,7 +192,8 @@ describe('the Taskward panel in DSH\'s own web app', function () {
       { origin: 'http://evil.example', 'sec-fetch-site': 'cross-site' },
       { origin: 'http://evil.example', 'sec-fetch-site': 'same-origin' },
       { origin: web.origin, 'sec-fetch-site': 'same-site' },
-      { origin: web.origin },
+      // No Sec-Fetch-Site (a plain-http page): the Origin must be the Host — another port is not.
+      { origin: web.origin.replace(/:(\d+)$/, (_, port) => `:${Number(port) + 1}`) },
       // A DNS-rebound page: to the browser it is same-origin, but the Host is not this DSH's.
       { origin: 'http://evil.example', 'sec-fetch-site': 'same-origin', host: 'evil.example' },
     ]) {
@@ -192,10 +202,16 @@ describe('the Taskward panel in DSH\'s own web app', function () {
       expect(JSON.parse(refused.body).code).to.equal('FORBIDDEN')
       expect(refused.headers['set-cookie']).to.equal(undefined)
     }
-    // What the browser sends from DSH's own page gets the cookie…
+    // What a browser sends from DSH's own page over plain http to a trusted host (no Fetch Metadata) gets the cookie…
+    const plain = await grant({ origin: web.origin })
+    expect(plain.status, 'no Sec-Fetch-Site, Origin = Host').to.equal(204)
+    // …and so does what it sends on loopback.
     const granted = await grant({ origin: web.origin, 'sec-fetch-site': 'same-origin' })
     expect(granted.status).to.equal(204)
-    const cookie = /taskward_token=([^;]+)/.exec(String(granted.headers['set-cookie'] ?? ''))![1]
+    const setCookie = String(granted.headers['set-cookie'] ?? '')
+    const cookie = /taskward_token=([^;]+)/.exec(setCookie)![1]
+    // One cookie for the panel and the login links: at the prefix, HttpOnly, SameSite=Strict.
+    expect(setCookie.split(';').map((part) => part.trim()), setCookie).to.include.members(['Path=/taskward', 'HttpOnly', 'SameSite=Strict'])
     // …and even with it, a click from another origin is refused; without it, every click is 401.
     const task = (await status(sessionId)).task
     const body = JSON.stringify({ action: 'confirm', proposalId: 'nope', taskId: task.id, revision: task.revision })
@@ -207,8 +223,12 @@ describe('the Taskward panel in DSH\'s own web app', function () {
       expect(bare.status, decline).to.equal(401)
     }
     expect((await taskward(web, `/api/console/sessions/${sessionId}/view`)).status, 'the view needs the login too').to.equal(401)
-    const carried = await history(sessionId)
-    expect(repairRecords(carried, 'confirm')).to.have.length(0)
-    expect(repairRecords(carried, 'decline')).to.have.length(0)
+    // The same body with the cookie from DSH's own origin passes admission and reaches the repair service,
+    // which refuses it on its merits (there is no such proposal): so the 403 and 401 above were admission's.
+    // (The real proposal, clicked without the page, is the first test's.)
+    const admitted = await fetch(repairUrl, { method: 'POST', headers: { cookie: `taskward_token=${cookie}`, origin: web.origin, 'content-type': 'application/json' }, body })
+    const answer = await admitted.json() as { code?: string }
+    expect([401, 403], `admitted: ${JSON.stringify(answer)}`).to.not.include(admitted.status)
+    expect(answer.code, JSON.stringify(answer)).to.be.a('string').and.not.to.be.oneOf(['UNAUTHORIZED', 'FORBIDDEN'])
   })
 })

@@ -1,7 +1,7 @@
 import { createElement as h, useState, useSyncExternalStore } from 'react'
 import type { ActionView, ProposalView, ReviewView, TaskDetailView } from '@taskward/protocol'
 import { Dag } from './dag'
-import { storeFor, type Outcome, type PanelView, type TaskStore } from './store'
+import { FRAMED_NOTE, storeFor, type Outcome, type PanelView, type TaskStore } from './store'
 
 /*
  * The Taskward panel for the DSH session in view: small components over one task store. Everything it
@@ -10,8 +10,6 @@ import { storeFor, type Outcome, type PanelView, type TaskStore } from './store'
  */
 
 const when = (ms?: number) => ms === undefined ? 'not recorded' : new Date(ms).toLocaleString()
-const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? '' : 's'}`
-const size = (n: number) => n < 1024 ? `${n} B` : n < 1 << 20 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / (1 << 20)).toFixed(1)} MiB`
 
 function Facts({ rows }: { rows: [string, unknown][] }) {
   return h('dl', { className: 'tw-facts' }, rows.flatMap(([term, value]) => [h('dt', { key: `t-${term}` }, term), h('dd', { key: `d-${term}` }, value)]))
@@ -30,11 +28,8 @@ function OutcomeLine({ outcome, advice }: { outcome?: Outcome, advice?: Record<s
       h('p', null, String(outcome.body?.error ?? '')))
   }
   const body = outcome.body ?? {}
-  const text = body.outcome === 'reopened' ? `Reopened: task ${body.taskId} is in acceptance cycle ${body.acceptanceCycle}; the affected nodes (${(body.affectedNodeIds ?? []).join(', ')}) get a new attempt.`
-    : body.outcome === 'already-applied' ? `Already applied: task ${body.taskId} is in acceptance cycle ${body.acceptanceCycle}. Nothing more happened.`
-      : body.outcome === 'declined' || body.outcome === 'already-declined' ? 'Declined: the task stays complete.'
-        : body.outcome === 'proposed' ? 'Proposed: the repair waits for a decision below.'
-          : body.text ? String(body.text).split('\n')[0] : `Done (${body.outcome}).`
+  // A repair click: the route's message (@taskward/protocol impact-text.ts, the console's words too); a `/task` line: DSH's answer.
+  const text = body.message ? String(body.message) : body.text ? String(body.text).split('\n')[0] : `Done (${body.outcome}).`
   return h('div', { className: 'tw-outcome tw-success', role: 'status', 'data-outcome': String(body.outcome ?? outcome.action) }, h('p', null, text))
 }
 
@@ -51,10 +46,7 @@ function Actions({ store, view, busy }: { store: TaskStore, view: PanelView, bus
     }, action.label)))
 }
 
-function Impact({ store, proposal, task, busy }: { store: TaskStore, proposal: ProposalView, task?: TaskDetailView, busy: boolean }) {
-  const own = proposal.artifact.own
-  const deps = proposal.artifact.dependencies
-  const stamp = `${plural(own.files, 'file')}, ${size(own.bytes)}${deps ? `; dependencies: ${plural(deps.files, 'file')}, ${size(deps.bytes)}` : ''}`
+function Impact({ store, proposal, task, busy, decidable }: { store: TaskStore, proposal: ProposalView, task?: TaskDetailView, busy: boolean, decidable: boolean }) {
   const decide = (action: 'confirm' | 'decline') => store.repair({ action, proposalId: proposal.id, taskId: proposal.taskId, revision: task?.revision ?? proposal.taskRevision })
   return h('section', { className: 'tw-section tw-impact', 'aria-labelledby': 'tw-impact', 'data-proposal-id': proposal.id },
     h('h3', { id: 'tw-impact' }, `Repair proposed: ${proposal.title}`),
@@ -63,7 +55,7 @@ function Impact({ store, proposal, task, busy }: { store: TaskStore, proposal: P
       ['Source', `${proposal.sourceLabel}${proposal.proposerSessionId ? ` (session ${proposal.proposerSessionId})` : ''}`],
       ['Root nodes', h('span', { className: 'tw-roots' }, proposal.rootNodeIds.join(', '))],
       ['Affected nodes', h('span', { className: 'tw-affected-list' }, proposal.affectedNodeIds.join(', '))],
-      ['Workspace stamp', h('span', null, `${stamp}, digest `, h('code', { title: proposal.artifact.digest }, proposal.artifact.shortDigest))],
+      ['Workspace stamp', h('span', null, `${proposal.text.stamp}, digest `, h('code', { title: proposal.artifact.digest }, proposal.artifact.shortDigest))],
       ['Proposed', `${when(proposal.proposedAt)} (seq ${proposal.proposedSeq})`],
     ] }),
     proposal.evidence.length
@@ -71,10 +63,11 @@ function Impact({ store, proposal, task, busy }: { store: TaskStore, proposal: P
         h('span', { className: 'tw-muted' }, `seq ${quote.seq}${quote.type ? ` ${quote.type}` : ' missing'}: `), quote.text)))
       : h('p', { className: 'tw-muted' }, 'No evidence events were cited.'),
     task ? h(Dag, { task, affected: proposal.affectedNodeIds, roots: proposal.rootNodeIds, label: 'impact' }) : null,
-    h('p', { className: 'tw-note' }, `Confirming reopens task ${proposal.taskId} for acceptance cycle ${(task?.acceptanceCycle ?? 1) + 1}: the affected nodes get a new attempt and a new review; the others keep their acceptance.`),
-    h('div', { className: 'tw-actions' },
+    h('p', { className: 'tw-note' }, proposal.text.note),
+    // The buttons only where the view allows the decision (a framed page's view allows nothing).
+    decidable ? h('div', { className: 'tw-actions' },
       h('button', { type: 'button', className: 'tw-primary', disabled: busy, 'data-action': 'confirm', onClick: () => decide('confirm') }, 'Confirm reopening'),
-      h('button', { type: 'button', disabled: busy, 'data-action': 'decline', onClick: () => decide('decline') }, 'Decline')))
+      h('button', { type: 'button', disabled: busy, 'data-action': 'decline', onClick: () => decide('decline') }, 'Decline')) : null)
 }
 
 function ProposeForm({ store, task, busy }: { store: TaskStore, task: TaskDetailView, busy: boolean }) {
@@ -156,12 +149,13 @@ export function TaskPanel({ base, sessionId }: { base: string, sessionId: string
     const proposal = view.proposals.find((p) => p.id === view.awaitingDecision)
     const target = proposal ? [current, ...view.history].find((t) => t && t.id === proposal.taskId) : undefined
     return [
+      state.framed ? h('p', { key: 'framed', className: 'tw-outcome tw-refusal', role: 'note', 'data-framed': 'true' }, FRAMED_NOTE) : null,
       view.poisoned ? h('div', { key: 'poisoned', className: 'tw-outcome tw-refusal', role: 'alert' }, `Blocked: ${view.poisoned.message}`) : null,
       h(OutcomeLine, { key: 'outcome', outcome: state.outcome, advice: view.advice }),
       current ? h('p', { key: 'objective', className: 'tw-objective' }, current.objective)
         : h('p', { key: 'none', className: 'tw-muted' }, 'No task in this session: type /task new <objective> to start a supervised one.'),
       h(Actions, { key: 'actions', store, view, busy: state.busy }),
-      proposal ? h(Impact, { key: 'impact', store, proposal, task: target, busy: state.busy }) : null,
+      proposal ? h(Impact, { key: 'impact', store, proposal, task: target, busy: state.busy, decidable: view.actions.some((a) => a.id === 'confirm' && a.proposalId === proposal.id) }) : null,
       current ? h(TaskBody, { key: 'task', store, task: current, view, busy: state.busy,
         affected: proposal?.taskId === current.id ? proposal.affectedNodeIds : [], roots: proposal?.taskId === current.id ? proposal.rootNodeIds : [] }) : null,
       h(Recovery, { key: 'recovery', view }),

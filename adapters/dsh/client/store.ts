@@ -25,7 +25,23 @@ export interface StoreState {
   outcome?: Outcome
   busy: boolean
   live: boolean
+  /**
+   * DSH's page is inside another page's frame: the panel shows the view read-only (no login, no
+   * actions), since a click there may be the framing page's (clickjacking; rc.8 sends no frame-ancestors).
+   */
+  framed?: boolean
 }
+
+/** Whether this page is framed by another (a cross-origin top throws on access: also framed). */
+export function isFramed(): boolean {
+  try {
+    return window.top !== window.self
+  } catch {
+    return true
+  }
+}
+
+export const FRAMED_NOTE = 'DSH is shown inside another page, so the Taskward panel is read-only here (a click could be that page\'s). Open DSH in its own tab to act.'
 
 /**
  * The page's Taskward login without a copied token: one POST to `<base>/panel/grant`, which the adapter
@@ -42,12 +58,25 @@ function grant(base: string): Promise<boolean> {
   return granted
 }
 
+/** A 401 after the grant: DSH restarted (a new random operator token), so the cookie is stale — log in again. */
+function regrant(base: string): Promise<boolean> {
+  granted = undefined
+  return grant(base)
+}
+
 async function json(response: Response): Promise<any> {
   return response.json().catch(() => ({ code: 'INTERNAL', error: `HTTP ${response.status}` }))
 }
 
 /** How long a burst of changes waits before one refetch (a transition appends several events). */
 const REFETCH_COALESCE_MS = 100
+/**
+ * How long a store outlives its last subscriber: one task — React unsubscribes the leaving component and
+ * subscribes the arriving one (the dock, the Task view) in one commit, so the stream is kept across it.
+ */
+const RELEASE_MS = 0
+/** How soon a stream DSH refused (a 401 after a restart) is retried after a new grant. */
+const REOPEN_MS = 2000
 
 export class TaskStore {
   state: StoreState = { busy: false, live: false }
@@ -56,13 +85,35 @@ export class TaskStore {
   private timer?: ReturnType<typeof setTimeout>
   private loading?: Promise<void>
   private again = false
-  users = 0
+  /** The last view read succeeded (the page is logged in): a stream may be opened. */
+  private readable_ = false
+  private release?: ReturnType<typeof setTimeout>
+  private reopen?: ReturnType<typeof setTimeout>
+  private disposed = false
 
-  constructor(readonly base: string, readonly sessionId: string) {}
+  /** `onRelease` drops the store from the page's table once nobody shows it. */
+  constructor(readonly base: string, readonly sessionId: string, private readonly onRelease: () => void = () => {}) {}
 
+  /**
+   * useSyncExternalStore's subscription, counted: the first subscriber opens the event stream, the last
+   * one's leaving closes it and drops the store (a page has 6 connections per origin under HTTP/1.1, and
+   * DSH's own /api calls need them).
+   */
   subscribe = (listener: () => void) => {
     this.listeners.add(listener)
-    return () => { this.listeners.delete(listener) }
+    if (this.release) clearTimeout(this.release)
+    this.release = undefined
+    this.openStream()
+    return () => {
+      this.listeners.delete(listener)
+      if (this.listeners.size || this.release) return
+      this.release = setTimeout(() => {
+        this.release = undefined
+        if (this.listeners.size) return
+        this.stop()
+        this.onRelease()
+      }, RELEASE_MS)
+    }
   }
 
   snapshot = () => this.state
@@ -77,20 +128,54 @@ export class TaskStore {
   }
 
   async start() {
+    if (isFramed()) {
+      // No grant and no action; a cookie the browser already holds may still show the view, read-only.
+      this.set({ framed: true })
+      await this.load()
+      return
+    }
     if (!(await grant(this.base))) {
       this.set({ error: { code: 'UNAUTHORIZED', error: 'This page could not log in to Taskward (the request was not from DSH\'s own page).' } })
       return
     }
     await this.load()
-    this.source = new EventSource(this.path('/console/sessions/:id/events'), { withCredentials: true })
-    this.source.addEventListener('ready', () => this.set({ live: true }))
-    this.source.addEventListener('changed', () => this.schedule())
-    this.source.addEventListener('error', () => this.set({ live: false }))
+  }
+
+  /** The session's event stream, while someone shows the store and the page may read it. */
+  private openStream() {
+    if (this.disposed || !this.listeners.size || !this.readable_) return
+    if (this.source && this.source.readyState !== EventSource.CLOSED) return
+    const source = new EventSource(this.path('/console/sessions/:id/events'), { withCredentials: true })
+    this.source = source
+    source.addEventListener('ready', (message) => {
+      this.set({ live: true })
+      // A (re)connect: whatever was appended while the stream was down. ready names the last seq.
+      let seq: unknown
+      try {
+        seq = JSON.parse((message as MessageEvent).data)?.seq
+      } catch {}
+      if (typeof seq !== 'number' || seq !== (this.state.view?.session?.seq ?? 0) - 1) this.schedule()
+    })
+    source.addEventListener('changed', () => this.schedule())
+    source.addEventListener('error', () => {
+      this.set({ live: false })
+      // EventSource retries a dropped connection itself, but gives up on an HTTP refusal (a 401 after a
+      // DSH restart): read the view again (which logs in again), and that reopens the stream.
+      if (source.readyState !== EventSource.CLOSED || this.source !== source) return
+      this.source = undefined
+      this.reopen ??= setTimeout(() => {
+        this.reopen = undefined
+        void this.load()
+      }, REOPEN_MS)
+    })
   }
 
   stop() {
+    this.disposed = true
     this.source?.close()
-    if (this.timer) clearTimeout(this.timer)
+    this.source = undefined
+    for (const timer of [this.timer, this.reopen, this.release]) if (timer) clearTimeout(timer)
+    this.timer = this.reopen = this.release = undefined
   }
 
   private schedule() {
@@ -108,14 +193,28 @@ export class TaskStore {
     this.loading = (async () => {
       do {
         this.again = false
-        const response = await fetch(this.path('/console/sessions/:id/view'), { credentials: 'same-origin', headers: { accept: 'application/json' } })
+        const response = await this.authorized(() => fetch(this.path('/console/sessions/:id/view'), { credentials: 'same-origin', headers: { accept: 'application/json' } }))
           .catch(() => undefined)
+        this.readable_ = !!response?.ok
         if (!response) this.set({ error: { code: 'NETWORK', error: 'DSH could not be reached.' } })
-        else if (!response.ok) this.set({ error: await json(response) })
-        else this.set({ view: await json(response), error: undefined })
+        else if (!response.ok) this.set({ error: this.state.framed ? { code: 'FRAMED', error: FRAMED_NOTE } : await json(response) })
+        else this.set({ view: this.readable(await json(response)), error: undefined })
       } while (this.again)
     })().finally(() => { this.loading = undefined })
+      .then(() => this.openStream())
     return this.loading
+  }
+
+  /** A request, sent again once after a new grant when its answer is 401 (never from a framed page). */
+  private async authorized(send: () => Promise<Response>): Promise<Response> {
+    const response = await send()
+    if (response.status !== 401 || this.state.framed || !(await regrant(this.base))) return response
+    return send()
+  }
+
+  /** The view as this page may use it: framed, without its actions. */
+  private readable(view: PanelView): PanelView {
+    return this.state.framed ? { ...view, actions: [] } : view
   }
 
   /** A `/task …` line through DSH's own command door (it shows in the conversation as if typed). */
@@ -146,17 +245,22 @@ export class TaskStore {
   /** Taskward's repair route: propose, confirm, decline (bound to the revision this view shows). */
   async repair(payload: Record<string, unknown>) {
     await this.act(String(payload.action), async () => {
-      const response = await fetch(this.path('/sessions/:id/repair'), {
+      // A 401 decided nothing (admission runs first), so sending it again after a new grant is safe.
+      const response = await this.authorized(() => fetch(this.path('/sessions/:id/repair'), {
         method: 'POST',
         credentials: 'same-origin',
         headers: { 'content-type': 'application/json', accept: 'application/json' },
         body: JSON.stringify(payload),
-      })
+      }))
       return { ok: response.ok, status: response.status, body: await json(response) }
     })
   }
 
   private async act(action: string, run: () => Promise<Omit<Outcome, 'action'>>) {
+    if (this.state.framed) {
+      this.set({ outcome: { ok: false, status: 0, body: { code: 'FRAMED', error: FRAMED_NOTE }, action } })
+      return
+    }
     this.set({ busy: true, outcome: undefined })
     let outcome: Outcome
     try {
@@ -171,12 +275,19 @@ export class TaskStore {
 
 const stores = new Map<string, TaskStore>()
 
-/** The store of one session, shared by every component showing it; started on first use. */
+/**
+ * The store of one session, shared by every component showing it; started (logged in, view read) on
+ * first use, its stream open while subscribed, dropped after its last subscriber leaves.
+ */
 export function storeFor(base: string, sessionId: string): TaskStore {
-  let store = stores.get(sessionId)
+  const key = `${base}\n${sessionId}`
+  let store = stores.get(key)
   if (!store) {
-    store = new TaskStore(base, sessionId)
-    stores.set(sessionId, store)
+    const created = new TaskStore(base, sessionId, () => {
+      if (stores.get(key) === created) stores.delete(key)
+    })
+    store = created
+    stores.set(key, store)
     void store.start()
   }
   return store

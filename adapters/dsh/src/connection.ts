@@ -160,9 +160,11 @@ export class DshConnectionContract {
   /** The panel's login from DSH's own page (panel-access.ts): the same cookie a login link sets. */
   private panelGrant(req: IncomingMessage): Response {
     admitPanelGrant({ host: req.headers.host, origin: req.headers.origin, secFetchSite: header(req, 'sec-fetch-site'), trustedHosts: this.trustedHosts })
+    // The admitted Origin is the page's own: over https (a trusted host behind TLS) the cookie never travels over http.
+    const secure = req.headers.origin?.startsWith('https:') ? '; Secure' : ''
     return new Response(null, {
       status: 204,
-      headers: { 'cache-control': 'no-store', 'set-cookie': `${TOKEN_COOKIE}=${this.tokens.operatorToken}; HttpOnly; SameSite=Strict; Path=${this.prefix}` },
+      headers: { 'cache-control': 'no-store', 'set-cookie': `${TOKEN_COOKIE}=${this.tokens.operatorToken}; HttpOnly; SameSite=Strict; Path=${this.prefix}${secure}` },
     })
   }
 
@@ -180,7 +182,8 @@ export class DshConnectionContract {
     }
     return new Response(null, {
       status: 303,
-      headers: { location: next, 'set-cookie': `${TOKEN_COOKIE}=${this.tokens.operatorToken}; HttpOnly; SameSite=Strict; Path=/` },
+      // The panel's grant sets the same cookie at the same Path: one cookie, so a newer login always replaces an older one.
+      headers: { location: next, 'set-cookie': `${TOKEN_COOKIE}=${this.tokens.operatorToken}; HttpOnly; SameSite=Strict; Path=${this.prefix}` },
     })
   }
 }

@@ -9,7 +9,9 @@ import { TaskwardError } from '@taskward/protocol'
  * `POST <prefix>/panel/grant` once; that request gets the HttpOnly SameSite=Strict `taskward_token`
  * cookie only when it is a browser's same-origin request to a trusted Host:
  *   - no `Sec-Fetch-Site`/`Origin` at all (curl, a script, a link): 401 — anonymous;
- *   - a cross-site or foreign-Origin request, or a Host that is not ours: 403.
+ *   - a cross-site or same-site request, an Origin that is not the Host, or a Host that is not ours: 403;
+ *   - no `Sec-Fetch-Site` (Chromium sends it only to https and loopback, so a plain-http trusted host
+ *     gets none): the Origin must be the Host, as with it.
  * Every change afterwards is still admitted by `admitRouteRequest` (the cookie plus the Origin rule),
  * so a request without the cookie never confirms or declines anything.
  */
@@ -34,6 +36,11 @@ function authority(value: string): URL | undefined {
   }
 }
 
+/** Whether an authority names a port (`host:port`, `[v6]:port`), judged after the brackets of an IPv6 literal. */
+function hasPort(entry: string): boolean {
+  return entry.slice(entry.lastIndexOf(']') + 1).includes(':')
+}
+
 /** Whether a Host names this server: a loopback name, or exactly a trusted authority (port-less: any port). */
 export function isTrustedHost(host: string | null | undefined, trustedHosts: readonly string[]): boolean {
   const url = host ? authority(host) : undefined
@@ -42,7 +49,8 @@ export function isTrustedHost(host: string | null | undefined, trustedHosts: rea
   return trustedHosts.some((entry) => {
     const trusted = authority(entry)
     if (!trusted) return false
-    return entry.includes(':') && !entry.startsWith('[') ? trusted.host === url.host : trusted.hostname === url.hostname
+    // An entry with a port (also `[v6]:port`) is that authority exactly; a port-less one any port (DSH's rule).
+    return hasPort(entry) ? trusted.host === url.host : trusted.hostname === url.hostname
   })
 }
 
@@ -55,7 +63,9 @@ export function admitPanelGrant(request: GrantRequest): void {
   if (!request.origin && !site) {
     throw new TaskwardError('UNAUTHORIZED', 'Only DSH\'s own page logs in here; elsewhere use the login link (/task console answers one).')
   }
-  if (site !== 'same-origin') throw new TaskwardError('FORBIDDEN', 'The request did not come from DSH\'s own page (Sec-Fetch-Site is not same-origin).')
+  // Chromium sends Sec-Fetch-Site only to https and loopback origins; on a plain-http trusted host the
+  // Origin alone says where the request came from (checked below, as DSH's own fence does).
+  if (site !== undefined && site !== 'same-origin') throw new TaskwardError('FORBIDDEN', 'The request did not come from DSH\'s own page (Sec-Fetch-Site is not same-origin).')
   let origin: URL | undefined
   try {
     origin = request.origin ? new URL(request.origin) : undefined

@@ -33,7 +33,9 @@ describe('the panel\'s login from DSH\'s own page (panel-access)', () => {
   it('refuses cross-site, foreign Origin, opaque Origin and a foreign Host (DNS rebinding) 403', () => {
     expect(codeOf(() => admitPanelGrant({ ...page, secFetchSite: 'cross-site' }))).to.equal('FORBIDDEN')
     expect(codeOf(() => admitPanelGrant({ ...page, secFetchSite: 'same-site' }))).to.equal('FORBIDDEN')
-    expect(codeOf(() => admitPanelGrant({ ...page, secFetchSite: undefined }))).to.equal('FORBIDDEN')
+    expect(codeOf(() => admitPanelGrant({ ...page, secFetchSite: undefined, origin: 'http://127.0.0.1:7861' }))).to.equal('FORBIDDEN')
+    expect(codeOf(() => admitPanelGrant({ ...page, secFetchSite: undefined, origin: 'http://evil.example' }))).to.equal('FORBIDDEN')
+    expect(codeOf(() => admitPanelGrant({ ...page, secFetchSite: 'same-origin', origin: undefined }))).to.equal('FORBIDDEN')
     expect(codeOf(() => admitPanelGrant({ ...page, origin: 'http://evil.example' }))).to.equal('FORBIDDEN')
     expect(codeOf(() => admitPanelGrant({ ...page, origin: 'null' }))).to.equal('FORBIDDEN')
     expect(codeOf(() => admitPanelGrant({ ...page, origin: 'http://127.0.0.1:7861' }))).to.equal('FORBIDDEN')
@@ -48,6 +50,9 @@ describe('the panel\'s login from DSH\'s own page (panel-access)', () => {
     expect(isTrustedHost('dsh.lan.evil.example', ['dsh.lan'])).to.equal(false)
     expect(isTrustedHost('user@127.0.0.1', [])).to.equal(false)
     expect(codeOf(() => admitPanelGrant({ host: 'dsh.lan:7860', origin: 'http://dsh.lan:7860', secFetchSite: 'same-origin', trustedHosts: ['dsh.lan:7860'] }))).to.equal('GRANTED')
+    // A plain-http trusted host: Chromium sends no Sec-Fetch-Site there, so the Origin must be the Host.
+    expect(codeOf(() => admitPanelGrant({ host: 'dsh.lan:7860', origin: 'http://dsh.lan:7860', trustedHosts: ['dsh.lan:7860'] }))).to.equal('GRANTED')
+    expect(codeOf(() => admitPanelGrant({ host: 'dsh.lan:7860', origin: 'http://dsh.lan:3000', trustedHosts: ['dsh.lan'] }))).to.equal('FORBIDDEN')
   })
 
   it('tells the page where Taskward\'s routes are, once', () => {
@@ -91,5 +96,8 @@ describe('the bundle\'s client declaration (pack:dsh), read as DSH rc.8 reads it
   it('refuses a bundle that does not register itself under the package\'s name', async () => {
     await writeFile(join(dir, 'other.js'), 'console.log("not a client module")\n')
     expect(() => checkClientPackage(pkg({ platform: 'web' }, { './client': './other.js' }), dir)).to.throw(/does not register itself/)
+    // rc.8's scan does not check this; the message must not say it does.
+    expect(() => checkClientPackage(pkg({ platform: 'web' }, { './client': './other.js' }), dir)).to.throw(/pack:dsh's own check/)
+      .with.property('message').that.does.not.match(/rc\.8 would refuse/)
   })
 })

@@ -3,7 +3,8 @@ import {
   applySupervisorEvent, initSupervisorState, RECORD_EVENT_TYPE, taskStateEnvelope, type SessionEvent, type Task, type TaskPlan,
 } from '@taskward/protocol'
 import {
-  adviceFor, dagLayers, layoutDag, nodeStatusLabel, pauseReasonLabel, QUOTE_MAX, quoteEvent, sessionView, taskActions, taskDetailView,
+  adviceFor, dagLayers, impactNote, layoutDag, nodeStatusLabel, pauseReasonLabel, QUOTE_MAX, quoteEvent, repairOutcomeText, sessionView, STAMP_CAVEAT,
+  stampText, taskActions, taskDetailView,
 } from '@taskward/protocol'
 
 const DIAMOND: TaskPlan = {
@@ -167,5 +168,32 @@ describe('console view: session and proposals', () => {
       expect(state.poisoned).to.equal(undefined)
       expect(sessionView({ id: 's', cwd: '/w', role: 'main', createdAt: 0, seq: 1 }, state, new Map()).actions.map((a) => a.id)).to.deep.equal(['resume', 'consult'])
     })
+  })
+})
+
+describe('console view: the impact panel\'s words (one place for the console and the DSH panel)', () => {
+  const proposal = (taskId: string) => ({
+    id: 'p1', taskId, taskRevision: 9, source: 'user' as const, title: 'fix', reason: 'broken', rootNodeIds: ['b'], affectedNodeIds: ['b', 'd'],
+    evidenceSeqs: [], proposedAt: 1, proposedSeq: 3,
+    artifact: { workspaceKey: 'k', digest: 'd'.repeat(64), files: 912, bytes: 3 * 1024 * 1024, links: 3, dependencies: { entries: 950, files: 900, bytes: 2 * 1024 * 1024, links: 1 } },
+  })
+
+  it('carries the stamp with link counts, the note for the task\'s next cycle and the stamp\'s caveat', () => {
+    const state = { ...initSupervisorState(), current: task({ acceptanceCycle: 2 }), proposals: [{ proposal: proposal('t1'), status: 'pending' as const }] }
+    const [view] = sessionView({ id: 's', cwd: '/w', role: 'main', createdAt: 0, seq: 4 }, state, new Map()).proposals
+    expect(view!.text.stamp).to.equal('12 files, 1.0 MiB, 2 links; dependencies: 900 files, 2.0 MiB, 1 link')
+    expect(view!.text.note).to.equal(impactNote('t1', 2))
+    expect(view!.text.note).to.match(/acceptance cycle 3: /).and.to.include(STAMP_CAVEAT)
+    expect(STAMP_CAVEAT).to.include('does not prove that the earlier implementation is correct')
+    expect(stampText({ own: { files: 1, bytes: 10, links: 0 } })).to.equal('1 file, 10 B')
+  })
+
+  it('says what a repair click did for every outcome the route answers', () => {
+    expect(repairOutcomeText({ outcome: 'reopened', taskId: 't1', revision: 10, acceptanceCycle: 2, affectedNodeIds: ['b', 'd'] }))
+      .to.equal('Reopened: task t1 is in acceptance cycle 2 (revision 10). Affected nodes b, d wait for a new attempt; the agent continues.')
+    expect(repairOutcomeText({ outcome: 'identical-pending' })).to.equal('The same repair is already waiting for a decision; nothing new was recorded.')
+    expect(repairOutcomeText({ outcome: 'already-declined' })).to.equal(repairOutcomeText({ outcome: 'declined' })).and.to.match(/^Declined: the task stays complete\./)
+    expect(repairOutcomeText({ outcome: 'already-applied', taskId: 't1', acceptanceCycle: 2 })).to.match(/already applied.*Nothing more happened\.$/)
+    expect(repairOutcomeText({ outcome: 'proposed' })).to.match(/^Proposed: /)
   })
 })

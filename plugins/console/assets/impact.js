@@ -1,7 +1,7 @@
 // The impact panel of a repair proposal and its two native buttons. A click POSTs to the repair
 // route with the proposal and the task revision this page shows, so a stale page is refused
 // (REPAIR_STALE) instead of acting on something the user did not see.
-import { h, bytes, time } from './dom.js'
+import { h, time } from './dom.js'
 import { renderDag } from './dag.js'
 
 /** The compact line at the top of the task view that links to the impact panel. */
@@ -11,12 +11,9 @@ export function renderOverviewLink(proposal) {
     h('a', { href: '#impact' }, `review the impact (${proposal.affectedNodeIds.length} affected node${proposal.affectedNodeIds.length === 1 ? '' : 's'}) and decide`))
 }
 
+// The stamp line, the note and the outcome messages are the view's words (@taskward/protocol
+// view/impact-text.ts: proposal.text, the repair route's `message`), shared with DSH's panel.
 export function renderImpact(app, proposal, task) {
-  const nextCycle = (task?.acceptanceCycle ?? 1) + 1
-  // The project's own files apart from its dependency directories (node_modules…), both in the digest.
-  const plural = (n, one) => `${n} ${one}${n === 1 ? '' : 's'}`
-  const stampText = ({ own, dependencies }) => `${plural(own.files, 'file')}, ${bytes(own.bytes)}${own.links ? `, ${plural(own.links, 'link')}` : ''}`
-    + (dependencies ? `; dependencies: ${plural(dependencies.files, 'file')}, ${bytes(dependencies.bytes)}${dependencies.links ? `, ${plural(dependencies.links, 'link')}` : ''}` : '')
   const panel = h('section', { id: 'impact', class: 'impact', 'aria-labelledby': 'impact-title', 'data-proposal-id': proposal.id, tabindex: '-1' },
     h('h2', { id: 'impact-title' }, 'Impact of the proposed repair'),
     h('p', { class: 'proposal-title' }, proposal.title),
@@ -28,7 +25,7 @@ export function renderImpact(app, proposal, task) {
       h('dt', {}, 'Root nodes'), h('dd', { class: 'roots' }, proposal.rootNodeIds.join(', ')),
       h('dt', {}, 'Affected nodes'), h('dd', { class: 'affected-list' }, proposal.affectedNodeIds.join(', ')),
       h('dt', {}, 'Workspace stamp'), h('dd', { class: 'stamp' },
-        stampText(proposal.artifact), ', digest ',
+        proposal.text.stamp, ', digest ',
         h('code', { title: proposal.artifact.digest }, proposal.artifact.shortDigest)),
       h('dt', {}, 'Proposed'), h('dd', {}, `${time(proposal.proposedAt)} (seq ${proposal.proposedSeq})`),
       h('dt', {}, 'Status'), h('dd', { class: 'proposal-status' }, proposal.status)),
@@ -40,10 +37,7 @@ export function renderImpact(app, proposal, task) {
       : h('p', { class: 'muted' }, 'No evidence events were cited (a proposal from the console cites none).'),
     task ? h('div', { class: 'dag-wrap', tabindex: '0', role: 'region', 'aria-label': `Plan DAG of task ${task.id} with the affected nodes` },
       renderDag(task, { affected: proposal.affectedNodeIds, roots: proposal.rootNodeIds, label: 'impact' })) : null,
-    h('p', { class: 'note' },
-      `Confirming reopens task ${proposal.taskId} for acceptance cycle ${nextCycle}: the affected nodes get a new attempt and need a new review; `
-      + 'the other nodes keep their acceptance and final acceptance must be requested again. The workspace stamp binds your click to the files '
-      + 'as they were when the repair was proposed; it does not prove that the earlier implementation is correct.'),
+    h('p', { class: 'note' }, proposal.text.note),
   )
   const status = h('div', { class: 'outcome', role: 'status', 'aria-live': 'polite', id: 'impact-status' })
   const confirm = h('button', { type: 'button', class: 'primary', id: 'confirm-repair' }, 'Confirm reopening')
@@ -73,27 +67,6 @@ export function renderOutcome(app, outcome) {
       h('p', { class: 'server-message' }, body.error),
       body.code === 'REPAIR_STALE' ? h('button', { type: 'button', onclick: () => location.reload() }, 'Reload the page') : null)
   }
-  let text
-  switch (body.outcome) {
-    case 'reopened':
-      text = `Reopened: task ${body.taskId} is in acceptance cycle ${body.acceptanceCycle} (revision ${body.revision}). `
-        + `Affected nodes ${body.affectedNodeIds.join(', ')} wait for a new attempt; the agent continues.`
-      break
-    case 'already-applied':
-      text = `This repair was already applied: task ${body.taskId} is in acceptance cycle ${body.acceptanceCycle}. Nothing more happened.`
-      break
-    case 'declined':
-    case 'already-declined':
-      text = 'Declined: the task stays complete. The agent still cannot change files without a confirmed repair.'
-      break
-    case 'proposed':
-      text = 'Proposed: the repair waits for a decision in the impact panel.'
-      break
-    case 'identical-pending':
-      text = 'The same repair is already waiting for a decision; nothing new was recorded.'
-      break
-    default:
-      text = `Done (${body.outcome}).`
-  }
+  const text = body.message ?? `Done (${body.outcome}).`
   return h('div', { class: 'outcome success', role: 'status', id: 'action-outcome', 'data-outcome': body.outcome }, h('p', {}, text))
 }

@@ -61,11 +61,13 @@ function repairCycles(task) {
       h('p', {}, 'Accepted runs: ', entry.runs.map((run) => `${run.id} attempt ${run.attempt} ${run.status}`).join(', '))))))
 }
 
-/** The propose-repair form (only complete tasks can be repaired). */
+/** The propose-repair form, where the view allows it (its `propose-repair` action: the current task, complete, supervised, nothing awaiting a decision). */
 export function renderProposeForm(app, task) {
   const prefix = `propose-${task.isCurrent ? 'current' : task.id}`
-  if (task.phase !== 'complete') {
-    return h('p', { class: 'muted' }, 'Only a complete task can be repaired; this one is ', task.phaseLabel.toLowerCase(), '.')
+  if (!task.isCurrent || !app.view?.actions?.some((action) => action.id === 'propose-repair')) {
+    return h('p', { class: 'muted' }, task.phase === 'complete'
+      ? 'A repair cannot be proposed here now (a proposal waits for a decision, supervision is off, or this is an earlier task).'
+      : ['Only a complete task can be repaired; this one is ', task.phaseLabel.toLowerCase(), '.'])
   }
   const status = h('div', { role: 'status', 'aria-live': 'polite', class: 'form-status' })
   const form = h('form', { class: 'propose', 'data-task-id': task.id, id: prefix, 'aria-labelledby': `${prefix}-title` },

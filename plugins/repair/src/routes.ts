@@ -1,7 +1,7 @@
 import type { Context } from 'cordis'
 // From schemastery, not cordis: DSH's cordis 4 does not re-export it.
 import Schema from 'schemastery'
-import { defaultTitle, TaskwardError, type RepairBinding } from '@taskward/protocol'
+import { defaultTitle, repairOutcomeText, TaskwardError, type RepairBinding, type RepairOutcomeFacts } from '@taskward/protocol'
 import type { RepairService } from './service'
 
 /** A string with at least one non-blank character. */
@@ -62,6 +62,11 @@ async function readBody(request: Request): Promise<Record<string, unknown>> {
   return body as Record<string, unknown>
 }
 
+/** A repair click's answer: its facts and, for every renderer alike, what it did in words (`message`). */
+function answer<T extends RepairOutcomeFacts>(facts: T) {
+  return Response.json({ ok: true, ...facts, message: repairOutcomeText(facts) })
+}
+
 /**
  * `GET /api/sessions/:sessionId/repairs` and `POST /api/sessions/:sessionId/repair` (actions confirm,
  * decline, propose), as specified in docs/repair.md. Session access: the operator token or that
@@ -84,15 +89,15 @@ export function registerRepairRoutes(ctx: Context, service: RepairService) {
       const { action } = validate(ActionBody, body)
       switch (action) {
         case 'confirm':
-          return Response.json({ ok: true, ...await service.confirm(sessionId, validate(BindingBody, body)) })
+          return answer(await service.confirm(sessionId, validate(BindingBody, body)))
         case 'decline':
-          return Response.json({ ok: true, ...await service.decline(sessionId, validate(BindingBody, body)) })
+          return answer(await service.decline(sessionId, validate(BindingBody, body)))
         case 'propose': {
           const { taskId, revision, reason, title, rootNodeIds } = validate(ProposeBody, body)
           const { outcome, proposal } = await service.propose(sessionId, {
             taskId, revision, title: title?.trim() ? title : defaultTitle(reason), reason, rootNodeIds, evidenceSeqs: [], source: 'user',
           })
-          return Response.json({ ok: true, outcome, proposalId: proposal.id })
+          return answer({ outcome, proposalId: proposal.id })
         }
       }
     },

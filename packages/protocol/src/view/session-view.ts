@@ -5,6 +5,7 @@ import type { ProposalStatus, RepairSource, TrackedProposal } from '../repair/ty
 import type { SupervisorState } from '../task/fold'
 import { stampParts, type StampParts } from '../workspace/stamp'
 import { taskActions, type ActionView, type ControllerFacts } from './actions'
+import { impactNote, stampText } from './impact-text'
 import { taskDetailView, type TaskDetailView } from './task-view'
 
 /*
@@ -43,6 +44,13 @@ export interface ProposalView {
   declinedAt?: number
   /** Waiting for the user's click (pending, or confirmed with an interrupted reopen). */
   awaitingDecision: boolean
+  /** The impact panel's words, derived once for every renderer (impact-text.ts). */
+  text: {
+    /** The workspace stamp's counts ("12 files, 3.4 KiB; dependencies: …"). */
+    stamp: string
+    /** What confirming does, for the task's current acceptance cycle, and what the stamp does not prove. */
+    note: string
+  }
 }
 
 export interface SessionSummary {
@@ -74,8 +82,10 @@ export function quoteEvent(event: SessionEvent | undefined, seq: number): Quoted
   return { ...quoteEvidence(event), seq }
 }
 
-export function proposalView(tracked: TrackedProposal, events: ReadonlyMap<number, SessionEvent>): ProposalView {
+/** `cycle`: the acceptance cycle the proposal's task is in now (1 when unknown). */
+export function proposalView(tracked: TrackedProposal, events: ReadonlyMap<number, SessionEvent>, cycle = 1): ProposalView {
   const { proposal, status } = tracked
+  const parts = stampParts(proposal.artifact)
   return {
     id: proposal.id,
     taskId: proposal.taskId,
@@ -88,13 +98,14 @@ export function proposalView(tracked: TrackedProposal, events: ReadonlyMap<numbe
     rootNodeIds: [...proposal.rootNodeIds],
     affectedNodeIds: [...proposal.affectedNodeIds],
     evidence: proposal.evidenceSeqs.map((seq) => quoteEvent(events.get(seq), seq)),
-    artifact: { ...proposal.artifact, shortDigest: proposal.artifact.digest.slice(0, 12), ...stampParts(proposal.artifact) },
+    artifact: { ...proposal.artifact, shortDigest: proposal.artifact.digest.slice(0, 12), ...parts },
     proposedAt: proposal.proposedAt,
     proposedSeq: proposal.proposedSeq,
     status,
     ...(tracked.confirmation ? { confirmedAt: tracked.confirmation.confirmedAt } : {}),
     ...(tracked.decline ? { declinedAt: tracked.decline.declinedAt } : {}),
     awaitingDecision: status === 'pending' || status === 'confirmed',
+    text: { stamp: stampText(parts), note: impactNote(proposal.taskId, cycle) },
   }
 }
 
@@ -106,7 +117,9 @@ export function evidenceSeqsOf(state: SupervisorState): number[] {
 export function sessionView(
   session: SessionSummary, state: SupervisorState, events: ReadonlyMap<number, SessionEvent>, controller?: ControllerFacts,
 ): SessionView {
-  const proposals = state.proposals.map((p) => proposalView(p, events)).reverse()
+  const tasks = [...(state.current ? [state.current] : []), ...state.history]
+  const cycleOf = (taskId: string) => tasks.find((task) => task.id === taskId)?.acceptanceCycle ?? 1
+  const proposals = state.proposals.map((p) => proposalView(p, events, cycleOf(p.proposal.taskId))).reverse()
   const waiting = proposals.find((p) => p.awaitingDecision)
   return {
     session: { ...session },
