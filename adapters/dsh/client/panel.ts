@@ -112,7 +112,7 @@ function Reviews({ task }: { task: TaskDetailView }) {
     `${job.kind}${job.nodeId ? ` of ${job.nodeId}` : ''}: ${job.verdict ?? job.status}`, job.findings.length ? ` — ${job.findings.join('; ')}` : '')))
 }
 
-function Recovery({ view }: { view: PanelView }) {
+export function Recovery({ view }: { view: PanelView }) {
   const recovery = view.checks?.recovery
   if (!recovery) return null
   return h(Section, { id: 'recovery', title: 'Checks and budgets' },
@@ -120,6 +120,8 @@ function Recovery({ view }: { view: PanelView }) {
     recovery.lastVerdict ? h('p', { className: 'tw-verdict', 'data-verdict': recovery.lastVerdict.verdict },
       `Last verdict: ${recovery.lastVerdict.verdict} → ${recovery.lastVerdict.action}`,
       recovery.lastVerdict.checks.length ? ` (${recovery.lastVerdict.checks.map((c) => `${c.checkId} ${c.verdict}`).join(', ')})` : '', `. ${recovery.lastVerdict.reason}`) : h('p', { className: 'tw-muted' }, 'No verdict yet.'),
+    recovery.unverified ? h('p', { className: 'tw-unverified', 'data-code': recovery.unverified.code, 'data-reason': recovery.unverified.reason },
+      h('strong', null, `${recovery.unverified.headline} `), recovery.unverified.message) : null,
     h('ul', { className: 'tw-budgets', 'aria-label': 'Budgets' }, recovery.budgets.map((b) => h('li', { key: b.id }, `${b.label}: ${b.used} of ${b.limit} used, ${b.left} left`))))
 }
 

@@ -37,6 +37,7 @@ describe('recovery view (what both renderers show of the controller)', () => {
     const task = { taskId: 't', agentRequests: 0, counters: { attempts: 1, totalSteps: 2, verifyReruns: 0, strategyChanges: 0 }, attempts: [], decisions: [], unverified } as unknown as TaskRecovery
     expect(recoveryView(task, checks, { ...DEFAULT_BUDGETS }).unverified).to.deep.equal({
       nodeId: 'b', code: 'ARTIFACT_CHANGED', reason: 'workspace-unsettled', message: 'kept changing', lostRounds: 5, at: 9, seq: 12,
+      headline: 'Stage b not verified (ARTIFACT_CHANGED).',
     })
     expect(recoveryView({ ...task, unverified: undefined }, checks, { ...DEFAULT_BUDGETS })).to.not.have.property('unverified')
   })

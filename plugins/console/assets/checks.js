@@ -20,9 +20,11 @@ export function renderChecks(app, task, view) {
         + 'Set at least one check below before that.'))
     : null
   // A stage the background verification gave up on: the workspace kept changing under its copies.
-  const unverified = view.unverified
-    ? h('div', { class: 'outcome refusal', id: 'checks-unverified', 'data-code': view.unverified.code, 'data-reason': view.unverified.reason },
-      h('p', {}, h('strong', {}, `Stage${view.unverified.nodeId ? ` ${view.unverified.nodeId}` : ''} not verified (${view.unverified.code}). `), view.unverified.message))
+  // Its words come with the view (protocol's recoveryView), as the DSH panel shows them.
+  const given = view.recovery?.unverified
+  const unverified = given
+    ? h('div', { class: 'outcome refusal', id: 'checks-unverified', 'data-code': given.code, 'data-reason': given.reason },
+      h('p', {}, h('strong', {}, `${given.headline} `), given.message))
     : null
   const field = h('textarea', { id: 'checks-input', name: 'checks', rows: 3, 'aria-describedby': 'checks-help', 'data-keep': 'checks-input', spellcheck: 'false' })
   field.value = JSON.stringify(checks)

@@ -35,7 +35,11 @@ export interface RecoveryView {
    * A stage's background verification that gave up on a workspace that kept changing (coded, with the
    * node and how many rounds it lost), until a later attempt verifies the task again.
    */
-  unverified?: { nodeId?: string, code: string, reason: string, message: string, lostRounds: number, at: number, seq: number }
+  unverified?: {
+    nodeId?: string, code: string, reason: string, message: string, lostRounds: number, at: number, seq: number
+    /** What both renderers print before the message: `Stage <node> not verified (<code>).` */
+    headline: string
+  }
 }
 
 const BUDGET_LABELS: Record<BudgetRow['id'], string> = {
@@ -75,5 +79,6 @@ export function recoveryView(task: TaskRecovery | undefined, checks: readonly Ch
 
 function unverifiedOf(record: NonNullable<TaskRecovery['unverified']>): NonNullable<RecoveryView['unverified']> {
   const { nodeId, code, reason, message, lostRounds, at, seq } = record
-  return { ...(nodeId !== undefined ? { nodeId } : {}), code, reason, message, lostRounds, at, seq }
+  const headline = `Stage${nodeId !== undefined ? ` ${nodeId}` : ''} not verified (${code}).`
+  return { ...(nodeId !== undefined ? { nodeId } : {}), code, reason, message, lostRounds, at, seq, headline }
 }

@@ -26,21 +26,8 @@ export interface ChecksView {
   taskId?: string
   source?: 'task' | 'config'
   checks?: CheckSpec[]
-  /** The latest stage verification that gave up on a workspace that kept changing (coded; see docs/recovery.md). */
-  unverified?: UnverifiedStage
   /** Checks, last verdict and budgets used/left (protocol's recoveryView). */
   recovery?: RecoveryView
-}
-
-/** A recorded background verification that gave up (recovery's `unverified` record). */
-export interface UnverifiedStage {
-  code: string
-  reason: string
-  message: string
-  nodeId?: string
-  lostRounds: number
-  at: number
-  seq: number
 }
 
 export async function readChecks(ctx: Context, session: Session, taskId: string | undefined): Promise<ChecksView> {
@@ -49,11 +36,9 @@ export async function readChecks(ctx: Context, session: Session, taskId: string 
   if (!taskId) return { loaded: true }
   const state = await recovery.state(session)
   const checks = recovery.checksFor(state, taskId)
-  const unverified = state.tasks[taskId]?.unverified
   return {
     loaded: true, taskId, source: state.tasks[taskId]?.checks ? 'task' : 'config', checks,
     recovery: recoveryView(state.tasks[taskId], checks, recovery.config.budgets),
-    ...unverified ? { unverified } : {},
   }
 }
 
