@@ -41,15 +41,15 @@ export function onDispose(ctx: Context, callback: () => void): () => void {
 /**
  * Call `callback` once after `ms`, unless `ctx`'s plugin is disposed first (the timer is cleared then).
  * Returns a function that clears it. cordis 4 has no timer service (`ctx.setTimeout`), so this is a
- * plain timer tied to the plugin by an effect, in both versions.
+ * plain timer tied to the plugin by an effect, in both versions. A plugin no longer active (disposed,
+ * or unloading on cordis 4) cannot hold an effect: it gets no timer, and `callback` is never called —
+ * callers that wait on it must check `isActive` (as they would a disposal).
  */
 export function setTimer(ctx: Context, callback: () => void, ms: number): () => void {
+  if (!isActive(ctx)) return () => {}
   let done = false
-  const timer = setTimeout(() => {
-    cancel()
-    callback()
-  }, ms)
-  const dispose = onDispose(ctx, () => clearTimeout(timer))
+  let timer: ReturnType<typeof setTimeout> | undefined
+  let dispose = () => {}
   // Idempotent: the effect is let go once, whether the timer fired, was cleared or both.
   const cancel = () => {
     if (done) return
@@ -57,6 +57,16 @@ export function setTimer(ctx: Context, callback: () => void, ms: number): () => 
     clearTimeout(timer)
     dispose()
   }
+  // The effect first: if the plugin cannot hold one, no timer was started that would outlive it.
+  try {
+    dispose = onDispose(ctx, () => { done = true; clearTimeout(timer) })
+  } catch {
+    return () => {}
+  }
+  timer = setTimeout(() => {
+    cancel()
+    callback()
+  }, ms)
   return cancel
 }
 

@@ -142,6 +142,7 @@ describe('records: a kind unchanged since an older version', () => {
     expect(writeVersionOf(spec, 'renamed')).to.equal(2)
     expect(writeVersionOf(spec, 'added')).to.equal(3)
     expect(() => writeVersionOf(spec, 'constructor')).to.throw(TaskwardError)
+    expect(writeVersionOf({ ...spec, kinds: { ...spec.kinds, old: { ...spec.kinds.old, writesAt: 3 } } }, 'old')).to.equal(3)
   })
 
   it('is read by the fast path from that version on, and through its upgrades below it', () => {

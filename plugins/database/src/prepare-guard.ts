@@ -69,26 +69,34 @@ export function guardTablePreparation(ctx: Context, store: () => string) {
     })
   }
   // minato resolves a table's driver for every selection (get, create, set, remove, upsert, eval):
-  // the one place a query names its table. A table being prepared may still turn out broken, so its
-  // queries get a driver that looks once they have waited for the preparation (`execute` awaits
-  // `prepared()` before it calls the driver); every other query gets the driver itself.
-  model.getDriver = (table: unknown) => {
-    if (typeof table !== 'string') return getDriver(table)
-    const refusal = broken.get(table)
-    if (refusal) throw refusal
-    const driver = getDriver(table)
-    if (!preparing.has(table) || !driver) return driver
-    return new Proxy(driver as object, {
-      get(target, key, receiver) {
-        const value = Reflect.get(target, key, receiver)
-        if (typeof key !== 'string' || !QUERIES.has(key) || typeof value !== 'function') return value
-        return (...args: unknown[]) => {
+  // the one place a query names its table. A table found broken is refused there. A table still being
+  // prepared may turn out broken, so each driver's query methods are wrapped once (in place) to look
+  // again when they run (`execute` awaits `prepared()` first). The driver object itself is handed out
+  // unchanged: minato groups a transaction's drivers and checks a join's by identity, and calls them
+  // with the transaction's session as `this`.
+  const guarded = new WeakSet<object>()
+  const guard = (driver: Record<string, unknown>) => {
+    guarded.add(driver)
+    for (const key of QUERIES) {
+      const query = driver[key]
+      if (typeof query !== 'function') continue
+      driver[key] = function (this: unknown, ...args: unknown[]) {
+        for (const table of tablesOf(args[0])) {
           const late = broken.get(table)
           if (late) throw late
-          return value.apply(target, args)
         }
-      },
-    })
+        return query.apply(this, args)
+      }
+    }
+  }
+  model.getDriver = (table: unknown) => {
+    if (typeof table === 'string') {
+      const refusal = broken.get(table)
+      if (refusal) throw refusal
+    }
+    const driver = getDriver(table)
+    if (driver && typeof driver === 'object' && !guarded.has(driver)) guard(driver as Record<string, unknown>)
+    return driver
   }
   Object.defineProperty(model, PREPARATION_FAILURES, { value: () => [...broken.values()], configurable: true })
   // One retry at a time, shared by the queries that arrive meanwhile, and at most one a second:
@@ -113,6 +121,17 @@ export function guardTablePreparation(ctx: Context, store: () => string) {
   // Every query awaits this: one synchronous check after minato's own wait while every table is
   // prepared (including a preparation that failed during that wait).
   model.prepared = () => prepared().then(() => failed.size ? again() : undefined)
+}
+
+/** The tables a selection reads or writes: its own, or those of the selections it joins. */
+function tablesOf(selection: unknown, depth = 0): string[] {
+  const table = (selection as { table?: unknown } | undefined)?.table
+  if (typeof table === 'string') return [table]
+  if (!table || typeof table !== 'object' || depth > 4) return []
+  // A subquery (a selection as the table) or a join (a record of selections); nothing else is walked.
+  if ('table' in table) return tablesOf(table, depth + 1)
+  return Object.values(table as Record<string, unknown>)
+    .flatMap((inner) => inner && typeof inner === 'object' && 'table' in inner ? tablesOf(inner, depth + 1) : [])
 }
 
 /** The refusal of a table whose preparation failed for a reason other than an outage. */

@@ -1,4 +1,4 @@
-import { setTimer } from '@taskward/cordis-compat'
+import { isActive, setTimer } from '@taskward/cordis-compat'
 import type { Session } from '@taskward/host'
 import { lostToWrite, nextSettleStep, stageVerificationSuperseded, type RecoveryDecision, type TaskwardError } from '@taskward/protocol'
 import { readCandidateOnce } from './candidate'
@@ -13,7 +13,8 @@ export interface StageVerification {
 /** Wait `ms` through the plugin's context (disposal removes the timer), or until `signal` aborts. */
 function sleep(recovery: Recovery, ms: number, signal: AbortSignal) {
   return new Promise<void>((resolve) => {
-    if (signal.aborted) return resolve()
+    // A plugin that is no longer active gets no timer: as good as aborted.
+    if (signal.aborted || !isActive(recovery.home)) return resolve()
     const done = () => {
       clear()
       signal.removeEventListener('abort', done)

@@ -21,6 +21,12 @@ export interface KindSpec<T = any> {
   today?: (payload: unknown) => boolean
   /** A fresh copy with known fields only, applied to every payload read (both paths). */
   canonical?: (payload: T) => T
+  /**
+   * The version new records of this kind are written at, when it must be newer than the lowest one
+   * already in today's shape (see `writeVersionOf`): a kind older readers must be refused, although a
+   * few records of it were written at an older version before that was decided.
+   */
+  writesAt?: number
   /** Phantom: today's shape, for typing `read`. */
   readonly __today?: T
 }
@@ -95,11 +101,14 @@ function todayVersionOf(spec: KindSpec, writes: number): number {
   return today ? from : writes
 }
 
-/** The version a new record of `kind` is written at: the lowest one in today's shape (see `todayVersionOf`). */
+/**
+ * The version a new record of `kind` is written at: its `writesAt`, else the lowest one in today's
+ * shape (see `todayVersionOf`).
+ */
 export function writeVersionOf(reader: ReaderSpec, kind: string): number {
   const spec = Object.hasOwn(reader.kinds, kind) ? reader.kinds[kind] : undefined
   if (!spec) throw new TaskwardError('RECORD_UNSUPPORTED', `Reader ${reader.namespace} has no kind "${kind}".`, { namespace: reader.namespace, kind })
-  return todayVersionOf(spec, reader.writes)
+  return spec.writesAt ?? todayVersionOf(spec, reader.writes)
 }
 
 export function defineReader(spec: ReaderSpec): RecordReader {

@@ -312,7 +312,9 @@ const recoveryReaderSpec: ReaderSpec = {
     strategy: { schemas: { 1: StrategySchema } },
     checks: { schemas: { 1: ChecksSchema } },
     pins: { schemas: { 1: PinsSchema } },
-    unverified: { schemas: { 2: UnverifiedSchema } },
+    // Written at 2 so that readers of 1 are refused it; read at 1 too, as main wrote it for a while
+    // before that was decided (never in a release).
+    unverified: { schemas: { 1: UnverifiedSchema }, writesAt: 2 },
   },
 }
 

@@ -7,7 +7,7 @@ import { TestHost } from '@taskward/testkit'
  * call. minato keys a transaction's drivers and a join's driver check by driver identity, so a
  * transaction or a join that touches such a table breaks while the preparation runs.
  */
-describe('review-d: queries issued while a table is being prepared (prepare-guard\'s wrapped driver)', function () {
+describe('queries issued while a table is being prepared (prepare-guard\'s wrapped driver)', function () {
   this.timeout(60_000)
   let host: TestHost | undefined
   afterEach(async () => { await host?.dispose() })

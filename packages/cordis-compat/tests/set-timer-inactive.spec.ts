@@ -42,7 +42,7 @@ async function uncaughtAfterLateTimer(ctx: Context) {
   return { uncaught, fired }
 }
 
-describe('review-d: setTimer asked for by a plugin that is no longer active', () => {
+describe('setTimer asked for by a plugin that is no longer active', () => {
   it('cordis 3: leaves no timer behind that throws when it fires', async () => {
     const outcome = await uncaughtAfterLateTimer(await disposedPluginContext(Context as any))
     expect(outcome.uncaught, 'uncaught errors after the late setTimer').to.deep.equal([])

@@ -8,7 +8,7 @@ import { foldRecovery, initRecoveryState, RECORD_EVENT_TYPE, RECOVERY_NAMESPACE,
  * by that main still holds them; today's reader admits version 1 (1..2) and then refuses the record
  * ("no schema for version 1"): the recovery projection is poisoned and the session's execution blocked.
  */
-describe('review-d: an `unverified` record written at version 1 (main 71e464e..f1d5625^)', () => {
+describe('an `unverified` record written at version 1 (main 71e464e..f1d5625^)', () => {
   it('is read, not a poisoned recovery projection', () => {
     const payload = { taskId: 't1', nodeId: 'a', code: 'ARTIFACT_CHANGED', reason: 'workspace-unsettled', message: 'kept changing', lostRounds: 2, at: 5 }
     const event: SessionEvent = Object.freeze({
