@@ -3,7 +3,7 @@
  * and recovery plugins, a main session with its scripted agent, and a task driven to the point where
  * completion can be requested.
  */
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { expect } from 'chai'
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -156,5 +156,20 @@ export function runCrashChild(dataDir: string, sessionId: string, stage: string)
     })
     host.on('error', reject)
     host.on('exit', (code, signal) => resolve({ code, signal }))
+  })
+}
+
+/**
+ * A real process writing `file` about every millisecond for `ms` (or until killed); resolves once it
+ * has begun. A blocking wait between two writes: no timer to fall behind under load.
+ */
+export function startWorkspaceWriter(file: string, ms: number): Promise<ChildProcess> {
+  const program = `const fs = require('fs'); const f = ${JSON.stringify(file)}; const end = Date.now() + ${ms}; fs.writeFileSync(f, 'start');`
+    + `process.stdout.write('go\\n', () => { const pause = new Int32Array(new SharedArrayBuffer(4)); let n = 0;`
+    + ` while (Date.now() < end) { fs.writeFileSync(f, String(n++)); Atomics.wait(pause, 0, 0, 1) } })`
+  const child = spawn(process.execPath, ['-e', program], { stdio: ['ignore', 'pipe', 'inherit'] })
+  return new Promise((resolve, reject) => {
+    child.once('error', reject)
+    child.stdout!.once('data', () => resolve(child))
   })
 }

@@ -1,10 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { expect } from 'chai'
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Session } from '@taskward/host'
 import { removeTree, type TestHost } from '@taskward/testkit'
-import { answerWorkspace, bootRecovery, command, ok, recoveryRecords, reviewsSettled, until } from './fixtures'
+import { startWorkspaceWriter, answerWorkspace, bootRecovery, command, ok, recoveryRecords, reviewsSettled, until } from './fixtures'
 
 /*
  * Review of issue 30 point 2 (background.ts `superseded`, settle.ts `stageVerificationSuperseded`):
@@ -26,17 +26,6 @@ describe('recovery: a stage verification that lost a round while its stage revie
     if (cwd) await removeTree(cwd)
     host = cwd = writer = undefined
   })
-
-  function startWriter(file: string, ms: number): Promise<ChildProcess> {
-    const program = `const fs = require('fs'); const f = ${JSON.stringify(file)}; const end = Date.now() + ${ms}; fs.writeFileSync(f, 'start');`
-      + `process.stdout.write('go\\n', () => { const pause = new Int32Array(new SharedArrayBuffer(4)); let n = 0;`
-      + ` while (Date.now() < end) { fs.writeFileSync(f, String(n++)); Atomics.wait(pause, 0, 0, 1) } })`
-    const child = spawn(process.execPath, ['-e', program], { stdio: ['ignore', 'pipe', 'inherit'] })
-    return new Promise((resolve, reject) => {
-      child.once('error', reject)
-      child.stdout!.once('data', () => resolve(child))
-    })
-  }
 
   it('is verified (or recorded as unverified) once the workspace settles — not dropped', async () => {
     host = await bootRecovery({ sandbox: 'copy', settle: { quietMs: 150, maxWaitMs: 600, maxRounds: 5, deadlineMs: 30_000 } })
@@ -66,7 +55,7 @@ describe('recovery: a stage verification that lost a round while its stage revie
       await released
       return { toolCalls: [{ name: 'review_verdict', args: { verdict: 'pass', findings: [], evidenceSeqs: [] } }] }
     }])
-    writer = await startWriter(join(cwd, 'scratch.txt'), 600_000)
+    writer = await startWorkspaceWriter(join(cwd, 'scratch.txt'), 600_000)
     await ok(host, session, 'task_report_stage', { nodeId: 'a' })
     await until(() => reads >= 9, 'the verification to lose rounds', 30_000)
     expect(await recoveryRecords(session, 'attempt')).to.have.length(0)

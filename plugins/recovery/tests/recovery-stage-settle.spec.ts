@@ -1,10 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { expect } from 'chai'
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Session } from '@taskward/host'
 import { removeTree, type TestHost } from '@taskward/testkit'
-import { answerWorkspace, bootRecovery, command, ok, recoveryRecords, reviewsSettled, scriptReview, until, type RecoveryConfig } from './fixtures'
+import { startWorkspaceWriter, answerWorkspace, bootRecovery, command, ok, recoveryRecords, reviewsSettled, scriptReview, until, type RecoveryConfig } from './fixtures'
 
 /*
  * A stage report is verified in the background while the agent works on. A write that lands while a
@@ -25,19 +25,6 @@ describe('recovery: a stage verification that loses the race with a write', func
     if (cwd) await removeTree(cwd)
     host = cwd = writer = undefined
   })
-
-  /** A process writing `file` every ms or so for `ms` (or until killed); resolves when it has begun. */
-  function startWriter(file: string, ms: number): Promise<ChildProcess> {
-    // A write about every millisecond (a blocking wait between two: no timer to fall behind under load).
-    const program = `const fs = require('fs'); const f = ${JSON.stringify(file)}; const end = Date.now() + ${ms}; fs.writeFileSync(f, 'start');`
-      + `process.stdout.write('go\\n', () => { const pause = new Int32Array(new SharedArrayBuffer(4)); let n = 0;`
-      + ` while (Date.now() < end) { fs.writeFileSync(f, String(n++)); Atomics.wait(pause, 0, 0, 1) } })`
-    const child = spawn(process.execPath, ['-e', program], { stdio: ['ignore', 'pipe', 'inherit'] })
-    return new Promise((resolve, reject) => {
-      child.once('error', reject)
-      child.stdout!.once('data', () => resolve(child))
-    })
-  }
 
   const exited = (child: ChildProcess) => new Promise<void>((resolve) => child.exitCode !== null ? resolve() : child.once('exit', () => resolve()))
 
@@ -72,7 +59,7 @@ describe('recovery: a stage verification that loses the race with a write', func
     }
     // The agent writes on after its stage report, until the verification has lost more rounds than
     // its three immediate reads (before, it gave up there and the stage was never verified).
-    writer = await startWriter(join(cwd!, 'scratch.txt'), 600_000)
+    writer = await startWorkspaceWriter(join(cwd!, 'scratch.txt'), 600_000)
     scriptReview(host!, 'pass')
     await ok(host!, session, 'task_report_stage', { nodeId: 'a' })
     await until(() => reads >= 9, 'the verification to read the workspace past its three immediate rounds', 30_000)
@@ -93,7 +80,7 @@ describe('recovery: a stage verification that loses the race with a write', func
 
   it('gives up, coded and recorded, on a workspace that never settles, and the task goes on', async () => {
     const session = await runningNode({ settle: { quietMs: 50, maxWaitMs: 200, maxRounds: 5, deadlineMs: 1500 } })
-    writer = await startWriter(join(cwd!, 'scratch.txt'), 600_000)
+    writer = await startWorkspaceWriter(join(cwd!, 'scratch.txt'), 600_000)
     scriptReview(host!, 'pass')
     await ok(host!, session, 'task_report_stage', { nodeId: 'a' })
     await reviewsSettled(host!, session)
