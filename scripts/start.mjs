@@ -53,6 +53,12 @@ for (let i = 0; i < args.length; i++) {
     process.exit(2)
   }
 }
+// A port the server can listen on and print: 0 (any port) would leave nothing to print or open, and
+// the host would wait for a listener that never reports its port.
+if (env.PORT !== undefined && env.PORT !== '' && !/^(?:[1-9]\d{0,4})$/.test(env.PORT) || Number(env.PORT) > 65535) {
+  console.error(`CONFIG_INVALID: the port ${JSON.stringify(env.PORT)} (--port or PORT) is not a port number from 1 to 65535. Give one, e.g. npm start -- --port 5140.`)
+  process.exit(2)
+}
 if (demoOnly && env.TASKWARD_DEMO === '0') {
   console.error('--demo-only and --no-demo contradict each other.')
   process.exit(2)

@@ -85,6 +85,20 @@ describe('npm start: a refused start logs its code, not a stack', function () {
     }
   })
 
+  it('a port that is not 1-65535 (0, text, too large): one CONFIG_INVALID line saying what to give, exit 2, nothing started', async () => {
+    for (const port of ['0', 'http', '70000']) {
+      const child = spawn(process.execPath, [join(ROOT, 'scripts', 'start.mjs'), '--no-demo', '--port', port], {
+        cwd: ROOT, env: { ...process.env, TASKWARD_DATA: data }, stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      let output = ''
+      child.stdout.on('data', (chunk) => output += chunk)
+      child.stderr.on('data', (chunk) => output += chunk)
+      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve))
+      expect(code, output).to.equal(2)
+      expect(output.trim()).to.equal(`CONFIG_INVALID: the port "${port}" (--port or PORT) is not a port number from 1 to 65535. Give one, e.g. npm start -- --port 5140.`)
+    }
+  })
+
   it('the port is taken by another program: a line naming the port and what to do, exit 1 (never 0)', async () => {
     const port = await freePort()
     const other = createServer()
