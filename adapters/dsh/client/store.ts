@@ -64,8 +64,29 @@ function regrant(base: string): Promise<boolean> {
   return grant(base)
 }
 
-async function json(response: Response): Promise<any> {
-  return response.json().catch(() => ({ code: 'INTERNAL', error: `HTTP ${response.status}` }))
+/**
+ * An answer's JSON body; a body that is not JSON is what stands between the page and DSH answering (a
+ * reverse proxy's 502 page while DSH restarts), so a 5xx one reads as DSH not answering, not as a fault.
+ */
+async function json(response: Response, next = 'try again in a moment'): Promise<any> {
+  return response.json().catch(() => response.status >= 500
+    ? { code: 'SERVICE_UNAVAILABLE', error: `DSH does not answer (HTTP ${response.status}); ${next}.` }
+    : { code: 'INTERNAL', error: `HTTP ${response.status}` })
+}
+
+/** A refusal's `{code, error}`; any other body (a proxy's JSON) is read as DSH not answering. */
+async function refusal(response: Response, next?: string): Promise<Refusal> {
+  const body = await json(response, next)
+  if (typeof body?.code === 'string' && typeof body?.error === 'string') return { code: body.code, error: body.error }
+  return { code: response.status >= 500 ? 'SERVICE_UNAVAILABLE' : 'INTERNAL', error: `DSH answered HTTP ${response.status}${next ? `; ${next}` : ''}.` }
+}
+
+/**
+ * A view read worth repeating: no answer, a 5xx (DSH restarting, a proxy in front of it) or a 404 (DSH
+ * up before Taskward's routes are). A 401 the new grant did not cure, a 403 or a 400 stays as it is.
+ */
+function retryable(response: Response | undefined): boolean {
+  return !response || response.status >= 500 || response.status === 404
 }
 
 /** How long a burst of changes waits before one refetch (a transition appends several events). */
@@ -75,8 +96,13 @@ const REFETCH_COALESCE_MS = 100
  * subscribes the arriving one (the dock, the Task view) in one commit, so the stream is kept across it.
  */
 const RELEASE_MS = 0
-/** How soon a stream DSH refused (a 401 after a restart) is retried after a new grant. */
-const REOPEN_MS = 2000
+/**
+ * How soon a failed view read (or a stream DSH refused: a 401 after a restart, a proxy's 502) is tried
+ * again; each further failure doubles the wait up to RETRY_MAX_MS, and a stream that is live again
+ * resets it. Only while someone shows the store: the last subscriber's leaving clears the timer.
+ */
+const RETRY_FIRST_MS = 2000
+const RETRY_MAX_MS = 30_000
 
 export class TaskStore {
   state: StoreState = { busy: false, live: false }
@@ -88,7 +114,10 @@ export class TaskStore {
   /** The last view read succeeded (the page is logged in): a stream may be opened. */
   private readable_ = false
   private release?: ReturnType<typeof setTimeout>
-  private reopen?: ReturnType<typeof setTimeout>
+  private retry?: ReturnType<typeof setTimeout>
+  private retryMs = RETRY_FIRST_MS
+  /** The last view read failed in a way worth repeating (retryable()). */
+  private failing = false
   private disposed = false
 
   /** `onRelease` drops the store from the page's table once nobody shows it. */
@@ -104,6 +133,8 @@ export class TaskStore {
     if (this.release) clearTimeout(this.release)
     this.release = undefined
     this.openStream()
+    // A read that failed before anyone subscribed (React subscribes after its commit) is retried now.
+    if (this.failing) this.scheduleRetry()
     return () => {
       this.listeners.delete(listener)
       if (this.listeners.size || this.release) return
@@ -148,6 +179,7 @@ export class TaskStore {
     const source = new EventSource(this.path('/console/sessions/:id/events'), { withCredentials: true })
     this.source = source
     source.addEventListener('ready', (message) => {
+      this.retryMs = RETRY_FIRST_MS
       this.set({ live: true })
       // A (re)connect: whatever was appended while the stream was down. ready names the last seq.
       let seq: unknown
@@ -160,22 +192,31 @@ export class TaskStore {
     source.addEventListener('error', () => {
       this.set({ live: false })
       // EventSource retries a dropped connection itself, but gives up on an HTTP refusal (a 401 after a
-      // DSH restart): read the view again (which logs in again), and that reopens the stream.
+      // DSH restart, a proxy's 502 while DSH is down): read the view again (which logs in again, and is
+      // itself retried while it fails), and a read that succeeds reopens the stream.
       if (source.readyState !== EventSource.CLOSED || this.source !== source) return
       this.source = undefined
-      this.reopen ??= setTimeout(() => {
-        this.reopen = undefined
-        void this.load()
-      }, REOPEN_MS)
+      this.scheduleRetry()
     })
+  }
+
+  /** One view read again after the current back-off (doubled for the next), while anyone shows the store. */
+  private scheduleRetry() {
+    if (this.disposed || !this.listeners.size || this.retry) return
+    const wait = this.retryMs
+    this.retryMs = Math.min(wait * 2, RETRY_MAX_MS)
+    this.retry = setTimeout(() => {
+      this.retry = undefined
+      void this.load()
+    }, wait)
   }
 
   stop() {
     this.disposed = true
     this.source?.close()
     this.source = undefined
-    for (const timer of [this.timer, this.reopen, this.release]) if (timer) clearTimeout(timer)
-    this.timer = this.reopen = this.release = undefined
+    for (const timer of [this.timer, this.retry, this.release]) if (timer) clearTimeout(timer)
+    this.timer = this.retry = this.release = undefined
   }
 
   private schedule() {
@@ -196,12 +237,17 @@ export class TaskStore {
         const response = await this.authorized(() => fetch(this.path('/console/sessions/:id/view'), { credentials: 'same-origin', headers: { accept: 'application/json' } }))
           .catch(() => undefined)
         this.readable_ = !!response?.ok
-        if (!response) this.set({ error: { code: 'NETWORK', error: 'DSH could not be reached.' } })
-        else if (!response.ok) this.set({ error: this.state.framed ? { code: 'FRAMED', error: FRAMED_NOTE } : await json(response) })
+        this.failing = retryable(response)
+        if (!response) this.set({ error: { code: 'NETWORK', error: 'DSH could not be reached; retrying.' } })
+        else if (this.failing) this.set({ error: await refusal(response, 'retrying') })
+        else if (!response.ok) this.set({ error: this.state.framed ? { code: 'FRAMED', error: FRAMED_NOTE } : await refusal(response) })
         else this.set({ view: this.readable(await json(response)), error: undefined })
       } while (this.again)
     })().finally(() => { this.loading = undefined })
-      .then(() => this.openStream())
+      .then(() => {
+        if (this.failing) this.scheduleRetry()
+        this.openStream()
+      })
     return this.loading
   }
 
