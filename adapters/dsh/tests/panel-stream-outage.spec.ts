@@ -13,7 +13,7 @@ import { chromium, type Browser } from 'playwright-core'
  * with back-off while the store is shown, and only then. Real Chromium, a real HTTP server, the
  * panel's real store code (bundled by esbuild).
  */
-describe('review-d: the panel\'s stream after DSH was unreachable for a few seconds (proxy 502)', function () {
+describe('DSH panel: the panel\'s stream after DSH was unreachable for a few seconds (proxy 502)', function () {
   this.timeout(60_000)
   let server: Server
   let port: number
