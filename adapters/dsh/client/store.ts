@@ -47,19 +47,20 @@ export const FRAMED_NOTE = 'DSH is shown inside another page, so the Taskward pa
  * The page's Taskward login without a copied token: one POST to `<base>/panel/grant`, which the adapter
  * answers with the HttpOnly cookie only for a same-origin request from DSH's own page (connection.ts).
  */
-let granted: Promise<boolean> | undefined
-function grant(base: string): Promise<boolean> {
+type Login = 'granted' | 'refused' | 'unavailable'
+let granted: Promise<Login> | undefined
+function grant(base: string): Promise<Login> {
   granted ??= fetch(`${base}/panel/grant`, { method: 'POST', credentials: 'same-origin' })
-    .then((response) => response.ok, () => false)
-    .then((ok) => {
-      if (!ok) granted = undefined
-      return ok
+    .then((response): Login => response.ok ? 'granted' : retryable(response) ? 'unavailable' : 'refused', (): Login => 'unavailable')
+    .then((login) => {
+      if (login !== 'granted') granted = undefined
+      return login
     })
   return granted
 }
 
 /** A 401 after the grant: DSH restarted (a new random operator token), so the cookie is stale — log in again. */
-function regrant(base: string): Promise<boolean> {
+function regrant(base: string): Promise<Login> {
   granted = undefined
   return grant(base)
 }
@@ -118,6 +119,8 @@ export class TaskStore {
   private retryMs = RETRY_FIRST_MS
   /** The last view read failed in a way worth repeating (retryable()). */
   private failing = false
+  /** The login itself found DSH not answering: the retry logs in first. */
+  private loginPending = false
   private disposed = false
 
   /** `onRelease` drops the store from the page's table once nobody shows it. */
@@ -165,7 +168,16 @@ export class TaskStore {
       await this.load()
       return
     }
-    if (!(await grant(this.base))) {
+    const login = await grant(this.base)
+    if (login === 'unavailable') {
+      // DSH (or a proxy in front of it) does not answer yet: log in again after the back-off, as a read.
+      this.failing = this.loginPending = true
+      this.set({ error: { code: 'SERVICE_UNAVAILABLE', error: 'DSH does not answer; retrying.' } })
+      this.scheduleRetry()
+      return
+    }
+    this.loginPending = false
+    if (login === 'refused') {
       this.set({ error: { code: 'UNAUTHORIZED', error: 'This page could not log in to Taskward (the request was not from DSH\'s own page).' } })
       return
     }
@@ -207,7 +219,7 @@ export class TaskStore {
     this.retryMs = Math.min(wait * 2, RETRY_MAX_MS)
     this.retry = setTimeout(() => {
       this.retry = undefined
-      void this.load()
+      void (this.loginPending ? this.start() : this.load())
     }, wait)
   }
 
@@ -254,7 +266,7 @@ export class TaskStore {
   /** A request, sent again once after a new grant when its answer is 401 (never from a framed page). */
   private async authorized(send: () => Promise<Response>): Promise<Response> {
     const response = await send()
-    if (response.status !== 401 || this.state.framed || !(await regrant(this.base))) return response
+    if (response.status !== 401 || this.state.framed || (await regrant(this.base)) !== 'granted') return response
     return send()
   }
 

@@ -76,6 +76,32 @@ describe('DSH panel: the panel\'s stream after DSH was unreachable for a few sec
     await new Promise((resolve) => server?.close(resolve))
   })
 
+  it('opened while DSH does not answer: logs in once DSH is back, and goes live without a reload', async () => {
+    const page = await browser.newPage()
+    try {
+      await page.goto(`http://127.0.0.1:${port}/`)
+      // The page is served, then DSH goes away: the panel's login gets the proxy's 502.
+      outage.until = Date.now() + 3000
+      const during = await page.evaluate(async () => {
+        const store = (globalThis as any).TW.storeFor('/taskward', 's3')
+        store.subscribe(() => {})
+        for (let i = 0; i < 20 && !store.state.error; i++) await new Promise((resolve) => setTimeout(resolve, 100))
+        return { live: store.state.live, error: store.state.error }
+      })
+      expect(during, 'what the panel says while its login finds DSH away').to.deep.equal({ live: false, error: { code: 'SERVICE_UNAVAILABLE', error: 'DSH does not answer; retrying.' } })
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, outage.until - Date.now())))
+      const after = await page.evaluate(async () => {
+        const store = (globalThis as any).TW.storeFor('/taskward', 's3')
+        for (let i = 0; i < 100 && !(store.state.live && !store.state.error); i++) await new Promise((resolve) => setTimeout(resolve, 100))
+        return { live: store.state.live, error: store.state.error }
+      })
+      expect(after, `the panel 10 s after DSH is back: ${JSON.stringify(after)}`).to.deep.equal({ live: true, error: undefined })
+    } finally {
+      outage.until = 0
+      await page.close()
+    }
+  })
+
   it('is live again once DSH answers again, without a reload', async () => {
     const page = await browser.newPage()
     try {
