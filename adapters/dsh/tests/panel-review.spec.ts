@@ -1,8 +1,8 @@
 import { expect } from 'chai'
 import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http'
 import { join } from 'node:path'
-import { build } from 'esbuild'
 import { chromium, type Browser } from 'playwright-core'
+import { bundlePanelStore } from './store-bundle'
 import { TaskwardError } from '@taskward/protocol'
 import { Context } from 'cordis'
 import { admitPanelGrant, isTrustedHost } from '../src/panel-access'
@@ -41,11 +41,7 @@ describe('review-b: the panel in DSH\'s page (browser facts)', function () {
   let storeJs = ''
 
   before(async () => {
-    const bundled = await build({
-      entryPoints: [join(import.meta.dirname, '..', 'client', 'store.ts')],
-      bundle: true, write: false, format: 'iife', globalName: 'TW', platform: 'browser', target: 'es2022', logLevel: 'warning',
-    })
-    storeJs = bundled.outputFiles[0]!.text
+    storeJs = await bundlePanelStore()
     server = createServer((req, res) => {
       const url = new URL(req.url ?? '/', 'http://x')
       if (url.pathname === '/') {
@@ -224,11 +220,7 @@ describe('review-b: DSH\'s page framed by a page on another loopback port (same-
   const grants: string[] = []
 
   before(async () => {
-    const bundled = await build({
-      entryPoints: [join(import.meta.dirname, '..', 'client', 'store.ts')],
-      bundle: true, write: false, format: 'iife', globalName: 'TW', platform: 'browser', target: 'es2022', logLevel: 'warning',
-    })
-    const storeJs = bundled.outputFiles[0]!.text
+    const storeJs = await bundlePanelStore()
     // DSH rc.8 sends no X-Frame-Options / frame-ancestors, so any page may frame its app.
     dsh = createServer((req, res) => {
       if (req.url === '/') { res.writeHead(200, { 'content-type': 'text/html' }); res.end('<!doctype html><title>dsh</title><script src="/store.js"></script>'); return }
@@ -344,11 +336,7 @@ describe('review-b: the panel\'s cookie (a real DshConnectionContract; a restart
   }
 
   before(async () => {
-    const bundled = await build({
-      entryPoints: [join(import.meta.dirname, '..', 'client', 'store.ts')],
-      bundle: true, write: false, format: 'iife', globalName: 'TW', platform: 'browser', target: 'es2022', logLevel: 'warning',
-    })
-    storeJs = bundled.outputFiles[0]!.text
+    storeJs = await bundlePanelStore()
     let route = start()
     server = createServer((req, res) => {
       if (req.url === '/restart') { route = start(); res.end('restarted'); return }

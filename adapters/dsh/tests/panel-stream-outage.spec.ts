@@ -1,8 +1,7 @@
 import { expect } from 'chai'
 import { createServer, type Server } from 'node:http'
-import { join } from 'node:path'
-import { build } from 'esbuild'
 import { chromium, type Browser } from 'playwright-core'
+import { bundlePanelStore } from './store-bundle'
 
 /*
  * The panel's store through an outage (review-d, failing on 71d9223): a stream DSH refuses is reopened
@@ -25,11 +24,7 @@ describe('DSH panel: the panel\'s stream after DSH was unreachable for a few sec
   let storeJs = ''
 
   before(async () => {
-    const bundled = await build({
-      entryPoints: [join(import.meta.dirname, '..', 'client', 'store.ts')],
-      bundle: true, write: false, format: 'iife', globalName: 'TW', platform: 'browser', target: 'es2022', logLevel: 'warning',
-    })
-    storeJs = bundled.outputFiles[0]!.text
+    storeJs = await bundlePanelStore()
     server = createServer((req, res) => {
       const url = new URL(req.url ?? '/', 'http://x')
       if (url.pathname === '/') {
