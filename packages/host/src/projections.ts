@@ -5,6 +5,7 @@ import { original } from './original'
 import { onExit } from './exit'
 import { eventStoreOf } from './sessions/event-store'
 import { ProjectionMemory } from './projection-memory'
+import { saveProjectionCaches } from './projection-caches'
 import { projectionDef, type ProjectionDef, type ProjectionRegistration } from './projection-def'
 
 export type { ProjectionDef, ProjectionRegistration } from './projection-def'
@@ -167,7 +168,18 @@ export class Projections extends Service {
    * step stages its events until its end), and a cache that stands past its session's log — the step
    * it folded was refused — is dropped, never saved: a saved cache is always a fold of a log prefix.
    */
-  private async persist() {
+  private persist(): Promise<void> {
+    // One save at a time: a save is written in chunks, and a later save of the same cache must not
+    // land before an earlier one.
+    const next = this.persisting.catch(() => {}).then(() => this.persistNow())
+    this.persisting = next
+    return next
+  }
+
+  /** The save in progress (see `persist`). */
+  private persisting: Promise<void> = Promise.resolve()
+
+  private async persistNow() {
     const unsaved = [...this.unsaved]
     this.unsaved.clear()
     if (unsaved.length) {
@@ -188,7 +200,7 @@ export class Projections extends Service {
         }
         rows.push({ sessionId: session.id, key, ...cached })
       }
-      if (rows.length) await this.database.upsert('taskward_projection', rows)
+      await saveProjectionCaches(this.home, this.database, rows)
     }
     this.forgetLeastRecent()
   }
@@ -336,7 +348,7 @@ export class Projections extends Service {
    */
   private save(id: string, sessionId: string, key: string, cached: Cached): Promise<void> {
     const previous = this.saving.get(id)?.settled ?? Promise.resolve()
-    const written = previous.then(() => this.database.upsert('taskward_projection', [{ sessionId, key, ...cached }])).then(() => {})
+    const written = previous.then(() => saveProjectionCaches(this.home, this.database, [{ sessionId, key, ...cached }]))
     const settled: Promise<void> = written
       .catch((error) => this.log.warn('saving the projection cache %s of %s failed: %s', key, sessionId, error))
       .finally(() => { if (this.saving.get(id)?.settled === settled) this.saving.delete(id) })

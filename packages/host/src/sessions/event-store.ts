@@ -5,7 +5,7 @@ import type { Fence } from './lease'
 import { StagedBatches, type StagedBatch } from './staged'
 import { MySQLEventStore } from './mysql-event-store'
 import { MinatoEventStore } from './minato-event-store'
-import { duplicate } from './duplicate'
+import { sqliteHandleOf, type SQLiteHandle } from './sqlite-handle'
 
 /** An event as stored: its data already serialized, once, as the JSON text the column holds. */
 export interface StoredEvent {
@@ -66,14 +66,16 @@ const placeholders = (count: number) => Array(count).fill('?').join(', ')
  * `committed()` then makes the commit as durable as configured (fsync with group commit).
  */
 class SQLiteEventStore implements EventStore {
-  private statements = new Map<string, any>()
-  private tablesReady?: Promise<void>
   private staged = new StagedBatches()
 
-  constructor(private driver: any, private ctx: Context) {
+  constructor(private handle: SQLiteHandle) {
     // A minato write (a projection cache, a session row) must not become durable before the staged
     // events it may derive from: the driver asks for them to be written first.
-    driver.beforeWrite = () => this.writeStaged()
+    handle.driver.beforeWrite = () => this.writeStaged()
+  }
+
+  private get driver() {
+    return this.handle.driver
   }
 
   stage(batch: StagedBatch) {
@@ -92,7 +94,7 @@ class SQLiteEventStore implements EventStore {
     if (!this.staged.size) return
     // Tables that cannot be prepared: the staged batches carry the refusal (their steps report it);
     // callers that do not wait for this (settled, beforeWrite) are left nothing unhandled.
-    if (!this.isReady) return this.ready().then(() => this.writeStaged(), (error) => StagedBatches.refuse(this.staged.take(), error))
+    if (!this.handle.isReady) return this.handle.ready().then(() => this.writeStaged(), (error) => StagedBatches.refuse(this.staged.take(), error))
     try {
       return this.insert('', [])?.catch(() => {})
     } catch {
@@ -101,42 +103,12 @@ class SQLiteEventStore implements EventStore {
   }
 
   get closed() {
-    return this.driver.opened === false
-  }
-
-  private isReady = false
-
-  /** minato creates and migrates the tables asynchronously after start: wait for that once. */
-  private ready() {
-    // A failed preparation (the store was down) is asked again by the next write, not kept.
-    return this.tablesReady ??= this.ctx.database.prepared().then(() => { this.isReady = true }, (error) => {
-      this.tablesReady = undefined
-      throw error
-    })
-  }
-
-  private statement(sql: string) {
-    let statement = this.statements.get(sql)
-    if (!statement) {
-      statement = this.driver.db.prepare(sql)
-      this.statements.set(sql, statement)
-    }
-    return statement
-  }
-
-  private guard<T>(run: () => T): T {
-    if (this.driver.failure) throw this.driver.failure
-    try {
-      return run()
-    } catch (error: any) {
-      throw /UNIQUE|PRIMARY/i.test(String(error?.message)) ? duplicate(error) : this.driver.classify?.(error) ?? error
-    }
+    return this.handle.closed
   }
 
   /** Staged batches and then `events`, in ONE transaction: one commit, one flush for all of them. */
   insert(sessionId: string, events: StoredEvent[]): Promise<void> | undefined {
-    if (!this.isReady) return this.ready().then(() => this.insert(sessionId, events))
-    const db = this.driver.db
+    if (!this.handle.isReady) return this.handle.ready().then(() => this.insert(sessionId, events))
     const batches: StagedBatch[] = []
     for (const batch of this.staged.take()) {
       if (batch.previous?.failure) StagedBatches.refuse([batch], batch.previous.failure)
@@ -144,24 +116,19 @@ class SQLiteEventStore implements EventStore {
     }
     let durable: Promise<void> | undefined
     try {
-      this.guard(() => {
-        const insert = this.statement('INSERT INTO `taskward_event` (`sessionId`, `seq`, `type`, `time`, `data`) VALUES (?, ?, ?, ?, ?)')
+      this.handle.guard(() => {
+        const insert = this.handle.statement('INSERT INTO `taskward_event` (`sessionId`, `seq`, `type`, `time`, `data`) VALUES (?, ?, ?, ?, ?)')
         if (events.length === 1 && !batches.length) {
           const [event] = events
           insert.run([sessionId, event.seq, event.type, event.time, event.text])
           return
         }
-        db.exec('BEGIN')
-        try {
+        this.handle.transaction(() => {
           for (const batch of batches) {
             for (const event of batch.events) insert.run([batch.sessionId, event.seq, event.type, event.time, event.text])
           }
           for (const event of events) insert.run([sessionId, event.seq, event.type, event.time, event.text])
-          db.exec('COMMIT')
-        } catch (error) {
-          db.exec('ROLLBACK')
-          throw error
-        }
+        })
       })
       durable = this.driver.committed?.()
     } catch (error) {
@@ -175,9 +142,9 @@ class SQLiteEventStore implements EventStore {
 
   /** The stored page, completed with the session's staged events (reading writes nothing). */
   async read(sessionId: string, options: ReadOptions) {
-    if (!this.isReady) await this.ready()
+    if (!this.handle.isReady) await this.handle.ready()
     const { from, limit, types } = options
-    const page = this.guard(() => this.readPage(sessionId, from, limit, types) ?? this.readRows(sessionId, from, limit, types))
+    const page = this.handle.guard(() => this.readPage(sessionId, from, limit, types) ?? this.readRows(sessionId, from, limit, types))
     return this.staged.merge(sessionId, page, options)
   }
 
@@ -195,7 +162,7 @@ class SQLiteEventStore implements EventStore {
    * seq order from `from`.
    */
   private readPage(sessionId: string, from: number, limit: number, types?: readonly string[]): SessionEvent[] | undefined {
-    const statement = this.statement('SELECT count(*), \'[\' || group_concat(\'{"seq":\' || `seq` || \',"type":\' || json_quote(`type`)'
+    const statement = this.handle.statement('SELECT count(*), \'[\' || group_concat(\'{"seq":\' || `seq` || \',"type":\' || json_quote(`type`)'
       + ' || \',"time":\' || iif(`time` IS NULL, \'null\', iif(`time` = CAST(`time` AS INTEGER) AND abs(`time`) < 9007199254740992, CAST(`time` AS INTEGER), printf(\'%!.17g\', `time`))) || \',"data":\' || ifnull(`data`, \'null\') || \'}\', \',\') || \']\''
       + ` FROM (${this.selection(types)})`)
     let count: number
@@ -224,7 +191,7 @@ class SQLiteEventStore implements EventStore {
   }
 
   private readRows(sessionId: string, from: number, limit: number, types?: readonly string[]) {
-    const statement = this.statement(this.selection(types))
+    const statement = this.handle.statement(this.selection(types))
     const events: SessionEvent[] = []
     try {
       statement.bind(types ? [sessionId, from, ...types, limit] : [sessionId, from, limit])
@@ -239,11 +206,11 @@ class SQLiteEventStore implements EventStore {
   }
 
   async nextSeq(sessionId: string) {
-    if (!this.isReady) await this.ready()
+    if (!this.handle.isReady) await this.handle.ready()
     const staged = this.staged.nextSeq(sessionId)
     if (staged !== undefined) return staged
-    return this.guard(() => {
-      const statement = this.statement('SELECT max(`seq`) FROM `taskward_event` WHERE `sessionId` = ?')
+    return this.handle.guard(() => {
+      const statement = this.handle.statement('SELECT max(`seq`) FROM `taskward_event` WHERE `sessionId` = ?')
       try {
         statement.bind([sessionId])
         statement.step()
@@ -263,7 +230,8 @@ export function eventStoreOf(ctx: Context): EventStore {
   const driver = storeDriver(ctx)
   let store = driver && stores.get(driver)
   if (!store) {
-    store = typeof driver?.db?.prepare === 'function' ? new SQLiteEventStore(driver, ctx)
+    const sqlite = sqliteHandleOf(driver, ctx)
+    store = sqlite ? new SQLiteEventStore(sqlite)
       : typeof driver?.pool?.query === 'function' ? new MySQLEventStore(driver, ctx)
         : new MinatoEventStore(ctx)
     if (driver) stores.set(driver, store)
