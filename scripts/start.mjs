@@ -76,6 +76,10 @@ if (dumpConfig) {
 const resultDir = demoOnly ? mkdtempSync(join(tmpdir(), 'taskward-demo-')) : undefined
 if (resultDir) env.TASKWARD_DEMO_RESULT = join(resultDir, 'outcome.json')
 env.NODE_OPTIONS = [env.NODE_OPTIONS, '--import tsx', '--conditions source'].filter(Boolean).join(' ')
+// libuv's threadpool for the host (packages/host/src/store/threadpool.ts, HOST_THREADPOOL_SIZE): every
+// file-system call waits for one of its threads, and the default 4 made tool calls wait behind fsyncs
+// at a few hundred sessions. Read by libuv when the pool starts, so it is set for the process, here.
+if (!env.UV_THREADPOOL_SIZE) env.UV_THREADPOOL_SIZE = '16'
 
 // The CLI forks the host worker; both stay in this process group, so a terminal's Ctrl-C reaches the
 // worker directly. A signal sent to this script alone is forwarded to the CLI, and the worker shuts

@@ -28,7 +28,8 @@ async function startHost(args: string[], options: { untilLink?: boolean } = {}) 
   const port = await freePort()
   const child = spawn('npm', ['start', '--', ...args], {
     cwd: join(import.meta.dirname, '..'),
-    env: { ...process.env, PORT: String(port), TASKWARD_DATA: data },
+    // npm start's own threadpool size, whatever the runner's environment says.
+    env: { ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'UV_THREADPOOL_SIZE')), PORT: String(port), TASKWARD_DATA: data },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   })
@@ -78,6 +79,10 @@ describe('npm start', function () {
       expect((await fetch(`${host.base}/login?token=wrong`)).status).to.equal(401)
       expect((await fetch(`${host.base}/api/console/sessions`)).status).to.equal(401)
       expect(await (await host.api('/api/console/sessions')).json()).to.deep.equal({ sessions: [] })
+      // The host runs with npm start's file-system threads (libuv's default 4 held tool calls at scale).
+      const { operatorToken } = JSON.parse(await readFile(join(host.data, 'taskward.host.json'), 'utf8'))
+      const verbose = await (await fetch(`${host.base}/health?verbose`, { headers: { authorization: `Bearer ${operatorToken}` } })).json()
+      expect(verbose.findings.find((finding: any) => finding.check === 'file-system threads'), JSON.stringify(verbose)).to.deep.equal({ check: 'file-system threads', verdict: 'ok', detail: '16 (UV_THREADPOOL_SIZE)' })
 
       // Ctrl-C in a terminal signals the whole foreground group: npm and the start script.
       process.kill(-host.pid, 'SIGINT')

@@ -41,6 +41,7 @@ export * from './store/health'
 export * from './store/routes'
 export * from './store/doctor'
 export * from './store/node-support'
+export * from './store/threadpool'
 
 export const name = 'taskward-host'
 export const inject = ['database', 'server']

@@ -4,6 +4,7 @@ import { delimiter, dirname, join } from 'node:path'
 import { checkSearchPath } from '@taskward/protocol'
 import { storeDriver, storeHealth } from './health'
 import { nodeFinding } from './node-support'
+import { threadpoolFinding } from './threadpool'
 
 export type Verdict = 'ok' | 'warn' | 'fail'
 
@@ -127,6 +128,7 @@ export async function diagnose(ctx: Context): Promise<Finding[]> {
   }
   return [
     nodeFinding(),
+    threadpoolFinding(),
     ...await guard('database', () => storeFindings(ctx)),
     ...await guard('sessions', () => sessionFindings(ctx)),
     ...await guard('recovery sandbox', async () => [await sandboxFinding(ctx)]),
