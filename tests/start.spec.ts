@@ -81,7 +81,7 @@ describe('npm start', function () {
       expect(await (await host.api('/api/console/sessions')).json()).to.deep.equal({ sessions: [] })
       // The host runs with npm start's file-system threads (libuv's default 4 held tool calls at scale).
       const { operatorToken } = JSON.parse(await readFile(join(host.data, 'taskward.host.json'), 'utf8'))
-      const verbose = await (await fetch(`${host.base}/health?verbose`, { headers: { authorization: `Bearer ${operatorToken}` } })).json()
+      const verbose: any = await (await fetch(`${host.base}/health?verbose`, { headers: { authorization: `Bearer ${operatorToken}` } })).json()
       expect(verbose.findings.find((finding: any) => finding.check === 'file-system threads'), JSON.stringify(verbose)).to.deep.equal({ check: 'file-system threads', verdict: 'ok', detail: '16 (UV_THREADPOOL_SIZE)' })
 
       // Ctrl-C in a terminal signals the whole foreground group: npm and the start script.
