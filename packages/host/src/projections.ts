@@ -170,14 +170,17 @@ export class Projections extends Service {
    */
   private persist(): Promise<void> {
     // One save at a time: a save is written in chunks, and a later save of the same cache must not
-    // land before an earlier one.
-    const next = this.persisting.catch(() => {}).then(() => this.persistNow())
+    // land before an earlier one. With none under way it starts now, synchronously: what is staged at
+    // this moment goes into its first write (a step going on meanwhile stages into a new batch).
+    const run = () => this.persistNow().finally(() => { this.savesQueued-- })
+    const next = this.savesQueued++ ? this.persisting.catch(() => {}).then(run) : run()
     this.persisting = next
     return next
   }
 
-  /** The save in progress (see `persist`). */
+  /** The last save started or queued (see `persist`), and how many are running or queued. */
   private persisting: Promise<void> = Promise.resolve()
+  private savesQueued = 0
 
   private async persistNow() {
     const unsaved = [...this.unsaved]
