@@ -19,7 +19,8 @@ const tarball = await packDsh()
 const keep = !!process.env.TASKWARD_DSH_HOME
 const home = process.env.TASKWARD_DSH_HOME || mkdtempSync(join(tmpdir(), 'taskward-dsh-'))
 const token = randomBytes(32).toString('base64url')
-const env = { ...process.env, PATH: `${paths.nodeBin}:${paths.pnpmBin}:${process.env.PATH}`, DSH_HOME: home }
+// DSH's host process gets the libuv threadpool npm start gives ours (packages/host/src/store/threadpool.ts).
+const env = { ...process.env, PATH: `${paths.nodeBin}:${paths.pnpmBin}:${process.env.PATH}`, DSH_HOME: home, UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE || '16' }
 if (process.env.npm_config_registry && !process.env.pnpm_config_registry) env.pnpm_config_registry = process.env.npm_config_registry
 execFileSync(paths.node, [paths.dsh, 'plugin', '--profile', 'web', 'add', tarball], { env, cwd: home, stdio: 'inherit' })
 // The operator token goes into the profile's own patch layer (0600 in a 0700 directory), so the printed

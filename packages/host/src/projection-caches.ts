@@ -8,10 +8,11 @@ const UPSERT = 'INSERT INTO `taskward_projection` (`sessionId`, `key`, `version`
 
 /**
  * Save projection caches (each replaces the row of its session and key); resolves once as durable as
- * configured. On the embedded SQLite store: one prepared statement in one transaction, the state as the
- * JSON text minato's `json` column holds (minato reads it back as ever). minato's own upsert reads the
- * rows back first and compares every row with every other (quadratic): with 500 live sessions the
- * batched save of their caches held the host's thread ~250 ms every second. Other stores: minato.
+ * configured. On the embedded SQLite store: one prepared statement, in transactions of SAVE_CHUNK_ROWS
+ * rows, the state as the JSON text minato's `json` column holds (minato reads it back as ever).
+ * minato's own upsert reads the rows back first and compares every row with every other (quadratic):
+ * with 500 live sessions the batched save of their caches held the host's thread ~250 ms every
+ * second. Other stores: minato.
  */
 export function saveProjectionCaches(ctx: Context, database: Context['database'], rows: ProjectionRow[]): Promise<void> {
   if (!rows.length) return Promise.resolve()
@@ -30,11 +31,13 @@ export const SAVE_CHUNK_ROWS = 100
 async function saveOnSQLite(handle: SQLiteHandle, rows: ProjectionRow[]) {
   if (!handle.isReady) await handle.ready()
   const durable: Promise<void>[] = []
+  // The staged events first, as before every minato write: no cache is durable before what it folded.
+  // Once: a batched save takes no cache that folded an event staged now (Projections checks
+  // `stagedFrom`), and events staged between chunks are later than every row of this save.
+  handle.driver.beforeWrite?.()
   try {
     for (let at = 0; at < rows.length; at += SAVE_CHUNK_ROWS) {
       if (at) await new Promise((resolve) => setImmediate(resolve))
-      // The staged events first, as before every minato write: no cache is durable before what it folded.
-      handle.driver.beforeWrite?.()
       handle.guard(() => {
         const upsert = handle.statement(UPSERT)
         handle.transaction(() => {
@@ -43,8 +46,13 @@ async function saveOnSQLite(handle: SQLiteHandle, rows: ProjectionRow[]) {
           }
         })
       })
-      const committed = handle.driver.committed?.()
-      if (committed) durable.push(committed)
+      const committed: Promise<void> | undefined = handle.driver.committed?.()
+      // Handled at once: a flush that fails while the loop waits between chunks must not reject
+      // unhandled (the outcome is read below, once every chunk is written).
+      if (committed) {
+        committed.catch(() => {})
+        durable.push(committed)
+      }
     }
   } finally {
     // Every chunk written is waited for, also when a later one failed (nothing left unhandled).

@@ -367,8 +367,10 @@ export class Projections extends Service {
 
   /** Forget the cache of one session (or all) so that the next `get` rebuilds from seq 0. */
   async invalidate(session?: Session, key?: string) {
-    // A write in flight would otherwise land after the removal and bring the cache back.
+    // A write in flight would otherwise land after the removal and bring the cache back: a single
+    // cache's, and a batched save (written in chunks over several turns of the event loop).
     await this.saved(session?.id)
+    await this.persisting.catch(() => {})
     for (const id of this.memory.ids()) {
       const [sid, k] = id.split('\u0000')
       if ((!session || sid === session.id) && (!key || k === key)) this.memory.delete(id)

@@ -92,4 +92,48 @@ describe('host: saving projection caches (the batched save)', () => {
     expect(count()).to.equal(total)
     expect((await rows(host)).find((row) => row.sessionId === 'chunked-249')?.state).to.deep.equal({ i: 249 })
   })
+
+  it('a WAL flush that fails under a save of several chunks refuses with the store\'s code, and nothing rejects unhandled', async () => {
+    await host.ctx.database.prepared()
+    const driver = storeDriver(host.ctx)
+    const unhandled: unknown[] = []
+    const onUnhandled = (reason: unknown) => { unhandled.push(reason) }
+    // mocha's own listener would turn it into an uncaught error: observe it here instead.
+    const mochas = process.listeners('unhandledRejection')
+    process.removeAllListeners('unhandledRejection')
+    process.on('unhandledRejection', onUnhandled)
+    try {
+      // What the driver's Flusher records when an fsync of the WAL reports an error (EIO).
+      driver.flusher.failure = Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' })
+      const many = Array.from({ length: SAVE_CHUNK_ROWS * 2 + 1 }, (_, i) => ({ sessionId: `s-${i}`, key: 'test-transcript', version: 1, asOfSeq: 0, state: i }))
+      const error = await saveProjectionCaches(host.ctx, host.ctx.database, many).then(() => undefined, (reason) => reason)
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(error?.code, String(error)).to.equal('STORE_UNAVAILABLE')
+      expect(unhandled.map(String), 'unhandled rejections').to.deep.equal([])
+    } finally {
+      process.off('unhandledRejection', onUnhandled)
+      for (const listener of mochas) process.on('unhandledRejection', listener as any)
+    }
+  })
+
+  it('an invalidate while a batched save of several chunks is under way is not undone by it', async () => {
+    register(host)
+    const sessions = []
+    for (let i = 0; i < SAVE_CHUNK_ROWS * 2 + 50; i++) {
+      const session = await host.ctx.sessions.create({ cwd: tmpdir() })
+      await session.append('said', { text: `${i}` })
+      await host.ctx.projections.get(session, 'test-transcript')
+      sessions.push(session)
+    }
+    // Advanced by the appends: all unsaved, the last session's cache in the last chunk.
+    for (const session of sessions) await session.append('again', { text: 'x' })
+    const last = sessions[sessions.length - 1]
+    let invalidating: Promise<void> | undefined
+    const flushing = host.ctx.projections.flush()
+    // After the first chunk, before the last (the save yields with setImmediate between chunks).
+    setImmediate(() => { invalidating = host.ctx.projections.invalidate(last, 'test-transcript') })
+    await flushing
+    await invalidating
+    expect(await host.ctx.database.get('taskward_projection', { sessionId: last.id, key: 'test-transcript' }), 'the save under way wrote the removed cache back').to.deep.equal([])
+  })
 })
