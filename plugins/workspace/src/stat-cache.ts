@@ -1,5 +1,5 @@
-import { mkdirSync, readFileSync } from 'node:fs'
-import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { hashOutlivesRead, sameVersion, type EntryVersion } from '@taskward/protocol'
 
@@ -55,8 +55,6 @@ const MEMORY_ENTRIES = 400_000
 const MEMORY_WORKSPACES = 16
 /** Saved tables kept on disk: the most recently saved, so a host that saw many workspaces stays bounded. */
 export const SAVED_TABLES = 256
-/** Every this many saves, the directory is pruned to SAVED_TABLES. */
-const PRUNE_EVERY = 32
 
 type Row = [key: string, dev: string, ino: string, mode: string, size: string, mtimeNs: string, ctimeNs: string, hash: string]
 
@@ -69,8 +67,14 @@ type Row = [key: string, dev: string, ino: string, mode: string, size: string, m
  */
 export class StatCacheStore {
   private readonly tables = new Map<string, HashTable>()
-  private readonly writes = new Map<string, Promise<void>>()
-  private saves = 0
+  /** Tables not written yet, by workspace key: the latest of each (a newer save replaces one still waiting). */
+  private readonly dirty = new Map<string, HashTable>()
+  /** The writer of `dirty`, one table at a time, while there is anything to write. */
+  private writing?: Promise<void>
+  /** The saved tables' keys, least recently saved first: read from the directory once, then kept here. */
+  private saved?: Set<string>
+  /** Tables written to disk since start (diagnostics and tests: saves coalesce). */
+  written = 0
 
   constructor(private readonly directory?: string, private readonly onError: (error: unknown) => void = () => {}) {}
 
@@ -81,38 +85,67 @@ export class StatCacheStore {
       // Most recently used last.
       this.tables.delete(workspaceKey)
     } else {
-      table = this.read(workspaceKey)
+      table = this.dirty.get(workspaceKey) ?? this.read(workspaceKey)
     }
     this.tables.set(workspaceKey, table)
     this.evict()
     return table
   }
 
-  /** Keep `table` as the workspace's table, and save it (in the background; the next save waits for it). */
+  /**
+   * Keep `table` as the workspace's table, and save it in the background. One writer drains the
+   * tables waiting, one file at a time, and a workspace saved again before its turn is written once,
+   * with its newest table: a host stamping hundreds of workspaces keeps a handful of file-system calls
+   * in libuv's pool, not thousands (its file tools and the store's flushes wait in the same queue).
+   * Resolves once every table waiting at that moment is written (or failed: `onError`); never rejects.
+   */
   save(workspaceKey: string, table: HashTable): Promise<void> {
     this.tables.delete(workspaceKey)
     this.tables.set(workspaceKey, table)
     this.evict()
     if (!this.directory) return Promise.resolve()
-    const directory = this.directory
-    const previous = this.writes.get(workspaceKey) ?? Promise.resolve()
-    const write = previous.then(async () => {
-      const file = join(directory, `${workspaceKey}.json`)
-      const temp = `${file}.${process.pid}.tmp`
-      await mkdir(directory, { recursive: true, mode: 0o700 })
-      await writeFile(temp, serialize(workspaceKey, table), { mode: 0o600 })
-      await rename(temp, file)
-      if (this.saves++ % PRUNE_EVERY === 0) await prune(directory, SAVED_TABLES)
-    }).catch(this.onError).finally(() => {
-      if (this.writes.get(workspaceKey) === write) this.writes.delete(workspaceKey)
-    })
-    this.writes.set(workspaceKey, write)
-    return write
+    this.dirty.delete(workspaceKey)
+    this.dirty.set(workspaceKey, table)
+    this.writing ??= this.drain(this.directory)
+    return this.writing
   }
 
   /** Every save started so far has finished (for a clean shutdown and for tests). */
   async flush(): Promise<void> {
-    await Promise.all([...this.writes.values()])
+    while (this.writing) await this.writing
+  }
+
+  private async drain(directory: string): Promise<void> {
+    // Begun after `save` holds this promise as `writing` (a drain that ended at once would leave it set).
+    await undefined
+    for (;;) {
+      const next = this.dirty.entries().next()
+      // Ended in the same turn as the last check: a save after it starts a new writer.
+      if (next.done) {
+        this.writing = undefined
+        return
+      }
+      const [workspaceKey, table] = next.value
+      this.dirty.delete(workspaceKey)
+      try {
+        const saved = this.saved ??= savedTables(directory)
+        const file = join(directory, `${workspaceKey}.json`)
+        const temp = `${file}.${process.pid}.tmp`
+        await writeFile(temp, serialize(workspaceKey, table), { mode: 0o600 })
+        await rename(temp, file)
+        this.written++
+        saved.delete(workspaceKey)
+        saved.add(workspaceKey)
+        // The least recently saved beyond SAVED_TABLES, by this process's own record: no directory listing.
+        for (const oldest of saved) {
+          if (saved.size <= SAVED_TABLES) break
+          saved.delete(oldest)
+          await rm(join(directory, `${oldest}.json`), { force: true })
+        }
+      } catch (error) {
+        this.onError(error)
+      }
+    }
   }
 
   private evict() {
@@ -175,12 +208,18 @@ function deserialize(workspaceKey: string, text: string): HashTable {
   return table
 }
 
-/** Keep the `keep` most recently written tables of `directory` (and no leftover temp file of a crash). */
-async function prune(directory: string, keep: number): Promise<void> {
-  const files = await readdir(directory)
-  const stale = files.filter((name) => name.endsWith('.tmp') && !name.includes(`.${process.pid}.`))
-  const tables = await Promise.all(files.filter((name) => name.endsWith('.json'))
-    .map(async (name) => ({ name, mtimeMs: (await stat(join(directory, name)).catch(() => undefined))?.mtimeMs ?? 0 })))
-  tables.sort((a, b) => b.mtimeMs - a.mtimeMs)
-  for (const name of [...stale, ...tables.slice(keep).map((table) => table.name)]) await rm(join(directory, name), { force: true })
+/**
+ * The tables saved in `directory` before this process, least recently written first (created if
+ * missing), and a crash's leftover temp files removed. Once per process, synchronously: a directory of
+ * at most SAVED_TABLES files in the data directory.
+ */
+function savedTables(directory: string): Set<string> {
+  mkdirSync(directory, { recursive: true, mode: 0o700 })
+  const tables: { key: string, mtimeMs: number }[] = []
+  for (const name of readdirSync(directory)) {
+    const path = join(directory, name)
+    if (name.endsWith('.tmp') && !name.includes(`.${process.pid}.`)) rmSync(path, { force: true })
+    else if (name.endsWith('.json')) tables.push({ key: name.slice(0, -5), mtimeMs: statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? 0 })
+  }
+  return new Set(tables.sort((a, b) => a.mtimeMs - b.mtimeMs).map(({ key }) => key))
 }
