@@ -1,5 +1,5 @@
-import { realpathSync } from 'node:fs'
-import { realpath, rm, stat } from 'node:fs/promises'
+import { realpathSync, statSync } from 'node:fs'
+import { rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { delimiter, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { dataDirectory } from '@taskward/plugin-database'
@@ -158,13 +158,18 @@ export async function chooseSandbox(configured: 'auto' | SandboxKind): Promise<S
 
 /**
  * Directories a sandboxed check must not see: the Taskward data directory (the session database,
- * tokens). Only existing ones, resolved through links, and never `/`.
+ * tokens). Only existing ones, resolved through links, and never `/`. Looked up synchronously (a
+ * realpath and a stat of the operator's own directory, microseconds): every verification asks several
+ * times, and on a busy host each asynchronous call waited 15–25 ms for libuv's pool and the event loop.
  */
 export async function hiddenDirectories(): Promise<string[]> {
   const hidden: string[] = []
   for (const dir of [dataDirectory()]) {
-    const real = await realpath(dir).catch(() => undefined)
-    if (real && real !== '/' && (await stat(real)).isDirectory()) hidden.push(real)
+    let real: string | undefined
+    try {
+      real = realpathSync.native(dir)
+    } catch {}
+    if (real && real !== '/' && statSync(real).isDirectory()) hidden.push(real)
   }
   return hidden
 }

@@ -1,6 +1,7 @@
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
-import type { FileHandle } from 'node:fs/promises'
+import { close, closeSync, ftruncate, readSync, write } from 'node:fs'
+import { promisify } from 'node:util'
 import { relative, resolve } from 'node:path'
 import { cutIndex, TaskwardError } from '@taskward/protocol'
 import { listFiles } from './glob'
@@ -10,14 +11,17 @@ import { openInside } from './open'
 const MAX_READ_BYTES = 1 << 20
 const MAX_MATCHES = 200
 
-/** The whole text behind `handle`, refused past `MAX_READ_BYTES` (also when the file grew since its fstat). */
-async function readBounded(handle: FileHandle, size: number, path: string): Promise<string> {
+/**
+ * The whole text behind `fd`, refused past `MAX_READ_BYTES` (also when the file grew since its fstat).
+ * Read synchronously, as `openInside` opens: at most 1 MiB of a regular file.
+ */
+function readBounded(fd: number, size: number, path: string): string {
   const tooLarge = (bytes: number) => new TaskwardError('BAD_REQUEST', `"${path}" is ${bytes} bytes; the file tools read at most ${MAX_READ_BYTES}.`)
   if (size > MAX_READ_BYTES) throw tooLarge(size)
-  const buffer = Buffer.alloc(MAX_READ_BYTES + 1)
+  const buffer = Buffer.allocUnsafe(MAX_READ_BYTES + 1)
   let length = 0
   for (;;) {
-    const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length)
+    const bytesRead = readSync(fd, buffer, length, buffer.length - length, length)
     if (!bytesRead) break
     length += bytesRead
     if (length > MAX_READ_BYTES) throw tooLarge(length)
@@ -27,18 +31,31 @@ async function readBounded(handle: FileHandle, size: number, path: string): Prom
 
 /** The text of a file of the cwd (`openInside` decides what may be read), at most `MAX_READ_BYTES`. */
 async function readText(cwd: string, path: string): Promise<string> {
-  const { handle, stats } = await openInside(cwd, path, 'read')
+  const { fd, stats } = await openInside(cwd, path, 'read')
   try {
-    return await readBounded(handle, stats.size, path)
+    return readBounded(fd, stats.size, path)
   } finally {
-    await handle.close()
+    closeSync(fd)
   }
 }
 
-/** Replace the whole content of an opened file through its descriptor. */
-async function overwrite(handle: FileHandle, content: string) {
-  await handle.truncate(0)
-  await handle.write(content, 0, 'utf8')
+const ftruncateAsync = promisify(ftruncate)
+const writeAsync = promisify(write)
+const closeAsync = promisify(close)
+
+/**
+ * Replace the whole content of an opened file through its descriptor (every byte: a write may take part
+ * of them), then close it. Asynchronous, unlike the reads: a truncate, a write and the close after them
+ * can wait for a journalling file system's commit, which must not stall the event loop.
+ */
+async function overwriteAndClose(fd: number, content: string) {
+  try {
+    await ftruncateAsync(fd, 0)
+    const bytes = Buffer.from(content, 'utf8')
+    for (let written = 0; written < bytes.length;) written += (await writeAsync(fd, bytes, written, bytes.length - written, written)).bytesWritten
+  } finally {
+    await closeAsync(fd)
+  }
 }
 
 /**
@@ -117,12 +134,8 @@ export function registerFileTools(ctx: Context) {
     description: 'Create or overwrite a text file inside the working directory.',
     parameters: Schema.object({ path: Schema.string().required(), content: Schema.string().required() }),
     async execute({ path, content }, { session }) {
-      const { handle } = await openInside(session.cwd, path, 'write')
-      try {
-        await overwrite(handle, content)
-      } finally {
-        await handle.close()
-      }
+      const { fd } = await openInside(session.cwd, path, 'write')
+      await overwriteAndClose(fd, content)
       return { path: relative(session.cwd, resolve(session.cwd, path)), bytes: Buffer.byteLength(content) }
     },
   })
@@ -132,18 +145,21 @@ export function registerFileTools(ctx: Context) {
     description: 'Replace exactly one occurrence of `old` with `new` in a file inside the working directory.',
     parameters: Schema.object({ path: Schema.string().required(), old: Schema.string().required(), new: Schema.string().required() }) as Schema<any, { path: string, old: string, new: string }>,
     async execute(args, { session }) {
-      const { handle, stats } = await openInside(session.cwd, args.path, 'edit')
+      const { fd, stats } = await openInside(session.cwd, args.path, 'edit')
+      let edited: string
       try {
-        const text = await readBounded(handle, stats.size, args.path)
+        const text = readBounded(fd, stats.size, args.path)
         const first = text.indexOf(args.old)
         if (first < 0) throw new TaskwardError('BAD_REQUEST', `"${args.path}" does not contain the text to replace.`)
         if (text.indexOf(args.old, first + 1) >= 0) {
           throw new TaskwardError('BAD_REQUEST', `"${args.path}" contains the text to replace more than once; include more context.`)
         }
-        await overwrite(handle, text.slice(0, first) + args.new + text.slice(first + args.old.length))
-      } finally {
-        await handle.close()
+        edited = text.slice(0, first) + args.new + text.slice(first + args.old.length)
+      } catch (error) {
+        closeSync(fd)
+        throw error
       }
+      await overwriteAndClose(fd, edited)
       return { path: args.path }
     },
   })
