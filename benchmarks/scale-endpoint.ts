@@ -10,7 +10,7 @@
  *   capture on     keep every request body, with its session's key   → `ok`
  *   dump <file>    write the kept bodies (JSON) to <file>, stop keeping → `ok`
  *   stats          `stats {served, inTurn: [...], byTool: {name: [...]}, hostAdded: {after: [...]}, sameSession: [...], cpuMs, aborted}`
- *                  and start counting afresh
+ *                  and start counting afresh; `streaming`: the requests not ended nor aborted yet
  * A request's session is its `x-scale-session` header when it has one (the bare loop's), else its
  * workspace directory and role (from the system message); a gap is the time from the end of a session's
  * answer to that session's next request arriving, "in turn" when that request carries tool results (the
@@ -46,7 +46,7 @@ let served = 0
 /** The endpoint's own CPU since the last `stats`: on a shared machine it competes with the host's. */
 let cpuFrom = process.cpuUsage()
 /** The requests since the last `stats`, in arrival order (their end is read from the mock's record). */
-let seen: { key: string, tool?: string, request: MockRequest }[] = []
+let seen: { key: string, tool?: string, request: MockRequest, waitMs?: number }[] = []
 /** The task of a session key: what precedes its NUL (the workspace, or the bare loop). */
 const taskOf = (key: string) => key.slice(0, key.indexOf('\u0000'))
 /** What an answer did: the first tool it called, or 'text'. */
@@ -63,11 +63,23 @@ function keyOf(request: MockRequest) {
 mock.fallback = async (request) => {
   served++
   const key = keyOf(request)
-  seen.push({ key, tool: carriedTool(request.body?.messages ?? []), request })
-  captured?.push({ key, body: request.body })
   const wait = paced ? paced() : delayMs
+  seen.push({ key, tool: carriedTool(request.body?.messages ?? []), request, waitMs: wait })
+  captured?.push({ key, body: request.body })
   if (wait) await new Promise((resolve) => setTimeout(resolve, wait))
   return withUsage(request, await player(request))
+}
+
+/**
+ * What each aborted request was, so that one is not a mystery count: its role, the tool result it
+ * carried (the step it continued), how long it was open before the client closed it, and whether that
+ * session sent another request after it (it went on: a cancel or a retry) or never did (it stopped there).
+ */
+function abortedRequests() {
+  return seen.flatMap(({ key, tool, request, waitMs }, index) => request.aborted ? [{
+    role: key.slice(key.indexOf('\u0000') + 1), carried: tool ?? 'turn start', openMs: Math.round((request.abortedAt ?? performance.now()) - request.receivedAt),
+    wentOn: seen.slice(index + 1).some((later) => later.key === key), paceMs: Math.round(waitMs ?? 0),
+  }] : [])
 }
 
 function stats() {
@@ -84,6 +96,8 @@ function stats() {
   return {
     served, inTurn: gaps.inTurn.map(({ gap }) => gap), byTool, hostAdded, sameSession: gaps.sameSession, cpuMs: (used.user + used.system) / 1000,
     aborted: seen.filter(({ request }) => request.aborted).length,
+    abortedWhat: abortedRequests(),
+    streaming: seen.filter(({ request }) => request.endedAt === undefined && !request.aborted).length,
   }
 }
 

@@ -33,8 +33,22 @@ export const quantile = (values: number[], q: number) => {
 
 export interface EndpointStats {
   served: number, inTurn: number[], byTool: Record<string, number[]>, sameSession: number[], cpuMs: number, aborted: number
+  /** Each aborted request (scale-endpoint.ts `abortedRequests`). */
+  abortedWhat?: AbortedRequest[]
+  /** Requests still being answered when the stats were read. */
+  streaming?: number
   /** The host-added gaps (benchmarks/scale-pace.ts `stepGaps`) by what the answer before each did. */
   hostAdded: Record<string, number[]>
+}
+
+/** An aborted request: its role, the step it continued, how long it was open, whether its session went on, its pace. */
+export interface AbortedRequest {
+  role: string, carried: string, openMs: number, wentOn: boolean, paceMs: number
+}
+
+/** One aborted request in words, for the bench's verdict line. */
+export function describeAborted({ role, carried, openMs, wentOn, paceMs }: AbortedRequest): string {
+  return `a ${role}'s request after ${carried}, closed by the host after ${openMs} ms of the ${paceMs} ms answer (${wentOn ? 'its session went on' : 'its session sent nothing more'})`
 }
 
 export class Endpoint {

@@ -7,6 +7,7 @@
 import type { Goals } from './goals'
 import type { PaceSpec } from './scale-pace'
 import { CHECK_TOOLS, pacedRun, type PacedResult } from './scale-paced'
+import { describeAborted } from './scale-harness'
 
 export interface PacedSectionOptions {
   sizes: number[]
@@ -48,12 +49,12 @@ export async function pacedSection({ sizes, pace, tasks, spreadMs, profileSessio
   const problems: string[] = []
   for (const { host, bare } of [{ host: one, bare: undefined }, ...runs]) {
     if (host.errors) problems.push(`${host.errors} task(s) failed at ${host.sessions} sessions: ${host.errorMessages.join('; ')}`)
-    if (host.aborted) problems.push(`${host.aborted} request(s) aborted at ${host.sessions} sessions`)
+    if (host.aborted) problems.push(`${host.aborted} request(s) aborted at ${host.sessions} sessions: ${host.abortedWhat.map(describeAborted).join('; ')}`)
     if (bare?.errors) problems.push(`the bare loop failed at ${bare.sessions} sessions: ${bare.errorMessages.join('; ')}`)
-    if (bare?.aborted) problems.push(`${bare.aborted} bare-loop request(s) aborted at ${bare.sessions} sessions`)
+    if (bare?.aborted) problems.push(`${bare.aborted} bare-loop request(s) aborted at ${bare.sessions} sessions: ${bare.abortedWhat.map(describeAborted).join('; ')}`)
   }
   for (const { host, bare } of runs) {
-    row(`  ${host.sessions} sessions × ${tasks} task${tasks > 1 ? 's' : ''}, started over ${(spreadMs / 1000).toFixed(0)} s (${host.steps} steps, ${(host.wall / 1000).toFixed(0)} s, ${(host.served / (host.wall / 1000)).toFixed(0)} steps/s)`,
+    row(`  ${host.sessions} sessions × ${tasks} task${tasks > 1 ? 's' : ''}, started over ${(spreadMs / 1000).toFixed(0)} s (${host.steps} steps, ${(host.wall / 1000).toFixed(0)} s, ${(host.served / (host.wall / 1000)).toFixed(0)} steps/s${host.streaming ? `; ${host.streaming} turn${host.streaming > 1 ? 's' : ''} still streaming when the last task completed, ended by the host's stop` : ''})`,
       gaps(host), `${gaps(bare)} (${bare.steps} steps)`, `${(host.p99 / one.p99).toFixed(2)}x (goal ≤ 3x and ≤ 50 ms)`)
     row(`    after the completion gate's checks (${CHECK_TOOLS.join(', ')}): p50 / p99, share of host-added time`,
       `${ms(host.checks.p50)} / ${ms(host.checks.p99)}, ${(100 * host.checks.share).toFixed(0)} %`, `${ms(bare.checks.p50)} / ${ms(bare.checks.p99)}`, 'reported, no goal')

@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { Logger } from 'cordis'
 import { removeTree } from '@taskward/testkit'
-import { bareLoop, bootHost, Endpoint, quantile, runTasks } from './scale-harness'
+import { bareLoop, bootHost, Endpoint, quantile, runTasks, type AbortedRequest, type EndpointStats } from './scale-harness'
 import { splitByChecks, type PaceSpec } from './scale-pace'
 import { profiled } from './cpu-profile'
 
@@ -52,6 +52,10 @@ export interface PacedResult {
   errors: number
   errorMessages: string[]
   aborted: number
+  /** What each aborted request was (the first 5). */
+  abortedWhat: AbortedRequest[]
+  /** Requests still being answered when the last task completed (a turn the host then ended; not an error). */
+  streaming: number
   /** With `profile` (a host run): the top self time, by our nearest frame, and the longest busy stretches. */
   profile?: { top: string[], callers: string[], longest: string[] }
 }
@@ -105,6 +109,7 @@ async function main([kind, ...rest]: string[]) {
     const errors: string[] = []
     let ran: { wall: number, peak: number, loopDelay: { p99: number, max: number } }
     let profileOut: PacedResult['profile']
+    let stats: EndpointStats | undefined
     if (kind === 'host') {
       const run = () => runTasks(host, sessions, spreadMs, { tasksEach: tasks, errors, deadlineMs })
       if (profile) {
@@ -114,6 +119,9 @@ async function main([kind, ...rest]: string[]) {
       } else {
         ran = await run()
       }
+      // Read before the host stops: its dispose cancels the turns still streaming once every task is
+      // complete, and those would count as aborted requests.
+      stats = await endpoint.stats()
       await host.dispose()
     } else {
       let peak = idle
@@ -131,7 +139,7 @@ async function main([kind, ...rest]: string[]) {
         clearInterval(sampler)
       }
     }
-    const stats = await endpoint.stats()
+    stats ??= await endpoint.stats()
     const hostAdded = Object.entries(stats.hostAdded).flatMap(([after, gaps]) => gaps.map((gap) => ({ gap, after })))
     const split = splitByChecks(hostAdded, CHECK_TOOLS)
     const summary = (gaps: number[]) => ({ count: gaps.length, p50: quantile(gaps, 0.5), p99: quantile(gaps, 0.99) })
@@ -140,7 +148,7 @@ async function main([kind, ...rest]: string[]) {
       checks: { count: split.checks.length, p50: quantile(split.checks, 0.5), p99: quantile(split.checks, 0.99), share: split.checksShare },
       byAnswer: Object.fromEntries(Object.entries(stats.hostAdded).map(([after, gaps]) => [after, summary(gaps)])), inTurn: summary(stats.inTurn),
       peak: ran.peak, idle, served: stats.served, wall: ran.wall, loopDelay: ran.loopDelay,
-      errors: errors.length, errorMessages: errors.slice(0, 5), aborted: stats.aborted ?? 0, ...profileOut ? { profile: profileOut } : {},
+      errors: errors.length, errorMessages: errors.slice(0, 5), aborted: stats.aborted ?? 0, abortedWhat: (stats.abortedWhat ?? []).slice(0, 5), streaming: stats.streaming ?? 0, ...profileOut ? { profile: profileOut } : {},
     }
     process.stdout.write(`paced ${JSON.stringify(result)}\n`)
   } finally {

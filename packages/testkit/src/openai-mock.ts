@@ -45,6 +45,8 @@ export interface MockRequest {
   headers: Record<string, string | string[] | undefined>
   /** True once the client closed the connection before the answer ended. */
   aborted: boolean
+  /** performance.now() when the client closed it, for an aborted request. */
+  abortedAt?: number
   /** performance.now() when the request arrived, when the first body byte went out, when it ended. */
   receivedAt: number
   firstByteAt?: number
@@ -165,7 +167,9 @@ export class OpenAIMock {
     const record: MockRequest = { body, headers: req.headers, aborted: false, receivedAt }
     this.requests.push(record)
     res.on('close', () => {
-      if (!res.writableFinished) record.aborted = true
+      if (res.writableFinished) return
+      record.aborted = true
+      record.abortedAt = performance.now()
     })
     const index = this.served++
     let cached = 0
