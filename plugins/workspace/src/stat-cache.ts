@@ -97,7 +97,8 @@ export class StatCacheStore {
    * tables waiting, one file at a time, and a workspace saved again before its turn is written once,
    * with its newest table: a host stamping hundreds of workspaces keeps a handful of file-system calls
    * in libuv's pool, not thousands (its file tools and the store's flushes wait in the same queue).
-   * Resolves once every table waiting at that moment is written (or failed: `onError`); never rejects.
+   * Resolves once the writer is idle: every table waiting at that moment and any saved meanwhile is
+   * written (or failed: `onError`); never rejects.
    */
   save(workspaceKey: string, table: HashTable): Promise<void> {
     this.tables.delete(workspaceKey)
@@ -110,7 +111,7 @@ export class StatCacheStore {
     return this.writing
   }
 
-  /** Every save started so far has finished (for a clean shutdown and for tests). */
+  /** The writer is idle: every save so far has finished (for a clean shutdown and for tests; a host still saving keeps it waiting). */
   async flush(): Promise<void> {
     while (this.writing) await this.writing
   }
@@ -129,6 +130,8 @@ export class StatCacheStore {
       this.dirty.delete(workspaceKey)
       try {
         const saved = this.saved ??= savedTables(directory)
+        // Again before each write: the directory may have been removed since (an operator clearing it).
+        mkdirSync(directory, { recursive: true, mode: 0o700 })
         const file = join(directory, `${workspaceKey}.json`)
         const temp = `${file}.${process.pid}.tmp`
         await writeFile(temp, serialize(workspaceKey, table), { mode: 0o600 })
@@ -218,8 +221,12 @@ function savedTables(directory: string): Set<string> {
   const tables: { key: string, mtimeMs: number }[] = []
   for (const name of readdirSync(directory)) {
     const path = join(directory, name)
-    if (name.endsWith('.tmp') && !name.includes(`.${process.pid}.`)) rmSync(path, { force: true })
-    else if (name.endsWith('.json')) tables.push({ key: name.slice(0, -5), mtimeMs: statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? 0 })
+    // An entry that cannot be removed or looked at (a directory named *.tmp, another user's file) is
+    // left as it is: the cache goes on saving.
+    try {
+      if (name.endsWith('.tmp') && !name.includes(`.${process.pid}.`)) rmSync(path, { force: true })
+      else if (name.endsWith('.json')) tables.push({ key: name.slice(0, -5), mtimeMs: statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? 0 })
+    } catch {}
   }
   return new Set(tables.sort((a, b) => a.mtimeMs - b.mtimeMs).map(({ key }) => key))
 }

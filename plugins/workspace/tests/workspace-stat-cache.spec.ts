@@ -1,4 +1,4 @@
-import { lstatSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs'
+import { lstatSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { expect } from 'chai'
 import { hashOutlivesRead, resolveStampLimits, type EntryVersion } from '@taskward/protocol'
@@ -222,6 +222,25 @@ describe('stat cache store: bounded on disk', () => {
       expect(saved).to.not.include(`${keys[0]}.json`)
       expect(saved).to.include(`${keys[1]}.json`)
       expect(saved.filter((name) => name.endsWith('.tmp'))).to.deep.equal([])
+    } finally {
+      removeTree(dir)
+    }
+  })
+
+  it('goes on saving past a leftover temp entry it cannot remove, and after its directory was removed', async () => {
+    const dir = makeTempDir('taskward-stat-cache-')
+    try {
+      const errors: unknown[] = []
+      // A directory named like a crash's temp file: rmSync refuses it (EISDIR).
+      mkdirSync(join(dir, `${'c'.repeat(64)}.json.1.tmp`))
+      const store = new StatCacheStore(dir, (error) => errors.push(error))
+      await store.save('a'.repeat(64), tableOf(1))
+      expect(readdirSync(dir)).to.include(`${'a'.repeat(64)}.json`)
+      // An operator clears the cache while the host runs: the next save makes the directory again.
+      removeTree(dir)
+      await store.save('b'.repeat(64), tableOf(2))
+      expect(readdirSync(dir)).to.deep.equal([`${'b'.repeat(64)}.json`])
+      expect(errors).to.deep.equal([])
     } finally {
       removeTree(dir)
     }
