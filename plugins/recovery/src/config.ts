@@ -17,6 +17,8 @@ export interface Config {
   outputLimitBytes: number
   /** How a stage's background verification that lost the race with a write waits and retries. */
   settle: SettlePolicy
+  /** Bytes the checks' copies in memory (/dev/shm) may take at once by their estimate; 0: every copy in the temp directory. */
+  memoryCopyBytes: number
 }
 
 export const Config: Schema<Partial<Config>, Config> = strictConfig('recovery', Schema.object({
@@ -30,6 +32,8 @@ export const Config: Schema<Partial<Config>, Config> = strictConfig('recovery', 
   outputLimitBytes: Schema.natural().min(1024).default(64 * 1024)
     .description('Bytes of check output kept while it runs (the head and the tail).'),
   settle: SettlePolicySchema,
+  memoryCopyBytes: Schema.natural().default(128 * 1024 * 1024)
+    .description('Checks\' copies of a small candidate are made in memory (/dev/shm, a tmpfs) while all copies there at once take at most this many bytes (the candidate\'s file bytes plus 4 KiB an entry); larger or further copies go to the temp directory. What a check writes into its copy is in memory too. 0: every copy in the temp directory.'),
 }) as Schema<Partial<Config>, Config>, { check: checkChecks })
 
 /**

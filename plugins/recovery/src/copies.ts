@@ -8,6 +8,7 @@ import type { Config } from './config'
 import { cancelledRun } from './launcher'
 import type { PinWarden } from './pins'
 import { runCheck } from './runner'
+import { copyEstimate, type MemoryCopies } from './memory-copies'
 import { hiddenDirectories, prepareArea, removeArea, type CheckArea } from './sandbox'
 
 /** What running the checks takes from the recovery service. */
@@ -17,6 +18,8 @@ export interface CopiesContext {
   pins: PinWarden
   /** Aborted when the recovery plugin is disposed. */
   signal: AbortSignal
+  /** Where a small candidate's copies go: in memory while they fit its budget. */
+  memory: MemoryCopies
   logger: { warn(format: string, ...args: unknown[]): void }
 }
 
@@ -42,7 +45,7 @@ export interface CopiesRequest {
  * part of ~1,000 files instead of a tree of ~24,000 on this repository.
  */
 export async function runOnCopies(context: CopiesContext, request: CopiesRequest): Promise<CheckResult[]> {
-  const { home, config, pins, signal, logger } = context
+  const { home, config, pins, signal, logger, memory } = context
   const { cwd, specs, sandbox, state, taskId, candidate } = request
   let parts = request.parts
   const results: CheckResult[] = []
@@ -60,9 +63,21 @@ export async function runOnCopies(context: CopiesContext, request: CopiesRequest
     // Disposed between two checks: the next would be killed as it started.
     if (signal.aborted) throw cancelledRun()
     let area: CheckArea
+    const prepare = (base?: string) => prepareArea(cwd, config.candidateSource === 'git', hidden, dependencies, sandbox === 'bwrap', base)
+    // In memory when the candidate's size is known and fits (a workspace candidate read just now).
+    let slot = parts && candidate.source === 'workspace' ? memory.reserve(copyEstimate(parts, sandbox === 'bwrap'), source) : undefined
     try {
-      area = await prepareArea(cwd, config.candidateSource === 'git', hidden, dependencies, sandbox === 'bwrap')
+      try {
+        area = await prepare(slot?.base)
+      } catch (error) {
+        // A copy in memory can fail where one on disk would not (the tmpfs filled meanwhile): once more there.
+        if (!slot || TaskwardError.is(error)) throw error
+        slot.release()
+        slot = undefined
+        area = await prepare()
+      }
     } catch (error) {
+      slot?.release()
       // The launcher itself failed (it died, or could not start): refused as an internal error like a
       // check it was running, nothing recorded — not a round of the task's (budgets, reruns).
       if (TaskwardError.is(error)) throw error
@@ -115,6 +130,7 @@ export async function runOnCopies(context: CopiesContext, request: CopiesRequest
       results.push(checkResultOf(spec, run, { roots: area.roots }))
     } finally {
       const left = await removeArea(area)
+      slot?.release()
       if (left) logger.warn('could not remove the copy of check %s at %s (remove it by hand): %s', spec.id, area.root, left.message)
     }
   }

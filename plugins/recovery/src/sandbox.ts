@@ -24,7 +24,7 @@ export interface CheckArea {
 }
 
 /**
- * Copy `cwd` into a new temp area. The root `.git` is left out unless the candidate is a git commit
+ * Copy `cwd` into a new area under `base` (the temp directory unless told: `MemoryCopies`). The root `.git` is left out unless the candidate is a git commit
  * (then checks may need the repository). Symlinks are copied as links, not followed. `exclude` (real
  * paths: `hiddenDirectories`) is left out — a data directory inside the workspace (the default `data/`
  * of a host run there) would hand a sandboxed check the session database and tokens in its own copy. The launcher
@@ -32,8 +32,8 @@ export interface CheckArea {
  * event loop (measured at 50 concurrent tasks: 160 ms a copy of two files, 15 ms idle).
  */
 export async function prepareArea(cwd: string, keepGit: boolean, exclude: string[] = [], dependencies?: { names: string[], paths: string[] },
-  mount = false): Promise<CheckArea> {
-  const { root, real, mounts } = await prepareInLauncher({ cwd, base: tmpdir(), keepGit, exclude, dependencies, mount })
+  mount = false, base = tmpdir()): Promise<CheckArea> {
+  const { root, real, mounts } = await prepareInLauncher({ cwd, base, keepGit, exclude, dependencies, mount })
   const work = join(root, 'work')
   const home = join(root, 'home')
   const roots = [...new Set([work, home, root, join(real, 'work'), join(real, 'home'), real])]

@@ -14,6 +14,7 @@ import { observedParent, readCandidateOnce } from './candidate'
 import { taskStartSeq, turnEvidence } from './evidence'
 import { KeyedLock } from '@taskward/host'
 import { runOnCopies } from './copies'
+import { MemoryCopies } from './memory-copies'
 import { wireRecovery } from './wiring'
 import { wirePins, type PinWarden } from './pins'
 import { chooseSandbox, relativePathWarning, type SandboxChoice } from './sandbox'
@@ -97,11 +98,14 @@ export class Recovery {
   readonly kernel: { readonly sessions: Sessions, readonly projections: Projections, readonly supervisor: Supervisor }
 
   readonly config: Config
+  /** Where the checks' copies go: in memory while they fit `memoryCopyBytes`, else the temp directory. */
+  readonly memoryCopies: MemoryCopies
 
   constructor(ctx: Context, config: Partial<Config> = {}) {
     this.home = ctx
     this.kernel = { sessions: original(ctx.sessions), projections: original(ctx.projections), supervisor: original(ctx.supervisor) }
     this.config = Config(loadedConfig('recovery', config))
+    this.memoryCopies = new MemoryCopies(this.config.memoryCopyBytes)
     this.sandboxChoice = this.resolveSandbox()
     // Once, at start: the checks' PATH leaves the host's relative entries out (see `checkPath`).
     const pathWarning = relativePathWarning()
@@ -239,7 +243,7 @@ export class Recovery {
       parent = options.rerun ? last!.parentCandidate : await observedParent(state, session.cwd, candidate)
       try {
         checks = await runOnCopies({
-          home: this.home, config: this.config, pins: this.pins, signal: this.runs.signal, logger: this.logger,
+          home: this.home, config: this.config, pins: this.pins, signal: this.runs.signal, logger: this.logger, memory: this.memoryCopies,
         }, { cwd: session.cwd, specs, sandbox, state, taskId, candidate, parts: read.parts })
         break
       } catch (error) {

@@ -5,7 +5,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { expect } from 'chai'
-import { readFile, writeFile } from 'node:fs/promises'
+import { readdir, readFile, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Session, ToolResult } from '@taskward/host'
 import { RECORD_EVENT_TYPE, RECOVERY_NAMESPACE, type SessionEvent, type Task } from '@taskward/protocol'
@@ -13,6 +14,7 @@ import { TestHost, tempWorkspace } from '@taskward/testkit'
 import WorkspacePlugin from '@taskward/plugin-workspace'
 import { SupervisorPlugin } from '@taskward/plugin-supervisor'
 import { findOnPath, RecoveryPlugin, type Config } from '../src'
+import { MEMORY_DIRECTORY } from '../src/memory-copies'
 
 export type RecoveryConfig = Partial<Omit<Config, 'budgets'>> & { budgets?: Partial<Config['budgets']> }
 
@@ -172,4 +174,13 @@ export function startWorkspaceWriter(file: string, ms: number): Promise<ChildPro
     child.once('error', reject)
     child.stdout!.once('data', () => resolve(child))
   })
+}
+
+/** The check areas there are now (their full paths): in the temp directory, and in memory (`memoryCopyBytes`). */
+export async function checkAreas(): Promise<string[]> {
+  const areas: string[] = []
+  for (const base of [tmpdir(), MEMORY_DIRECTORY]) {
+    for (const name of await readdir(base).catch(() => [] as string[])) if (name.startsWith('taskward-check-')) areas.push(join(base, name))
+  }
+  return areas
 }

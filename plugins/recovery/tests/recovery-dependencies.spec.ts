@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { expect } from 'chai'
 import { removeTree, tempWorkspace, type TestHost } from '@taskward/testkit'
 import { TaskwardError } from '@taskward/protocol'
-import { bootRecovery, readyTask, recoveryRecords, requireBwrap, until } from './fixtures'
+import { bootRecovery, checkAreas, readyTask, recoveryRecords, requireBwrap, until } from './fixtures'
 
 /** A project after `npm install`: a dependency, its bin link, and the project's own file. */
 const installedProject = async () => {
@@ -20,10 +20,10 @@ const installedProject = async () => {
   return cwd
 }
 
-/** Whether a check has started: it touches $HOME/started, its HOME being inside its area in the temp directory. */
+/** Whether a check has started: it touches $HOME/started, its HOME being inside its area (in memory or the temp directory). */
 async function checkStarted(): Promise<boolean> {
-  for (const name of await readdir(tmpdir())) {
-    if (name.startsWith('taskward-check-') && await stat(join(tmpdir(), name, 'home/started')).then(() => true, () => false)) return true
+  for (const area of await checkAreas()) {
+    if (await stat(join(area, 'home/started')).then(() => true, () => false)) return true
   }
   return false
 }
@@ -215,9 +215,7 @@ describe('recovery: dependency directories in the checks', function () {
     const before = (await recoveryRecords(session, 'attempt')).length
     const homes = async () => {
       let count = 0
-      for (const name of await readdir(tmpdir())) {
-        if (name.startsWith('taskward-check-')) count += (await readdir(join(tmpdir(), name, 'home')).catch(() => [])).length
-      }
+      for (const area of await checkAreas()) count += (await readdir(join(area, 'home')).catch(() => [])).length
       return count
     }
     const rerun = host.ctx.recovery.runChecks(session, task.id, { claim: 'progress', rerun: true }).then(() => undefined, (error) => error)

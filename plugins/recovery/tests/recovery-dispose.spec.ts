@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { removeTree, type TestHost } from '@taskward/testkit'
 import { findOnPath, RecoveryPlugin } from '../src'
-import { alive, answerWorkspace, bootRecovery, readyTask, until } from './fixtures'
+import { alive, answerWorkspace, bootRecovery, checkAreas, readyTask, until } from './fixtures'
 
 /** A long check started through a host, with what it reported once running: its pid and its copy. */
 async function startLong(host: TestHost, markers: string, name: string) {
@@ -103,7 +103,7 @@ describe('recovery: disposing the plugin ends the checks it started', function (
     cleanup.push(cwd)
     const { session, task } = await readyTask(host, cwd, [{ id: 'long', argv: ['sh', '-c', `touch started-${tag}; exec ${sleep.join(' ')}`], timeoutMs: 60_000 }])
     const settled = host.ctx.recovery.runChecks(session, task.id, { claim: 'progress' }).then((attempt) => ({ attempt }), (error) => ({ error }))
-    const copies = async () => (await readdir(tmpdir())).filter((name) => name.startsWith('taskward-check-') && existsSync(join(tmpdir(), name, 'work', `started-${tag}`)))
+    const copies = async () => (await checkAreas()).filter((area) => existsSync(join(area, 'work', `started-${tag}`)))
     await until(async () => (await copies()).length === 1 && (await pidsOf(sleep)).length === 1, 'the check to start')
     const [pid] = await pidsOf(sleep)
     const [root] = await copies()
@@ -111,6 +111,6 @@ describe('recovery: disposing the plugin ends the checks it started', function (
     await host.dispose()
     await until(async () => !(await alive(pid)), 'the sandboxed check to die', 2000)
     expect(((await settled) as { error: { code: string } }).error.code).to.equal('ABORTED')
-    await until(async () => !existsSync(join(tmpdir(), root)), 'the copy to be removed', 2000)
+    await until(async () => !existsSync(root), 'the copy to be removed', 2000)
   })
 })

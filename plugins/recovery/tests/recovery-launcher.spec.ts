@@ -578,7 +578,8 @@ describe('recovery: the check launcher (checks start off the event loop)', () =>
     const cwd = await tempWorkspace(files)
     const base = await mkdtemp(join(tmpdir(), 'taskward-base-'))
     cleanup.push(cwd, base)
-    const host = await bootRecovery({ sandbox: 'copy' })
+    // The copy in the temp directory (TMPDIR, watched below), not in memory.
+    const host = await bootRecovery({ sandbox: 'copy', memoryCopyBytes: 0 })
     const previous = process.env.TMPDIR
     try {
       const { session, task } = await readyTask(host, cwd, [{ id: 'ok', argv: ['sh', '-c', 'exit 0'], timeoutMs: 20_000 }])

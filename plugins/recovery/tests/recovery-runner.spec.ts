@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { tmpdir } from 'node:os'
 import { removeTree, type TestHost } from '@taskward/testkit'
 import { findOnPath } from '../src'
-import { answerWorkspace, bootRecovery, readyTask, recoveryRecords, type RecoveryConfig } from './fixtures'
+import { answerWorkspace, bootRecovery, checkAreas, readyTask, recoveryRecords, type RecoveryConfig } from './fixtures'
 
 describe('recovery: the check runner (real processes through the plugin)', () => {
   let host: TestHost
@@ -36,8 +36,8 @@ describe('recovery: the check runner (real processes through the plugin)', () =>
       const { attempt } = await attemptWith([{ id: 'locks', argv: ['sh', '-c', `touch ${tag} && mkdir -p locked/sub && touch locked/sub/f && chmod 000 locked`], timeoutMs: 10_000 }], { sandbox })
       expect(attempt.checks[0]).to.include({ checkId: 'locks', verdict: 'PASS' })
       const left = []
-      for (const name of (await readdir(tmpdir())).filter((name) => name.startsWith('taskward-check-'))) {
-        if ((await readdir(join(tmpdir(), name, 'work')).catch(() => [] as string[])).includes(tag)) left.push(name)
+      for (const area of await checkAreas()) {
+        if ((await readdir(join(area, 'work')).catch(() => [] as string[])).includes(tag)) left.push(area)
       }
       expect(left).to.deep.equal([])
     })
@@ -57,7 +57,8 @@ describe('recovery: the check runner (real processes through the plugin)', () =>
   })
 
   it('leaves the candidate unchanged when a check writes to relative paths, and removes its copy', async () => {
-    host = await bootRecovery({})
+    // On disk, in the private temp directory below (a copy in memory: recovery-memory-copies.spec.ts).
+    host = await bootRecovery({ memoryCopyBytes: 0 })
     cwd = await answerWorkspace()
     const { session, task } = await readyTask(host, cwd, [
       { id: 'writer', argv: ['sh', '-c', 'echo x > file && echo changed > answer.txt && rm README.md'], timeoutMs: 10_000 },

@@ -49,6 +49,9 @@ export interface PartReading {
   digest: string
   versions: string
   content: string
+  /** The part's entries (directories, files, links) and the bytes of its regular files: what a copy of it holds. */
+  entries: number
+  bytes: number
 }
 
 /** The three digests of one part, fed entry by entry. */
@@ -61,8 +64,8 @@ class PartDigests {
     this.digest = new StampDigest(header)
   }
 
-  reading(): PartReading {
-    return { digest: this.digest.hex(), versions: this.versions.hex(), content: this.content.hex() }
+  reading(size: { entries: number, bytes: number }): PartReading {
+    return { digest: this.digest.hex(), versions: this.versions.hex(), content: this.content.hex(), ...size }
   }
 }
 
@@ -133,7 +136,10 @@ export async function captureTree(root: Buffer, rootStats: BigIntStats, options:
   report(undefined, true)
   return {
     digest: digest?.hex() ?? '',
-    parts: { ...own ? { own: own.reading() } : {}, ...dependencies ? { dependencies: dependencies.reading() } : {} },
+    parts: {
+      ...own ? { own: own.reading({ entries: budget.entries, bytes: budget.bytes }) } : {},
+      ...dependencies ? { dependencies: dependencies.reading({ entries: budget.dependencyEntries, bytes: budget.dependencyBytes }) } : {},
+    },
     entries: budget.entries + budget.dependencyEntries,
     files: counts.files,
     bytes: budget.bytes + budget.dependencyBytes,
