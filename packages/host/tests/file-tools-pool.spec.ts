@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { execFileSync } from 'node:child_process'
-import { closeSync, constants, openSync, readSync } from 'node:fs'
+import { closeSync, constants, openSync, readFileSync, readSync, writeSync } from 'node:fs'
 import { open, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -13,7 +13,7 @@ import { openInside } from '../src/tools/open'
  * writer; on a busy host, fsyncs and calls queued behind them) must not hold up a file tool's lookups:
  * on a host of 500 sessions each of a write's ~15 asynchronous calls waited 15–25 ms for the pool.
  */
-describe('host: file tool lookups do not wait for libuv\'s file-system threads', function () {
+describe('host: file tools do not wait for libuv\'s file-system threads', function () {
   this.timeout(30_000)
   let cwd: string
   let fifos: string[]
@@ -62,6 +62,22 @@ describe('host: file tool lookups do not wait for libuv\'s file-system threads',
       sleep(5_000).then(() => 'still waiting after 5 s'),
     ])
     expect(outcome).to.equal('hello\n')
+  })
+
+  it('creates a file in a new directory and writes it while every thread is held', async () => {
+    // The tool's own part (the host around it waits for its store's flush, which is libuv's work).
+    const outcome = await Promise.race([
+      openInside(cwd, 'new/dir/b.txt', 'write').then(({ fd }) => {
+        try {
+          writeSync(fd, 'written')
+        } finally {
+          closeSync(fd)
+        }
+        return readFileSync(join(cwd, 'new/dir/b.txt'), 'utf8')
+      }),
+      sleep(5_000).then(() => 'still waiting after 5 s'),
+    ])
+    expect(outcome).to.equal('written')
   })
 
   it('refuses a path out of the cwd and a FIFO while every thread is held', async () => {

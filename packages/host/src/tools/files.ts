@@ -1,7 +1,6 @@
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
-import { close, closeSync, ftruncate, readSync, write } from 'node:fs'
-import { promisify } from 'node:util'
+import { closeSync, ftruncateSync, readSync, writeSync } from 'node:fs'
 import { relative, resolve } from 'node:path'
 import { cutIndex, TaskwardError } from '@taskward/protocol'
 import { listFiles } from './glob'
@@ -39,22 +38,17 @@ async function readText(cwd: string, path: string): Promise<string> {
   }
 }
 
-const ftruncateAsync = promisify(ftruncate)
-const writeAsync = promisify(write)
-const closeAsync = promisify(close)
-
 /**
  * Replace the whole content of an opened file through its descriptor (every byte: a write may take part
- * of them), then close it. Asynchronous, unlike the reads: a truncate, a write and the close after them
- * can wait for a journalling file system's commit, which must not stall the event loop.
+ * of them), then close it. Synchronous, as `openInside` is (its comment says why).
  */
-async function overwriteAndClose(fd: number, content: string) {
+function overwriteAndClose(fd: number, content: string) {
   try {
-    await ftruncateAsync(fd, 0)
+    ftruncateSync(fd, 0)
     const bytes = Buffer.from(content, 'utf8')
-    for (let written = 0; written < bytes.length;) written += (await writeAsync(fd, bytes, written, bytes.length - written, written)).bytesWritten
+    for (let written = 0; written < bytes.length;) written += writeSync(fd, bytes, written, bytes.length - written, written)
   } finally {
-    await closeAsync(fd)
+    closeSync(fd)
   }
 }
 
@@ -135,7 +129,7 @@ export function registerFileTools(ctx: Context) {
     parameters: Schema.object({ path: Schema.string().required(), content: Schema.string().required() }),
     async execute({ path, content }, { session }) {
       const { fd } = await openInside(session.cwd, path, 'write')
-      await overwriteAndClose(fd, content)
+      overwriteAndClose(fd, content)
       return { path: relative(session.cwd, resolve(session.cwd, path)), bytes: Buffer.byteLength(content) }
     },
   })
@@ -159,7 +153,7 @@ export function registerFileTools(ctx: Context) {
         closeSync(fd)
         throw error
       }
-      await overwriteAndClose(fd, edited)
+      overwriteAndClose(fd, edited)
       return { path: args.path }
     },
   })
