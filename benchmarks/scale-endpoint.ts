@@ -9,7 +9,7 @@
  *                  order from a generator seeded with <seed> (benchmarks/scale-pace.ts) → `ok`
  *   capture on     keep every request body, with its session's key   → `ok`
  *   dump <file>    write the kept bodies (JSON) to <file>, stop keeping → `ok`
- *   stats          `stats {served, inTurn: [...], byTool: {name: [...]}, hostAdded: {after: [...]}, sameSession: [...], cpuMs, aborted}`
+ *   stats          `stats {served, inTurn: [...], byTool: {name: [...]}, hostAdded: {after: [...]}, hostAddedPairs: {'after → next': [...]}, sameSession: [...], cpuMs, aborted}`
  *                  and start counting afresh; `streaming`: the requests not ended nor aborted yet
  * A request's session is its `x-scale-session` header when it has one (the bare loop's), else its
  * workspace directory and role (from the system message); a gap is the time from the end of a session's
@@ -92,9 +92,12 @@ function stats() {
   /** The host-added gaps by what the answer before them did. */
   const hostAdded: Record<string, number[]> = {}
   for (const { gap, after } of gaps.hostAdded) (hostAdded[after] ??= []).push(gap)
+  /** The same gaps by what the answer did and what the request after it was (`write → in turn`). */
+  const hostAddedPairs: Record<string, number[]> = {}
+  for (const { gap, after, next } of gaps.hostAdded) (hostAddedPairs[`${after} → ${next}`] ??= []).push(gap)
   const used = process.cpuUsage(cpuFrom)
   return {
-    served, inTurn: gaps.inTurn.map(({ gap }) => gap), byTool, hostAdded, sameSession: gaps.sameSession, cpuMs: (used.user + used.system) / 1000,
+    served, inTurn: gaps.inTurn.map(({ gap }) => gap), byTool, hostAdded, hostAddedPairs, sameSession: gaps.sameSession, cpuMs: (used.user + used.system) / 1000,
     aborted: seen.filter(({ request }) => request.aborted).length,
     abortedWhat: abortedRequests(),
     streaming: seen.filter(({ request }) => request.endedAt === undefined && !request.aborted).length,

@@ -39,6 +39,8 @@ export interface EndpointStats {
   streaming?: number
   /** The host-added gaps (benchmarks/scale-pace.ts `stepGaps`) by what the answer before each did. */
   hostAdded: Record<string, number[]>
+  /** The same gaps by what the answer did and what the request after it was (`review_verdict → main turn start`). */
+  hostAddedPairs?: Record<string, number[]>
 }
 
 /** An aborted request: its role, the step it continued, how long it was open, whether its session went on, its pace. */

@@ -93,11 +93,16 @@ export interface StepGaps {
   inTurn: { gap: number, tool: string }[]
   /**
    * The host-added latency per step: from an answer's end to the next request it leads to, labelled
-   * with what that answer did (`after`). A request carrying tool results follows its own session's last
+   * with what that answer did (`after`) and what the request is (`next`: `in turn`, or `<role> turn start`). A request carrying tool results follows its own session's last
    * answer; a turn's first request (a review starting, the agent resuming after one) follows the latest
    * answer of its task that had ended when it arrived — the event the host was acting on.
    */
-  hostAdded: { gap: number, after: string }[]
+  hostAdded: { gap: number, after: string, next: string }[]
+}
+
+/** What a request was, for the gap before it: the next step of its turn, or the start of a turn of its role. */
+function nextOf(record: StepRecord): string {
+  return record.tool !== undefined ? 'in turn' : `${record.key.slice(record.key.indexOf('\u0000') + 1)} turn start`
 }
 
 /**
@@ -120,7 +125,7 @@ export function stepGaps(records: StepRecord[]): StepGaps {
       gaps.sameSession.push(gap)
       if (record.tool !== undefined) {
         gaps.inTurn.push({ gap, tool: record.tool })
-        gaps.hostAdded.push({ gap, after: before.answered ?? '?' })
+        gaps.hostAdded.push({ gap, after: before.answered ?? '?', next: nextOf(record) })
         continue
       }
     }
@@ -128,7 +133,7 @@ export function stepGaps(records: StepRecord[]): StepGaps {
     for (const other of earlier) {
       if (other.endedAt !== undefined && other.endedAt <= record.receivedAt && (!cause || other.endedAt > cause.endedAt!)) cause = other
     }
-    if (cause) gaps.hostAdded.push({ gap: record.receivedAt - cause.endedAt!, after: cause.answered ?? '?' })
+    if (cause) gaps.hostAdded.push({ gap: record.receivedAt - cause.endedAt!, after: cause.answered ?? '?', next: nextOf(record) })
   }
   return gaps
 }

@@ -63,6 +63,9 @@ export async function pacedSection({ sizes, pace, tasks, spreadMs, profileSessio
       `${((host.peak - host.idle) / host.sessions / 2 ** 20).toFixed(2)} MB per live session over idle`, '')
     row(`    … by what the answer before the gap did (p50 / p99)`,
       Object.entries(host.byAnswer).map(([after, gap]) => `${after} ×${gap.count}: ${ms(gap.p50)} / ${ms(gap.p99)}`).join('; '), '', '')
+    // Where the tail is: the pairs (what the answer did → what came next) with the highest p99, of those seen 20 times or more.
+    const worst = Object.entries(host.byPair).filter(([, gap]) => gap.count >= 20).sort((a, b) => b[1].p99 - a[1].p99).slice(0, 5)
+    row(`    … the slowest by p99, by what came next (p50 / p99)`, worst.map(([pair, gap]) => `${pair} ×${gap.count}: ${ms(gap.p50)} / ${ms(gap.p99)}`).join('; '), '', '')
     goals.check(`paced host-added p99 at ${host.sessions} sessions vs 1${setName}`, host.p99 <= 3 * one.p99 && host.p99 <= 50,
       `${ms(host.p99)}, ${(host.p99 / one.p99).toFixed(2)}x the 1-session ${ms(one.p99)}; goal <= 3x and <= 50 ms`)
   }

@@ -40,6 +40,8 @@ export interface PacedResult {
   checks: { count: number, p50: number, p99: number, share: number }
   /** The host-added gaps by what the answer before them did. */
   byAnswer: Record<string, { count: number, p50: number, p99: number }>
+  /** … and by what the request after them was too (`write → in turn`, `review_verdict → main turn start`). */
+  byPair: Record<string, { count: number, p50: number, p99: number }>
   /** The narrower in-turn gaps (the request carries the answer's tool result): p50, p99, count. */
   inTurn: { count: number, p50: number, p99: number }
   /** Host RSS peak while the tasks ran, and after the warm-up (bytes; the bare loop's own process for `bare`). */
@@ -146,7 +148,8 @@ async function main([kind, ...rest]: string[]) {
     const result: PacedResult = {
       kind: kind as 'host' | 'bare', sessions, p50: quantile(split.host, 0.5), p99: quantile(split.host, 0.99), steps: split.host.length,
       checks: { count: split.checks.length, p50: quantile(split.checks, 0.5), p99: quantile(split.checks, 0.99), share: split.checksShare },
-      byAnswer: Object.fromEntries(Object.entries(stats.hostAdded).map(([after, gaps]) => [after, summary(gaps)])), inTurn: summary(stats.inTurn),
+      byAnswer: Object.fromEntries(Object.entries(stats.hostAdded).map(([after, gaps]) => [after, summary(gaps)])),
+      byPair: Object.fromEntries(Object.entries(stats.hostAddedPairs ?? {}).map(([pair, gaps]) => [pair, summary(gaps)])), inTurn: summary(stats.inTurn),
       peak: ran.peak, idle, served: stats.served, wall: ran.wall, loopDelay: ran.loopDelay,
       errors: errors.length, errorMessages: errors.slice(0, 5), aborted: stats.aborted ?? 0, abortedWhat: (stats.abortedWhat ?? []).slice(0, 5), streaming: stats.streaming ?? 0, ...profileOut ? { profile: profileOut } : {},
     }

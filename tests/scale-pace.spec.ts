@@ -44,7 +44,7 @@ describe('scale benchmark: host-added latency per step', () => {
       main(2012, 4000, { tool: 'write', answered: 'task_report_stage' }),
     ])
     expect(gaps.inTurn).to.deep.equal([{ gap: 12, tool: 'write' }])
-    expect(gaps.hostAdded).to.deep.include({ gap: 12, after: 'write' })
+    expect(gaps.hostAdded).to.deep.include({ gap: 12, after: 'write', next: 'in turn' })
   })
 
   it('measures a turn\'s first request from the latest answer of its task (a review starting after the agent\'s report)', () => {
@@ -58,10 +58,10 @@ describe('scale benchmark: host-added latency per step', () => {
       main(3040, 3100, { answered: 'task_start_node' }),
     ])
     expect(gaps.hostAdded).to.deep.equal([
-      { gap: 10, after: 'task_report_stage' },
-      { gap: 15, after: 'task_report_stage' },
-      { gap: 7, after: 'review_read_log' },
-      { gap: 40, after: 'text' },
+      { gap: 10, after: 'task_report_stage', next: 'main turn start' },
+      { gap: 15, after: 'task_report_stage', next: 'reviewer turn start' },
+      { gap: 7, after: 'review_read_log', next: 'in turn' },
+      { gap: 40, after: 'text', next: 'main turn start' },
     ])
     // The narrower figures: the same session's previous answer only.
     expect(gaps.inTurn).to.deep.equal([{ gap: 7, tool: 'review_read_log' }])
