@@ -168,6 +168,23 @@ describe('host: tools', () => {
       expect((await run('grep', { pattern: 'TODO', include: 'src/**' })).result.matches).to.have.length(1)
     })
 
+    it('writes content over 1 MiB whole over a longer file (through the pool), and an edit that grows a file past it', async () => {
+      const long = 'x'.repeat(4 << 20)
+      expect((await run('write', { path: 'big/long.txt', content: long })).error).to.equal(undefined)
+      const content = Array.from({ length: 3 << 16 }, (_, i) => `line ${i}\n`).join('')
+      expect((await run('write', { path: 'big/long.txt', content })).result).to.deep.equal({ path: join('big', 'long.txt'), bytes: Buffer.byteLength(content) })
+      expect(await readFile(join(cwd, 'big/long.txt'), 'utf8')).to.equal(content)
+      await run('write', { path: 'big/small.txt', content: 'head MARK tail' })
+      expect((await run('edit', { path: 'big/small.txt', old: 'MARK', new: 'y'.repeat(2 << 20) })).error).to.equal(undefined)
+      expect(await readFile(join(cwd, 'big/small.txt'), 'utf8')).to.equal(`head ${'y'.repeat(2 << 20)} tail`)
+    })
+
+    it('creates every missing directory of a deep path in one write', async () => {
+      const path = Array.from({ length: 20 }, (_, i) => `d${i}`).join('/') + '/leaf.txt'
+      expect((await run('write', { path, content: 'deep' })).error).to.equal(undefined)
+      expect(await readFile(join(cwd, path), 'utf8')).to.equal('deep')
+    })
+
     it('reads a part of a file by `offset` and `limit` (characters), saying where it starts and how long the file is', async () => {
       await run('write', { path: 'big.md', content: '第一行\n第二行\n第三行\n' })
       expect((await run('read', { path: 'big.md', offset: 4, limit: 3 })).result).to.deep.equal({ path: 'big.md', offset: 4, content: '第二行', chars: 12 })

@@ -130,7 +130,8 @@ export async function runOnCopies(context: CopiesContext, request: CopiesRequest
       results.push(checkResultOf(spec, run, { roots: area.roots }))
     } finally {
       const left = await removeArea(area)
-      slot?.release()
+      // A copy left in memory still takes its room there.
+      if (!left) slot?.release()
       if (left) logger.warn('could not remove the copy of check %s at %s (remove it by hand): %s', spec.id, area.root, left.message)
     }
   }

@@ -51,7 +51,8 @@ export interface MemorySlot {
  * made and removed on the data directory's disk kept its journal busy, and every store flush (the WAL's
  * fsync) and file tool call waited behind them (500 paced sessions: host-added p99 635 ms with the copies
  * on disk, 283 ms with them in memory, the same run otherwise). A budget of 0 keeps every copy on disk.
- * What a check writes into its copy (a build's output) is in memory too and is not in the estimate.
+ * What a check writes into its copy (a build's output) is in memory too and is not in the estimate. A
+ * copy that could not be removed keeps its room (its release is not called): it is still in memory.
  */
 export class MemoryCopies {
   private used = 0
@@ -74,8 +75,9 @@ export class MemoryCopies {
     if (this.budgetBytes <= 0 || !(estimate >= 0) || this.used + estimate > this.budgetBytes) return undefined
     if (!(this.usable ??= this.probe(this.directory))) return undefined
     if (contains(source, this.directory) || contains(this.directory, source)) return undefined
-    // Its own size too: a container's /dev/shm is small, and other programs use it.
-    if (this.free(this.directory) < estimate * 2) return undefined
+    // Its own size too: a container's /dev/shm is small, and other programs use it. The copies reserved
+    // here may not be made yet (their room is not taken yet), so they count against what is free.
+    if (this.free(this.directory) - this.used < estimate * 2) return undefined
     this.used += estimate
     let released = false
     return {

@@ -40,6 +40,13 @@ describe('recovery: the checks\' copies in memory, within a budget', function ()
       expect(new MemoryCopies(1 << 20, '/mem', always, roomy).reserve(Number.NaN, '/work/a'), 'no estimate').to.equal(undefined)
     })
 
+    it('counts the copies reserved but not made yet against the free room (a container\'s /dev/shm of 64 MiB)', () => {
+      const memory = new MemoryCopies(128 << 20, '/mem', always, () => 64 << 20)
+      expect(memory.reserve(24 << 20, '/work/a')).to.not.equal(undefined)
+      expect(memory.reserve(24 << 20, '/work/b'), '64 MiB free less the 24 reserved is under twice 24').to.equal(undefined)
+      expect(memory.reserve(10 << 20, '/work/c')).to.not.equal(undefined)
+    })
+
     it('estimates a copy by its bytes and a page an entry, the dependency directories only when they are copied', () => {
       const parts = { own: part(3, 100), dependencies: part(1000, 5_000_000) }
       expect(copyEstimate(parts, true)).to.equal(100 + 3 * 4096)

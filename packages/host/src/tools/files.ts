@@ -1,6 +1,7 @@
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
-import { closeSync, ftruncateSync, readSync, writeSync } from 'node:fs'
+import { close, closeSync, ftruncate, ftruncateSync, readSync, write, writeSync } from 'node:fs'
+import { promisify } from 'node:util'
 import { relative, resolve } from 'node:path'
 import { cutIndex, TaskwardError } from '@taskward/protocol'
 import { listFiles } from './glob'
@@ -38,17 +39,34 @@ async function readText(cwd: string, path: string): Promise<string> {
   }
 }
 
+/** Content up to this size is written synchronously; more, through libuv's pool (see `overwriteAndClose`). */
+const SYNC_WRITE_BYTES = 1 << 20
+const ftruncateAsync = promisify(ftruncate)
+const writeAsync = promisify(write)
+const closeAsync = promisify(close)
+
 /**
  * Replace the whole content of an opened file through its descriptor (every byte: a write may take part
- * of them), then close it. Synchronous, as `openInside` is (its comment says why).
+ * of them), then close it. Synchronous up to 1 MiB, as `openInside` is (its comment says why): a larger
+ * write (the tool's content is not bounded) would hold the host's thread while the kernel throttles it,
+ * so it goes through the pool.
  */
-function overwriteAndClose(fd: number, content: string) {
+async function overwriteAndClose(fd: number, content: string) {
+  const bytes = Buffer.from(content, 'utf8')
+  if (bytes.length <= SYNC_WRITE_BYTES) {
+    try {
+      ftruncateSync(fd, 0)
+      for (let written = 0; written < bytes.length;) written += writeSync(fd, bytes, written, bytes.length - written, written)
+    } finally {
+      closeSync(fd)
+    }
+    return
+  }
   try {
-    ftruncateSync(fd, 0)
-    const bytes = Buffer.from(content, 'utf8')
-    for (let written = 0; written < bytes.length;) written += writeSync(fd, bytes, written, bytes.length - written, written)
+    await ftruncateAsync(fd, 0)
+    for (let written = 0; written < bytes.length;) written += (await writeAsync(fd, bytes, written, bytes.length - written, written)).bytesWritten
   } finally {
-    closeSync(fd)
+    await closeAsync(fd)
   }
 }
 
@@ -129,7 +147,7 @@ export function registerFileTools(ctx: Context) {
     parameters: Schema.object({ path: Schema.string().required(), content: Schema.string().required() }),
     async execute({ path, content }, { session }) {
       const { fd } = await openInside(session.cwd, path, 'write')
-      overwriteAndClose(fd, content)
+      await overwriteAndClose(fd, content)
       return { path: relative(session.cwd, resolve(session.cwd, path)), bytes: Buffer.byteLength(content) }
     },
   })
@@ -153,7 +171,7 @@ export function registerFileTools(ctx: Context) {
         closeSync(fd)
         throw error
       }
-      overwriteAndClose(fd, edited)
+      await overwriteAndClose(fd, edited)
       return { path: args.path }
     },
   })

@@ -151,6 +151,8 @@ export async function openInside(cwd: string, path: string, mode: OpenMode): Pro
   let pending = path.split('/').filter((part) => part && part !== '.')
   let links = 0
   let races = 0
+  /** The directories this call made (by their path from the root), to tell one made again. */
+  const made = new Set<string>()
   let opened: number | undefined
   try {
     const follow = (entry: string) => {
@@ -197,10 +199,18 @@ export async function openInside(cwd: string, path: string, mode: OpenMode): Pro
           } else if (code(error) === 'ENOENT' && mode === 'write') {
             if (gitDirectoryShaped(dir, name)) throw gitRefusal(path)
             // Made here, then opened like any other directory (something else may take the name first).
+            // A directory made once already and gone again before it was opened (another process
+            // winning each time) counts as a race: it must not keep this synchronous loop, and the
+            // host's thread, going.
+            const making = [...names, name].join('/')
+            if (made.has(making) && ++races > MAX_RACES) {
+              throw new TaskwardError('TOOL_FAILED', `A directory on the way to "${path}" kept changing while it was created; try again once nothing else changes the workspace.`, { path })
+            }
+            made.add(making)
             try {
               mkdirSync(entry)
             } catch (e) {
-              if (code(e) !== 'EEXIST' || ++races > MAX_RACES) throw e
+              if (code(e) !== 'EEXIST') throw e
             }
           } else if (code(error) === 'ENOENT' || code(error) === 'ENOTDIR') {
             throw new TaskwardError('NOT_FOUND', `No file "${path}" in the working directory.`, { path })
