@@ -1,6 +1,6 @@
 import { accessSync, constants, statfsSync } from 'node:fs'
-import { isAbsolute, relative } from 'node:path'
 import type { CandidateParts } from './candidate'
+import { isWithin } from './sandbox'
 
 /** Linux's shared-memory directory: a tmpfs on Debian, systemd machines and in containers (Docker: 64 MiB). */
 export const MEMORY_DIRECTORY = '/dev/shm'
@@ -74,7 +74,7 @@ export class MemoryCopies {
   reserve(estimate: number, source: string): MemorySlot | undefined {
     if (this.budgetBytes <= 0 || !(estimate >= 0) || this.used + estimate > this.budgetBytes) return undefined
     if (!(this.usable ??= this.probe(this.directory))) return undefined
-    if (contains(source, this.directory) || contains(this.directory, source)) return undefined
+    if (isWithin(source, this.directory) || isWithin(this.directory, source)) return undefined
     // Its own size too: a container's /dev/shm is small, and other programs use it. The copies reserved
     // here may not be made yet (their room is not taken yet), so they count against what is free.
     if (this.free(this.directory) - this.used < estimate * 2) return undefined
@@ -89,10 +89,4 @@ export class MemoryCopies {
       },
     }
   }
-}
-
-/** Whether `path` is `parent` or lies inside it (both absolute). */
-function contains(parent: string, path: string): boolean {
-  const rest = relative(parent, path)
-  return rest === '' || !(rest === '..' || rest.startsWith('../') || isAbsolute(rest))
 }

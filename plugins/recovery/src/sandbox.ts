@@ -78,10 +78,13 @@ function namesOf(path: string): string[] {
 function inside(entry: string, workspace: string[]): boolean {
   const names = namesOf(entry)
   if (names.length < 2) return true
-  return names.some((name) => workspace.some((root) => {
-    const rest = relative(root, name)
-    return rest === '' || (rest !== '..' && !rest.startsWith(`..${sep}`) && !isAbsolute(rest))
-  }))
+  return names.some((name) => workspace.some((root) => isWithin(root, name)))
+}
+
+/** Whether the absolute path `path` is `root` or lies inside it (by their text: nothing is resolved). */
+export function isWithin(root: string, path: string): boolean {
+  const rest = relative(root, path)
+  return rest === '' || (rest !== '..' && !rest.startsWith(`..${sep}`) && !isAbsolute(rest))
 }
 
 /**
