@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Session, ToolResult } from '@taskward/host'
 import { RECORD_EVENT_TYPE, RECOVERY_NAMESPACE, type SessionEvent, type Task } from '@taskward/protocol'
-import { TestHost, tempWorkspace } from '@taskward/testkit'
+import { removeTree, TestHost, tempWorkspace } from '@taskward/testkit'
 import WorkspacePlugin from '@taskward/plugin-workspace'
 import { SupervisorPlugin } from '@taskward/plugin-supervisor'
 import { findOnPath, RecoveryPlugin, type Config } from '../src'
@@ -183,4 +183,11 @@ export async function checkAreas(): Promise<string[]> {
     for (const name of await readdir(base).catch(() => [] as string[])) if (name.startsWith('taskward-check-')) areas.push(join(base, name))
   }
   return areas
+}
+
+/** A test's host and workspace, gone: its deferred recovery work settled, the host disposed, the workspace removed. */
+export async function closeRecovery(host: TestHost | undefined, cwd: string | undefined) {
+  await host?.ctx.recovery.settled()
+  await host?.dispose()
+  if (cwd) await removeTree(cwd)
 }

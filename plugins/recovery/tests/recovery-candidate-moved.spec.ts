@@ -2,7 +2,7 @@ import { expect } from 'chai'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { removeTree, type TestHost } from '@taskward/testkit'
-import { answerWorkspace, bootRecovery, readyTask, recoveryRecords } from './fixtures'
+import { answerWorkspace, bootRecovery, closeRecovery, readyTask, recoveryRecords } from './fixtures'
 
 /*
  * Exact candidate validation: the checks run on copies of the candidate the attempt records. The
@@ -17,9 +17,7 @@ describe('recovery: the checks run on the candidate the attempt records', functi
   let cwd: string | undefined
 
   afterEach(async () => {
-    await host?.ctx.recovery.settled()
-    await host?.dispose()
-    if (cwd) await removeTree(cwd)
+    await closeRecovery(host, cwd)
     host = cwd = undefined
   })
 

@@ -1,10 +1,9 @@
 import { chmod, mkdir, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { expect } from 'chai'
 import { removeTree, tempWorkspace, type TestHost } from '@taskward/testkit'
 import { TaskwardError } from '@taskward/protocol'
-import { bootRecovery, checkAreas, readyTask, recoveryRecords, requireBwrap, until } from './fixtures'
+import { bootRecovery, checkAreas, closeRecovery, readyTask, recoveryRecords, requireBwrap, until } from './fixtures'
 
 /** A project after `npm install`: a dependency, its bin link, and the project's own file. */
 const installedProject = async () => {
@@ -39,9 +38,7 @@ describe('recovery: dependency directories in the checks', function () {
 
   before(requireBwrap)
   afterEach(async () => {
-    await host?.ctx.recovery.settled()
-    await host?.dispose()
-    if (cwd) await removeTree(cwd)
+    await closeRecovery(host, cwd)
     host = cwd = undefined
   })
 

@@ -2,7 +2,7 @@ import { tmpdir } from 'node:os'
 import { expect } from 'chai'
 import { removeTree, type TestHost } from '@taskward/testkit'
 import { copyEstimate, isMemoryDirectory, MEMORY_DIRECTORY, MemoryCopies } from '../src/memory-copies'
-import { answerWorkspace, bootRecovery, checkAreas, readyTask, requireBwrap, type RecoveryConfig } from './fixtures'
+import { answerWorkspace, bootRecovery, checkAreas, closeRecovery, readyTask, requireBwrap, type RecoveryConfig } from './fixtures'
 
 const part = (entries: number, bytes: number) => ({ digest: 'd', versions: 'v', content: 'c', entries, bytes })
 
@@ -65,9 +65,7 @@ describe('recovery: the checks\' copies in memory, within a budget', function ()
     let host: TestHost | undefined
     let cwd: string | undefined
     afterEach(async () => {
-      await host?.ctx.recovery.settled()
-      await host?.dispose()
-      if (cwd) await removeTree(cwd)
+      await closeRecovery(host, cwd)
       host = cwd = undefined
     })
 

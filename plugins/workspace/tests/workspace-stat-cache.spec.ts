@@ -161,103 +161,83 @@ describe('workspace service: the data directory inside the workspace', () => {
 })
 
 describe('stat cache store: bounded on disk', () => {
-  it('keeps only the most recently saved tables of the workspaces a long-running host has seen', async function () {
-    this.timeout(20_000)
-    const dir = makeTempDir('taskward-stat-cache-')
-    try {
-      const store = new StatCacheStore(dir)
-      const version: EntryVersion = { dev: 1n, ino: 2n, mode: 0o100644n, size: 3n, mtimeNs: 4n, ctimeNs: 5n }
-      const keys = Array.from({ length: SAVED_TABLES + 100 }, (_, i) => i.toString(16).padStart(64, '0'))
-      for (const key of keys) await store.save(key, new Map([['a.txt', { version, hash: Buffer.alloc(32) }]]))
-      await store.flush()
-      const saved = readdirSync(dir)
-      expect(saved.length).to.equal(SAVED_TABLES)
-      expect(saved).to.include(`${keys.at(-1)}.json`)
-      expect(saved).to.not.include(`${keys[0]}.json`)
-    } finally {
-      removeTree(dir)
-    }
+  let dir: string
+  beforeEach(() => {
+    dir = makeTempDir('taskward-stat-cache-')
   })
+  afterEach(() => removeTree(dir))
 
   const version: EntryVersion = { dev: 1n, ino: 2n, mode: 0o100644n, size: 3n, mtimeNs: 4n, ctimeNs: 5n }
   const tableOf = (hash: number): HashTable => new Map([['a.txt', { version, hash: Buffer.alloc(32, hash) }]])
   const savedHash = (dir: string, key: string) => savedRows(dir, key)[0][7]
 
+  it('keeps only the most recently saved tables of the workspaces a long-running host has seen', async function () {
+    this.timeout(20_000)
+    const store = new StatCacheStore(dir)
+    const keys = Array.from({ length: SAVED_TABLES + 100 }, (_, i) => i.toString(16).padStart(64, '0'))
+    for (const key of keys) await store.save(key, new Map([['a.txt', { version, hash: Buffer.alloc(32) }]]))
+    await store.flush()
+    const saved = readdirSync(dir)
+    expect(saved.length).to.equal(SAVED_TABLES)
+    expect(saved).to.include(`${keys.at(-1)}.json`)
+    expect(saved).to.not.include(`${keys[0]}.json`)
+  })
+
   it('writes a workspace saved many times while its write waits once, with its newest table', async () => {
-    const dir = makeTempDir('taskward-stat-cache-')
-    try {
-      const store = new StatCacheStore(dir)
-      const key = 'a'.repeat(64)
-      // Stamps in a row on a busy host: each save before the first write ended.
-      for (let i = 1; i <= 50; i++) void store.save(key, tableOf(i))
-      await store.flush()
-      expect(store.written).to.be.at.most(2)
-      expect(savedHash(dir, key)).to.equal(Buffer.alloc(32, 50).toString('hex'))
-      // A save after the writer went idle is written too (none is left waiting).
-      await store.save(key, tableOf(51))
-      expect(savedHash(dir, key)).to.equal(Buffer.alloc(32, 51).toString('hex'))
-      // The table is read back by a new store (a restart), and one not yet written is the one used.
-      expect(new StatCacheStore(dir).table(key).get('a.txt')!.hash[0]).to.equal(51)
-      void store.save(key, tableOf(52))
-      expect(store.table(key).get('a.txt')!.hash[0]).to.equal(52)
-      await store.flush()
-    } finally {
-      removeTree(dir)
-    }
+    const store = new StatCacheStore(dir)
+    const key = 'a'.repeat(64)
+    // Stamps in a row on a busy host: each save before the first write ended.
+    for (let i = 1; i <= 50; i++) void store.save(key, tableOf(i))
+    await store.flush()
+    expect(store.written).to.be.at.most(2)
+    expect(savedHash(dir, key)).to.equal(Buffer.alloc(32, 50).toString('hex'))
+    // A save after the writer went idle is written too (none is left waiting).
+    await store.save(key, tableOf(51))
+    expect(savedHash(dir, key)).to.equal(Buffer.alloc(32, 51).toString('hex'))
+    // The table is read back by a new store (a restart), and one not yet written is the one used.
+    expect(new StatCacheStore(dir).table(key).get('a.txt')!.hash[0]).to.equal(51)
+    void store.save(key, tableOf(52))
+    expect(store.table(key).get('a.txt')!.hash[0]).to.equal(52)
+    await store.flush()
   })
 
   it('after a restart keeps the tables saved before it, the oldest first to go, and removes a crash\'s temp files', async () => {
-    const dir = makeTempDir('taskward-stat-cache-')
-    try {
-      const keys = Array.from({ length: SAVED_TABLES }, (_, i) => i.toString(16).padStart(64, '0'))
-      const first = new StatCacheStore(dir)
-      for (const key of keys) await first.save(key, tableOf(1))
-      // The first key's table is the oldest on disk (mtime), whatever order readdir lists them in.
-      utimesSync(join(dir, `${keys[0]}.json`), HOUR_AGO, HOUR_AGO)
-      writeFileSync(join(dir, `${keys[1]}.json.999999.tmp`), 'half a table')
-      const second = new StatCacheStore(dir)
-      await second.save('f'.repeat(64), tableOf(2))
-      const saved = readdirSync(dir)
-      expect(saved.length).to.equal(SAVED_TABLES)
-      expect(saved).to.not.include(`${keys[0]}.json`)
-      expect(saved).to.include(`${keys[1]}.json`)
-      expect(saved.filter((name) => name.endsWith('.tmp'))).to.deep.equal([])
-    } finally {
-      removeTree(dir)
-    }
+    const keys = Array.from({ length: SAVED_TABLES }, (_, i) => i.toString(16).padStart(64, '0'))
+    const first = new StatCacheStore(dir)
+    for (const key of keys) await first.save(key, tableOf(1))
+    // The first key's table is the oldest on disk (mtime), whatever order readdir lists them in.
+    utimesSync(join(dir, `${keys[0]}.json`), HOUR_AGO, HOUR_AGO)
+    writeFileSync(join(dir, `${keys[1]}.json.999999.tmp`), 'half a table')
+    const second = new StatCacheStore(dir)
+    await second.save('f'.repeat(64), tableOf(2))
+    const saved = readdirSync(dir)
+    expect(saved.length).to.equal(SAVED_TABLES)
+    expect(saved).to.not.include(`${keys[0]}.json`)
+    expect(saved).to.include(`${keys[1]}.json`)
+    expect(saved.filter((name) => name.endsWith('.tmp'))).to.deep.equal([])
   })
 
   it('goes on saving past a leftover temp entry it cannot remove, and after its directory was removed', async () => {
-    const dir = makeTempDir('taskward-stat-cache-')
-    try {
-      const errors: unknown[] = []
-      // A directory named like a crash's temp file: rmSync refuses it (EISDIR).
-      mkdirSync(join(dir, `${'c'.repeat(64)}.json.1.tmp`))
-      const store = new StatCacheStore(dir, (error) => errors.push(error))
-      await store.save('a'.repeat(64), tableOf(1))
-      expect(readdirSync(dir)).to.include(`${'a'.repeat(64)}.json`)
-      // An operator clears the cache while the host runs: the next save makes the directory again.
-      removeTree(dir)
-      await store.save('b'.repeat(64), tableOf(2))
-      expect(readdirSync(dir)).to.deep.equal([`${'b'.repeat(64)}.json`])
-      expect(errors).to.deep.equal([])
-    } finally {
-      removeTree(dir)
-    }
+    const errors: unknown[] = []
+    // A directory named like a crash's temp file: rmSync refuses it (EISDIR).
+    mkdirSync(join(dir, `${'c'.repeat(64)}.json.1.tmp`))
+    const store = new StatCacheStore(dir, (error) => errors.push(error))
+    await store.save('a'.repeat(64), tableOf(1))
+    expect(readdirSync(dir)).to.include(`${'a'.repeat(64)}.json`)
+    // An operator clears the cache while the host runs: the next save makes the directory again.
+    removeTree(dir)
+    await store.save('b'.repeat(64), tableOf(2))
+    expect(readdirSync(dir)).to.deep.equal([`${'b'.repeat(64)}.json`])
+    expect(errors).to.deep.equal([])
   })
 
   it('reports a table it cannot write and goes on with the next', async () => {
-    const dir = makeTempDir('taskward-stat-cache-')
-    try {
-      const errors: unknown[] = []
-      const store = new StatCacheStore(join(dir, 'not-a-directory'), (error) => errors.push(error))
-      writeFileSync(join(dir, 'not-a-directory'), 'a file where the directory should be')
-      await store.save('a'.repeat(64), tableOf(1))
-      await store.save('b'.repeat(64), tableOf(2))
-      expect(errors).to.have.length(2)
-      expect(store.written).to.equal(0)
-    } finally {
-      removeTree(dir)
-    }
+    const errors: unknown[] = []
+    const store = new StatCacheStore(join(dir, 'not-a-directory'), (error) => errors.push(error))
+    writeFileSync(join(dir, 'not-a-directory'), 'a file where the directory should be')
+    await store.save('a'.repeat(64), tableOf(1))
+    await store.save('b'.repeat(64), tableOf(2))
+    expect(errors).to.have.length(2)
+    expect(store.written).to.equal(0)
   })
 })
