@@ -9,6 +9,8 @@
  *                  order from a generator seeded with <seed> (benchmarks/scale-pace.ts) → `ok`
  *   capture on     keep every request body, with its session's key   → `ok`
  *   dump <file>    write the kept bodies (JSON) to <file>, stop keeping → `ok`
+ *   user <JSON>    a person's command to a task: {"task": workspace, "at": epoch ms, "what": "/task approve"};
+ *                  the turn it starts is measured from it (scale-pace.ts `UserCommand`) → `ok`
  *   stats          `stats {served, inTurn: [...], byTool: {name: [...]}, hostAdded: {after: [...]}, hostAddedPairs: {'after → next': [...]}, sameSession: [...], cpuMs, aborted}`
  *                  and start counting afresh; `streaming`: the requests not ended nor aborted yet
  * A request's session is its `x-scale-session` header when it has one (the bare loop's), else its
@@ -20,7 +22,7 @@
 import { createInterface } from 'node:readline'
 import { writeFileSync } from 'node:fs'
 import { OpenAIMock, renderPrompt, taskPlayer, type MockReply, type MockRequest, type MockStream } from '@taskward/testkit'
-import { carriedTool, paceSampler, stepGaps, type StepRecord } from './scale-pace'
+import { carriedTool, paceSampler, stepGaps, type StepRecord, type UserCommand } from './scale-pace'
 
 const player = taskPlayer({ plan: { acceptanceCriteria: ['a.txt says done'], nodes: [{ id: 'a', title: 'write a' }] } })
 
@@ -47,6 +49,8 @@ let served = 0
 let cpuFrom = process.cpuUsage()
 /** The requests since the last `stats`, in arrival order (their end is read from the mock's record). */
 let seen: { key: string, tool?: string, request: MockRequest, waitMs?: number }[] = []
+/** The people's commands since the last `stats` (at: this process's performance clock, as the requests'). */
+let commands: UserCommand[] = []
 /** The task of a session key: what precedes its NUL (the workspace, or the bare loop). */
 const taskOf = (key: string) => key.slice(0, key.indexOf('\u0000'))
 /** What an answer did: the first tool it called, or 'text'. */
@@ -86,7 +90,7 @@ function stats() {
   const records: StepRecord[] = seen.map(({ key, tool, request }) => ({
     key, task: taskOf(key), tool, receivedAt: request.receivedAt, endedAt: request.endedAt, answered: answered(request.reply),
   }))
-  const gaps = stepGaps(records)
+  const gaps = stepGaps(records, commands)
   const byTool: Record<string, number[]> = {}
   for (const { gap, tool } of gaps.inTurn) (byTool[tool] ??= []).push(gap)
   /** The host-added gaps by what the answer before them did. */
@@ -127,11 +131,22 @@ for await (const line of createInterface({ input: process.stdin })) {
     writeFileSync(argument, JSON.stringify(captured ?? []))
     captured = undefined
     say('ok')
+  } else if (command === 'user') {
+    try {
+      const { task, at, what } = JSON.parse(line.trim().slice(4))
+      if (typeof task !== 'string' || typeof what !== 'string' || !Number.isFinite(at)) throw new Error('user takes {"task": string, "at": epoch ms, "what": string}')
+      // The harness's epoch milliseconds on this process's clock (both processes read the same system clock).
+      commands.push({ task, at: at - performance.timeOrigin, what })
+      say('ok')
+    } catch (error) {
+      say(`error ${(error as Error).message}`)
+    }
   } else if (command === 'stats') {
     say(`stats ${JSON.stringify(stats())}`)
     cpuFrom = process.cpuUsage()
     served = 0
     seen = []
+    commands = []
     // The mock keeps every request it served; a paced run of hundreds of sessions need not.
     mock.requests.length = 0
   } else {

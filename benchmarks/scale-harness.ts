@@ -126,7 +126,8 @@ export function fullSetName(value = process.env.SCALE_FULL_WITHOUT ?? ''): strin
 }
 
 /** A host with one plugin set (`full`: the plugins of cordis.yml, with a check recovery can run). */
-export async function bootHost(set: PluginSet, baseURL: string, durability: 'fsync' | 'os' = 'fsync') {
+export async function bootHost(set: PluginSet, baseURL: string, durability: 'fsync' | 'os' = 'fsync',
+  onUserCommand?: (command: { task: string, at: number, what: string }) => Promise<unknown>) {
   const dataDir = await mkdtemp(join(tmpdir(), 'taskward-scale-'))
   const openai = [OpenAIPlugin, routeConfig(baseURL)] as const
   const supervisor = [SupervisorPlugin, supervisorConfig] as const
@@ -192,8 +193,11 @@ export async function bootHost(set: PluginSet, baseURL: string, durability: 'fsy
     await host.ctx.commands.input(session, '/task new write a')
     await plan
     const done = reached(session, 'complete')
+    // A person's click: the agent's next turn is measured from it, not from the review's verdict before it.
+    const at = performance.timeOrigin + performance.now()
     const approved = await host.ctx.commands.input(session, '/task approve')
     if (approved?.error) throw new Error(`/task approve: ${approved.error.message}`)
+    await onUserCommand?.({ task: session.cwd, at, what: '/task approve' })
     await done
     running.delete(session.id)
     return cwd

@@ -86,6 +86,19 @@ export function carriedTool(messages: any[]): string | undefined {
   return call?.function?.name ?? '?'
 }
 
+/**
+ * A person's command to a task (the harness's `/task approve` after a plan review): a request it leads
+ * to (the agent's turn starting) is measured from the command, not from the answer before it — the time
+ * a person takes to click is theirs, not the host's; what the host does with the click is counted.
+ */
+export interface UserCommand {
+  task: string
+  /** When the command was given (ms, the records' clock). */
+  at: number
+  /** What it was (`/task approve`): the gap's `after`. */
+  what: string
+}
+
 export interface StepGaps {
   /** Every gap from a session's answer ending to its next request arriving (turn starts included). */
   sameSession: number[]
@@ -95,7 +108,8 @@ export interface StepGaps {
    * The host-added latency per step: from an answer's end to the next request it leads to, labelled
    * with what that answer did (`after`) and what the request is (`next`: `in turn`, or `<role> turn start`). A request carrying tool results follows its own session's last
    * answer; a turn's first request (a review starting, the agent resuming after one) follows the latest
-   * answer of its task that had ended when it arrived — the event the host was acting on.
+   * answer of its task that had ended when it arrived, or a person's command to that task given later
+   * (`UserCommand`) — the event the host was acting on.
    */
   hostAdded: { gap: number, after: string, next: string }[]
 }
@@ -110,7 +124,9 @@ function nextOf(record: StepRecord): string {
  * when it came (a retry over a broken connection) opens no gap: no answer of its own ended before it;
  * nor does a task's first request (nothing the model said led to it).
  */
-export function stepGaps(records: StepRecord[]): StepGaps {
+export function stepGaps(records: StepRecord[], commands: UserCommand[] = []): StepGaps {
+  const commandsOf = new Map<string, UserCommand[]>()
+  for (const command of commands) commandsOf.set(command.task, [...commandsOf.get(command.task) ?? [], command])
   const previous = new Map<string, StepRecord>()
   const ofTask = new Map<string, StepRecord[]>()
   const gaps: StepGaps = { sameSession: [], inTurn: [], hostAdded: [] }
@@ -133,7 +149,12 @@ export function stepGaps(records: StepRecord[]): StepGaps {
     for (const other of earlier) {
       if (other.endedAt !== undefined && other.endedAt <= record.receivedAt && (!cause || other.endedAt > cause.endedAt!)) cause = other
     }
-    if (cause) gaps.hostAdded.push({ gap: record.receivedAt - cause.endedAt!, after: cause.answered ?? '?', next: nextOf(record) })
+    let command: UserCommand | undefined
+    for (const given of commandsOf.get(record.task) ?? []) {
+      if (given.at <= record.receivedAt && (!command || given.at > command.at)) command = given
+    }
+    if (command && (!cause || command.at >= cause.endedAt!)) gaps.hostAdded.push({ gap: record.receivedAt - command.at, after: command.what, next: nextOf(record) })
+    else if (cause) gaps.hostAdded.push({ gap: record.receivedAt - cause.endedAt!, after: cause.answered ?? '?', next: nextOf(record) })
   }
   return gaps
 }

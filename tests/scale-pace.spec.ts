@@ -68,6 +68,22 @@ describe('scale benchmark: host-added latency per step', () => {
     expect(gaps.sameSession).to.deep.equal([10, 7, 40])
   })
 
+  it('measures a turn a person\'s command started from the command, not from the verdict before it', () => {
+    const gaps = stepGaps([
+      reviewer(0, 1000, { answered: 'review_verdict' }),
+      // The person approves 5 s after the plan review's verdict; the agent's turn starts 30 ms later.
+      main(6030, 7000, { answered: 'task_start_node' }),
+      main(7004, 8000, { tool: 'task_start_node', answered: 'write' }),
+      // A later turn start with no command after the last answer: measured from that answer, as before.
+      reviewer(8020, 9000, { answered: 'review_read_log' }),
+    ], [{ task: 'ws', at: 6000, what: '/task approve' }, { task: 'other', at: 8010, what: '/task approve' }])
+    expect(gaps.hostAdded).to.deep.equal([
+      { gap: 30, after: '/task approve', next: 'main turn start' },
+      { gap: 4, after: 'task_start_node', next: 'in turn' },
+      { gap: 20, after: 'write', next: 'reviewer turn start' },
+    ])
+  })
+
   it('opens no gap for a task\'s first request, nor for a request its session sent before the previous answer ended', () => {
     const gaps = stepGaps([
       main(0, undefined),
