@@ -238,12 +238,13 @@ export class OpenAIRoute implements ModelAdapter {
           + 'Nothing is lost: send a shorter message, or use a model with a larger context (or raise context.contextTokens), then /task resume.',
           { route: this.config.route, limit: plan.limit, requested: this.counter.calibrated(plan.raw) }))
       }
-      // Recorded before it is sent, so that a host that restarts lays the next step out alike (window-record.ts).
+      // Appended before it is sent, so that a host that restarts lays the next step out alike
+      // (window-record.ts): the log orders it before the answer. Not waited for before sending — the
+      // session's appends run in order, and one committed outside the step just before (an operator
+      // command's reply) would hold the request for its fsync; it is in the log before the step ends.
       // Not the step's business if it fails: only a restart's first request would differ.
-      if (plan.record) {
-        await request.session.append(WINDOW_EVENT, { route: this.config.route, ...plan.record })
-          .catch((error) => this.ctx.logger('openai').debug('route %s: the window was not recorded (%s)', this.config.route, error))
-      }
+      const recorded = plan.record && request.session.append(WINDOW_EVENT, { route: this.config.route, ...plan.record })
+        .catch((error) => this.ctx.logger('openai').debug('route %s: the window was not recorded (%s)', this.config.route, error))
       try {
         return await this.send(request, plan)
       } catch (error) {
@@ -261,6 +262,9 @@ export class OpenAIRoute implements ModelAdapter {
           continue
         }
         throw await this.exceeded(request, error)
+      } finally {
+        // In the log before anything of the answer (or the retry's own record).
+        await recorded
       }
     }
   }
