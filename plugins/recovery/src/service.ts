@@ -135,9 +135,13 @@ export class Recovery {
     return this.home.logger('recovery')
   }
 
-  /** The recovery state of a session, folded from its recovery records. */
+  /**
+   * The recovery state of a session, folded from its recovery records. The projection's cache is
+   * written behind the fold: the guards ask before every step and tool call, and a derived cache need
+   * not be durable before they answer (a cache lost to a crash is a longer fold after the restart).
+   */
   async state(session: Session | string): Promise<RecoveryState> {
-    return this.kernel.projections.get<RecoveryState>(await this.resolve(session), RECOVERY_PROJECTION_KEY)
+    return this.kernel.projections.get<RecoveryState>(await this.resolve(session), RECOVERY_PROJECTION_KEY, { background: true })
   }
 
   /**
