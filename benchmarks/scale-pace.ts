@@ -171,3 +171,10 @@ export function splitByChecks(hostAdded: { gap: number, after: string }[], check
   const total = sum(checks) + sum(host)
   return { host, checks, checksShare: total ? sum(checks) / total : 0 }
 }
+
+/** The paced hosts' store durability from SCALE_PACE_DURABILITY's value: fsync (unset: the default) or os; anything else is refused. */
+export function pacedDurability(value: string | undefined): 'fsync' | 'os' {
+  if (value === undefined) return 'fsync'
+  if (value !== 'fsync' && value !== 'os') throw new Error(`SCALE_PACE_DURABILITY takes fsync (the default) or os, not ${JSON.stringify(value)}.`)
+  return value
+}

@@ -18,7 +18,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { Logger } from 'cordis'
 import { removeTree } from '@taskward/testkit'
 import { bareLoop, bootHost, Endpoint, quantile, runTasks, type AbortedRequest, type EndpointStats } from './scale-harness'
-import { splitByChecks, type PaceSpec } from './scale-pace'
+import { pacedDurability, splitByChecks, type PaceSpec } from './scale-pace'
 import { profiled } from './cpu-profile'
 
 /**
@@ -91,7 +91,7 @@ async function main([kind, ...rest]: string[]) {
   const endpoint = await new Endpoint().start()
   try {
     // The harness's approvals, told to the endpoint: the turns they start are measured from them.
-    const host = await bootHost('full', endpoint.baseURL, 'fsync', (command) => endpoint.send(`user ${JSON.stringify(command)}`))
+    const host = await bootHost('full', endpoint.baseURL, pacedDurability(process.env.SCALE_PACE_DURABILITY), (command) => endpoint.send(`user ${JSON.stringify(command)}`))
     // Warm-up (module caches, JIT) at no delay; for the bare loop, its script: the requests of one task.
     await removeTree(await host.runTask())
     let bodies: any[] = []

@@ -32,6 +32,7 @@
  *      RSS growth per live session (the peak's slope from the smallest to the largest size); errors. The gaps after the completion gate's sandboxed checks are
  *      reported apart, with their share (SCALE_PROFILE_PACED=<sessions> profiles that host run). Goals: p99 at each size ≤ 3× the 1-session p99 and ≤ 50 ms;
  *      RSS ≤ 1 MB per live session; no task failed, no request aborted. Each run is a fresh process.
+ *      SCALE_PACE_DURABILITY=os runs those hosts' store with durability os (default fsync).
  *
  * SCALE_FULL_WITHOUT=recovery (a comma-separated list of workspace, admission, repair, recovery,
  * console; another name is refused) drops those plugins from the full set: what each one costs. The
@@ -61,6 +62,7 @@ import { pacedSection } from './scale-paced-section'
 import { Goals } from './goals'
 import { machineBusyMs } from './machine-cpu'
 import { profiled } from './cpu-profile'
+import { pacedDurability } from './scale-pace'
 
 const number = (name: string, fallback: number) => {
   const value = Number(process.env[name] ?? fallback)
@@ -113,6 +115,16 @@ const PACE_TASKS = number('SCALE_PACE_TASKS', 1)
 const PACE_SPREAD_MS = Number(process.env.SCALE_PACE_SPREAD_MS ?? 10_000)
 if (!Number.isSafeInteger(PACE_SPREAD_MS) || PACE_SPREAD_MS < 0) {
   console.error('SCALE_PACE_SPREAD_MS must be a whole number of milliseconds (0 or more).')
+  process.exit(1)
+}
+/**
+ * SCALE_PACE_DURABILITY: the paced hosts' store durability (`fsync`, the default as cordis.yml's, or
+ * `os`): what the disk's flushes cost the tail, measured beside the default rather than guessed.
+ */
+try {
+  pacedDurability(process.env.SCALE_PACE_DURABILITY)
+} catch (error) {
+  console.error((error as Error).message)
   process.exit(1)
 }
 const PACE_ONE_TASKS = number('SCALE_PACE_ONE_TASKS', 8)

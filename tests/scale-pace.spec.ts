@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { carriedTool, lognormalOf, mulberry32, paceSampler, splitByChecks, stepGaps, type StepRecord } from '../benchmarks/scale-pace'
+import { carriedTool, lognormalOf, mulberry32, pacedDurability, paceSampler, splitByChecks, stepGaps, type StepRecord } from '../benchmarks/scale-pace'
 import { quantile } from '../benchmarks/scale-harness'
 
 describe('scale benchmark: the paced endpoint\'s latency', () => {
@@ -29,6 +29,14 @@ describe('scale benchmark: the paced endpoint\'s latency', () => {
     expect(() => lognormalOf({ medianMs: 2000, p99Ms: 2000 })).to.throw(RangeError, /median < p99/)
     expect(() => lognormalOf({ medianMs: 0, p99Ms: 10 })).to.throw(RangeError)
     expect(lognormalOf({ medianMs: 2000, p99Ms: 20_000 }).sigma).to.be.closeTo(Math.log(10) / 2.3263478740408408, 1e-12)
+  })
+})
+
+describe('scale benchmark: the paced hosts\' store durability', () => {
+  it('is fsync unless os is asked for, and refuses anything else (a typo would measure fsync under another name)', () => {
+    expect(pacedDurability(undefined)).to.equal('fsync')
+    expect(pacedDurability('os')).to.equal('os')
+    expect(() => pacedDurability('none')).to.throw(/SCALE_PACE_DURABILITY takes fsync \(the default\) or os, not "none"/)
   })
 })
 
