@@ -263,7 +263,8 @@ export class OpenAIRoute implements ModelAdapter {
         }
         throw await this.exceeded(request, error)
       } finally {
-        // In the log before anything of the answer (or the retry's own record).
+        // Its place in the log is set by the call above (the session runs appends in call order); the
+        // wait keeps it inside this step's commit when the step fails, rather than committed alone after it.
         await recorded
       }
     }

@@ -32,6 +32,7 @@ describe('plugin-openai: the window record and the request it describes', functi
       release()
       flusher.durable = durable
     }
+    // As helpers' runTurn: whenIdle() answers at once for a turn still only queued; let the queue drain first.
     await new Promise((resolve) => setTimeout(resolve, 0))
     await agent.whenIdle()
     const events = await session.read({ from: 0, limit: 100 })

@@ -30,10 +30,12 @@ describe('recovery: reading the recovery state while the disk is slow to flush',
     const held = new Promise<void>((resolve) => { release = resolve })
     flusher.durable = () => held.then(durable)
     let answered: unknown
+    let timer: NodeJS.Timeout | undefined
     try {
       const read = host.ctx.recovery.state(session)
-      answered = await Promise.race([read, new Promise((resolve) => setTimeout(() => resolve('still waiting'), 3_000))])
+      answered = await Promise.race([read, new Promise((resolve) => { timer = setTimeout(() => resolve('still waiting'), 3_000) })])
     } finally {
+      clearTimeout(timer)
       release()
       flusher.durable = durable
     }
