@@ -89,7 +89,10 @@ export function carriedTool(messages: any[]): string | undefined {
 /**
  * A person's command to a task (the harness's `/task approve` after a plan review): a request it leads
  * to (the agent's turn starting) is measured from the command, not from the answer before it — the time
- * a person takes to click is theirs, not the host's; what the host does with the click is counted.
+ * a person takes to click is theirs, not the host's; what the host does with the click is counted. The
+ * harness gives its command as soon as the task waits for it, so the time from the answer before the
+ * command to the command is the host's too (the verdict applied, the task shown awaiting approval):
+ * a gap of its own, `<answer> → person's <command>`.
  */
 export interface UserCommand {
   task: string
@@ -109,7 +112,8 @@ export interface StepGaps {
    * with what that answer did (`after`) and what the request is (`next`: `in turn`, or `<role> turn start`). A request carrying tool results follows its own session's last
    * answer; a turn's first request (a review starting, the agent resuming after one) follows the latest
    * answer of its task that had ended when it arrived, or a person's command to that task given later
-   * (`UserCommand`) — the event the host was acting on.
+   * (`UserCommand`) — the event the host was acting on. A command is also the end of a gap from the
+   * latest answer of its task that had ended before it (`next`: `person's <command>`).
    */
   hostAdded: { gap: number, after: string, next: string }[]
 }
@@ -120,9 +124,10 @@ function nextOf(record: StepRecord): string {
 }
 
 /**
- * The gaps of `records` (in arrival order). A request whose session's previous request had not ended
- * when it came (a retry over a broken connection) opens no gap: no answer of its own ended before it;
- * nor does a task's first request (nothing the model said led to it).
+ * The gaps of `records` (in arrival order) and `commands`. A request whose session's previous request had
+ * not ended when it came (a retry over a broken connection) opens no gap: no answer of its own ended
+ * before it; nor does a task's first request (nothing the model said led to it) unless a person's
+ * command to that task came before it — then it is measured from the command.
  */
 export function stepGaps(records: StepRecord[], commands: UserCommand[] = []): StepGaps {
   const commandsOf = new Map<string, UserCommand[]>()
@@ -155,6 +160,14 @@ export function stepGaps(records: StepRecord[], commands: UserCommand[] = []): S
     }
     if (command && (!cause || command.at >= cause.endedAt!)) gaps.hostAdded.push({ gap: record.receivedAt - command.at, after: command.what, next: nextOf(record) })
     else if (cause) gaps.hostAdded.push({ gap: record.receivedAt - cause.endedAt!, after: cause.answered ?? '?', next: nextOf(record) })
+  }
+  // The host's part before each command: from the answer it followed to the command.
+  for (const command of commands) {
+    let cause: StepRecord | undefined
+    for (const other of ofTask.get(command.task) ?? []) {
+      if (other.endedAt !== undefined && other.endedAt <= command.at && (!cause || other.endedAt > cause.endedAt!)) cause = other
+    }
+    if (cause) gaps.hostAdded.push({ gap: command.at - cause.endedAt!, after: cause.answered ?? '?', next: `person's ${command.what}` })
   }
   return gaps
 }

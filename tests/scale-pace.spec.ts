@@ -76,19 +76,22 @@ describe('scale benchmark: host-added latency per step', () => {
     expect(gaps.sameSession).to.deep.equal([10, 7, 40])
   })
 
-  it('measures a turn a person\'s command started from the command, not from the verdict before it', () => {
+  it('measures a turn a person\'s command started from the command, and the host\'s part before the command apart', () => {
     const gaps = stepGaps([
       reviewer(0, 1000, { answered: 'review_verdict' }),
-      // The person approves 5 s after the plan review's verdict; the agent's turn starts 30 ms later.
-      main(6030, 7000, { answered: 'task_start_node' }),
+      // The harness approves 45 ms after the plan review's verdict ended (the verdict applied, the task
+      // shown awaiting approval); the agent's turn starts 30 ms after the approval.
+      main(1075, 7000, { answered: 'task_start_node' }),
       main(7004, 8000, { tool: 'task_start_node', answered: 'write' }),
       // A later turn start with no command after the last answer: measured from that answer, as before.
       reviewer(8020, 9000, { answered: 'review_read_log' }),
-    ], [{ task: 'ws', at: 6000, what: '/task approve' }, { task: 'other', at: 8010, what: '/task approve' }])
+    ], [{ task: 'ws', at: 1045, what: '/task approve' }, { task: 'other', at: 8010, what: '/task approve' }])
     expect(gaps.hostAdded).to.deep.equal([
       { gap: 30, after: '/task approve', next: 'main turn start' },
       { gap: 4, after: 'task_start_node', next: 'in turn' },
       { gap: 20, after: 'write', next: 'reviewer turn start' },
+      // Nothing is dropped: the verdict's end to the approval is the host's (a task with no answers yet adds nothing).
+      { gap: 45, after: 'review_verdict', next: 'person\'s /task approve' },
     ])
   })
 
