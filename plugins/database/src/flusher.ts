@@ -3,6 +3,9 @@ import { promisify } from 'node:util'
 
 const fsyncAsync = promisify(fsync)
 
+/** How many of the latest flushes' durations a Flusher keeps (for `/health?verbose`'s disk flushes). */
+export const RECENT_FLUSHES = 512
+
 /**
  * Group commit for a SQLite file that the wasm engine writes with plain `pwrite` and never syncs.
  * After each commit a writer asks for `durable()`; one `fsync` of the WAL covers every commit made
@@ -21,6 +24,8 @@ export class Flusher {
   failure?: Error
   /** fsyncs done (diagnostics and benchmarks: commits per flush). */
   flushes = 0
+  /** The latest RECENT_FLUSHES fsyncs' durations (ms), oldest overwritten first. */
+  private readonly durations = new Float64Array(RECENT_FLUSHES)
 
   constructor(private readonly walFile: string, private readonly directory: string) {}
 
@@ -43,7 +48,9 @@ export class Flusher {
         this.walFd = openSync(this.walFile, 'r')
         syncDirectory(this.directory)
       }
+      const started = performance.now()
       await fsyncAsync(this.walFd)
+      this.durations[this.flushes % RECENT_FLUSHES] = performance.now() - started
       this.flushes++
       this.synced = upTo
     } catch (error: any) {
@@ -53,6 +60,14 @@ export class Flusher {
     } finally {
       this.running = undefined
     }
+  }
+
+  /**
+   * How long the latest fsyncs of the WAL took (ms, at most RECENT_FLUSHES, in no order): every commit
+   * that waits to be durable waits for one or two of them, so they are what the disk adds to a step.
+   */
+  recentDurations(): number[] {
+    return Array.from(this.durations.subarray(0, Math.min(this.flushes, RECENT_FLUSHES)))
   }
 
   close() {

@@ -87,6 +87,11 @@ export class TaskwardSQLiteDriver extends (SQLiteDriver as any as typeof SQLiteD
     return { commits: this.commits, flushes: this.flusher?.flushes ?? 0, walBytes }
   }
 
+  /** The latest WAL flushes' durations (ms; none with durability os): for `/health?verbose`. */
+  recentFlushMs(): number[] {
+    return this.flusher?.recentDurations() ?? []
+  }
+
   override async start() {
     this.path = this.config.path
     this.durability = this.config.durability ?? 'fsync'
