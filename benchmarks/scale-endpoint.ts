@@ -9,8 +9,9 @@
  *                  order from a generator seeded with <seed> (benchmarks/scale-pace.ts) → `ok`
  *   capture on     keep every request body, with its session's key   → `ok`
  *   dump <file>    write the kept bodies (JSON) to <file>, stop keeping → `ok`
- *   user <JSON>    a person's command to a task: {"task": workspace, "at": epoch ms, "what": "/task approve"};
- *                  the turn it starts is measured from it (scale-pace.ts `UserCommand`) → `ok`
+ *   user <JSON>    a person's command to a task: {"task": workspace, "at": epoch ms, "what": "/task approve",
+ *                  "shown": epoch ms the host showed the task waiting for it}; the turn it starts is
+ *                  measured from it (scale-pace.ts `UserCommand`) → `ok`
  *   stats          `stats {served, inTurn: [...], byTool: {name: [...]}, hostAdded: {after: [...]}, hostAddedPairs: {'after → next': [...]}, sameSession: [...], cpuMs, aborted}`
  *                  and start counting afresh; `streaming`: the requests not ended nor aborted yet
  * A request's session is its `x-scale-session` header when it has one (the bare loop's), else its
@@ -101,7 +102,7 @@ function stats() {
   for (const { gap, after, next } of gaps.hostAdded) (hostAddedPairs[`${after} → ${next}`] ??= []).push(gap)
   const used = process.cpuUsage(cpuFrom)
   return {
-    served, inTurn: gaps.inTurn.map(({ gap }) => gap), byTool, hostAdded, hostAddedPairs, sameSession: gaps.sameSession, cpuMs: (used.user + used.system) / 1000,
+    served, inTurn: gaps.inTurn.map(({ gap }) => gap), byTool, hostAdded, hostAddedPairs, awaiting: gaps.awaiting, sameSession: gaps.sameSession, cpuMs: (used.user + used.system) / 1000,
     aborted: seen.filter(({ request }) => request.aborted).length,
     abortedWhat: abortedRequests(),
     streaming: seen.filter(({ request }) => request.endedAt === undefined && !request.aborted).length,
@@ -133,10 +134,13 @@ for await (const line of createInterface({ input: process.stdin })) {
     say('ok')
   } else if (command === 'user') {
     try {
-      const { task, at, what } = JSON.parse(line.trim().slice(4))
-      if (typeof task !== 'string' || typeof what !== 'string' || !Number.isFinite(at)) throw new Error('user takes {"task": string, "at": epoch ms, "what": string}')
-      // The harness's epoch milliseconds on this process's clock (both processes read the same system clock).
-      commands.push({ task, at: at - performance.timeOrigin, what })
+      const { task, at, what, shown } = JSON.parse(line.trim().slice(4))
+      if (typeof task !== 'string' || typeof what !== 'string' || !Number.isFinite(at) || (shown !== undefined && !Number.isFinite(shown))) {
+        throw new Error('user takes {"task": string, "at": epoch ms, "what": string, "shown"?: epoch ms}')
+      }
+      // The harness's epoch milliseconds on this process's clock (each process's performance.timeOrigin
+      // is the wall clock at its start: apart by well under a millisecond here, unless the clock was stepped).
+      commands.push({ task, at: at - performance.timeOrigin, what, ...shown !== undefined ? { shownAt: shown - performance.timeOrigin } : {} })
       say('ok')
     } catch (error) {
       say(`error ${(error as Error).message}`)

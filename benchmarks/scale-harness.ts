@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url'
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import OpenAI from 'openai'
 import { original, storeDriver, type Session } from '@taskward/host'
-import { RECORD_EVENT_TYPE } from '@taskward/protocol'
+import { RECORD_EVENT_TYPE, TASK_NAMESPACE } from '@taskward/protocol'
 import * as OpenAIPlugin from '@taskward/plugin-openai'
 import { SupervisorPlugin } from '@taskward/plugin-supervisor'
 import WorkspacePlugin from '@taskward/plugin-workspace'
@@ -41,6 +41,8 @@ export interface EndpointStats {
   hostAdded: Record<string, number[]>
   /** The same gaps by what the answer did and what the request after it was (`review_verdict → main turn start`). */
   hostAddedPairs?: Record<string, number[]>
+  /** How many of the gaps end where the host showed a task waiting for a person (scale-pace.ts `StepGaps`): not steps. */
+  awaiting?: number
 }
 
 /** An aborted request: its role, the step it continued, how long it was open, whether its session went on, its pace. */
@@ -127,7 +129,7 @@ export function fullSetName(value = process.env.SCALE_FULL_WITHOUT ?? ''): strin
 
 /** A host with one plugin set (`full`: the plugins of cordis.yml, with a check recovery can run). */
 export async function bootHost(set: PluginSet, baseURL: string, durability: 'fsync' | 'os' = 'fsync',
-  onUserCommand?: (command: { task: string, at: number, what: string }) => Promise<unknown>) {
+  onUserCommand?: (command: { task: string, at: number, what: string, shown?: number }) => Promise<unknown>) {
   const dataDir = await mkdtemp(join(tmpdir(), 'taskward-scale-'))
   const openai = [OpenAIPlugin, routeConfig(baseURL)] as const
   const supervisor = [SupervisorPlugin, supervisorConfig] as const
@@ -152,8 +154,13 @@ export async function bootHost(set: PluginSet, baseURL: string, durability: 'fsy
   const supervisorService = original(host.ctx.supervisor)
   let appends = 0
   const waiters = new Map<string, () => void>()
+  /** When each session's task was last recorded awaiting approval (epoch ms): the host showing it to a person. */
+  const awaitingSince = new Map<string, number>()
   host.ctx.sessions.observe((session, event) => {
     appends++
+    if (event.type === RECORD_EVENT_TYPE && event.data?.namespace === TASK_NAMESPACE && event.data.payload?.phase === 'awaiting-approval') {
+      awaitingSince.set(session.id, performance.timeOrigin + performance.now())
+    }
     // After the append that announced it has finished (an observer runs inside it): a state read from
     // within could miss the very event that completed the task, and nothing would wake the waiter again.
     if (event.type === RECORD_EVENT_TYPE && waiters.has(session.id)) setImmediate(() => waiters.get(session.id)?.())
@@ -197,7 +204,8 @@ export async function bootHost(set: PluginSet, baseURL: string, durability: 'fsy
     const at = performance.timeOrigin + performance.now()
     const approved = await host.ctx.commands.input(session, '/task approve')
     if (approved?.error) throw new Error(`/task approve: ${approved.error.message}`)
-    await onUserCommand?.({ task: session.cwd, at, what: '/task approve' })
+    await onUserCommand?.({ task: session.cwd, at, what: '/task approve', shown: awaitingSince.get(session.id) })
+    awaitingSince.delete(session.id)
     await done
     running.delete(session.id)
     return cwd

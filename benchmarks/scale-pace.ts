@@ -90,9 +90,9 @@ export function carriedTool(messages: any[]): string | undefined {
  * A person's command to a task (the harness's `/task approve` after a plan review): a request it leads
  * to (the agent's turn starting) is measured from the command, not from the answer before it — the time
  * a person takes to click is theirs, not the host's; what the host does with the click is counted. The
- * harness gives its command as soon as the task waits for it, so the time from the answer before the
- * command to the command is the host's too (the verdict applied, the task shown awaiting approval):
- * a gap of its own, `<answer> → person's <command>`.
+ * host's part before the command is a gap of its own, `<answer> → awaiting <command>`: from the answer
+ * the host acted on to when it showed the task waiting for the command (`shownAt`; the verdict applied,
+ * the task awaiting approval) — not to the command, which comes after the harness noticed.
  */
 export interface UserCommand {
   task: string
@@ -100,6 +100,8 @@ export interface UserCommand {
   at: number
   /** What it was (`/task approve`): the gap's `after`. */
   what: string
+  /** When the host showed the task waiting for it (ms, the records' clock); without it, `at`. */
+  shownAt?: number
 }
 
 export interface StepGaps {
@@ -113,9 +115,13 @@ export interface StepGaps {
    * answer; a turn's first request (a review starting, the agent resuming after one) follows the latest
    * answer of its task that had ended when it arrived, or a person's command to that task given later
    * (`UserCommand`) — the event the host was acting on. A command is also the end of a gap from the
-   * latest answer of its task that had ended before it (`next`: `person's <command>`).
+   * latest answer of its task that had ended before the host showed the task waiting for it, and
+   * after the task's previous command (`next`: `awaiting <command>`; `awaiting` counts them: they
+   * are not steps).
    */
   hostAdded: { gap: number, after: string, next: string }[]
+  /** How many of `hostAdded` end where the host showed the task waiting for a person (not a request). */
+  awaiting: number
 }
 
 /** What a request was, for the gap before it: the next step of its turn, or the start of a turn of its role. */
@@ -134,7 +140,7 @@ export function stepGaps(records: StepRecord[], commands: UserCommand[] = []): S
   for (const command of commands) commandsOf.set(command.task, [...commandsOf.get(command.task) ?? [], command])
   const previous = new Map<string, StepRecord>()
   const ofTask = new Map<string, StepRecord[]>()
-  const gaps: StepGaps = { sameSession: [], inTurn: [], hostAdded: [] }
+  const gaps: StepGaps = { sameSession: [], inTurn: [], hostAdded: [], awaiting: 0 }
   for (const record of records) {
     const before = previous.get(record.key)
     previous.set(record.key, record)
@@ -161,13 +167,19 @@ export function stepGaps(records: StepRecord[], commands: UserCommand[] = []): S
     if (command && (!cause || command.at >= cause.endedAt!)) gaps.hostAdded.push({ gap: record.receivedAt - command.at, after: command.what, next: nextOf(record) })
     else if (cause) gaps.hostAdded.push({ gap: record.receivedAt - cause.endedAt!, after: cause.answered ?? '?', next: nextOf(record) })
   }
-  // The host's part before each command: from the answer it followed to the command.
+  // The host's part before each command: from the answer it acted on to the task shown waiting. An
+  // answer that ended before the task's previous command was that command's (the time between two
+  // commands is the person's).
   for (const command of commands) {
+    const shown = command.shownAt ?? command.at
+    const previous = Math.max(-Infinity, ...(commandsOf.get(command.task) ?? []).filter((other) => other.at < command.at).map((other) => other.at))
     let cause: StepRecord | undefined
     for (const other of ofTask.get(command.task) ?? []) {
-      if (other.endedAt !== undefined && other.endedAt <= command.at && (!cause || other.endedAt > cause.endedAt!)) cause = other
+      if (other.endedAt !== undefined && other.endedAt <= shown && (!cause || other.endedAt > cause.endedAt!)) cause = other
     }
-    if (cause) gaps.hostAdded.push({ gap: command.at - cause.endedAt!, after: cause.answered ?? '?', next: `person's ${command.what}` })
+    if (!cause || cause.endedAt! < previous) continue
+    gaps.hostAdded.push({ gap: shown - cause.endedAt!, after: cause.answered ?? '?', next: `awaiting ${command.what}` })
+    gaps.awaiting++
   }
   return gaps
 }

@@ -32,7 +32,10 @@ export const CHECK_TOOLS = ['task_request_completion'] as const
 export interface PacedResult {
   kind: 'host' | 'bare'
   sessions: number
-  /** Host-added latency per step (scale-pace.ts `stepGaps`), the gaps after answers that run checks left out: p50, p99, count. */
+  /**
+   * Host-added latency per step (scale-pace.ts `stepGaps`), the gaps after answers that run checks left
+   * out: p50, p99, and the steps (those gaps less the ones ending where a task awaited a person).
+   */
   p50: number
   p99: number
   steps: number
@@ -145,9 +148,11 @@ async function main([kind, ...rest]: string[]) {
     stats ??= await endpoint.stats()
     const hostAdded = Object.entries(stats.hostAdded).flatMap(([after, gaps]) => gaps.map((gap) => ({ gap, after })))
     const split = splitByChecks(hostAdded, CHECK_TOOLS)
+    // The gaps that end where the host showed a task waiting for a person count in the figures, not as steps.
+    const steps = split.host.length - (stats.awaiting ?? 0)
     const summary = (gaps: number[]) => ({ count: gaps.length, p50: quantile(gaps, 0.5), p99: quantile(gaps, 0.99) })
     const result: PacedResult = {
-      kind: kind as 'host' | 'bare', sessions, p50: quantile(split.host, 0.5), p99: quantile(split.host, 0.99), steps: split.host.length,
+      kind: kind as 'host' | 'bare', sessions, p50: quantile(split.host, 0.5), p99: quantile(split.host, 0.99), steps,
       checks: { count: split.checks.length, p50: quantile(split.checks, 0.5), p99: quantile(split.checks, 0.99), share: split.checksShare },
       byAnswer: Object.fromEntries(Object.entries(stats.hostAdded).map(([after, gaps]) => [after, summary(gaps)])),
       byPair: Object.fromEntries(Object.entries(stats.hostAddedPairs ?? {}).map(([pair, gaps]) => [pair, summary(gaps)])), inTurn: summary(stats.inTurn),

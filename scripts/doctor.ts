@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm run doctor [-- --data DIR]`: one line per check with a verdict (OK / WARN / FAIL); exit 1 on any FAIL.
 // With a host running on the data directory, it asks that host (`/health?verbose`, operator token from
-// DATA/taskward.host.json): Node, data directory and lock, database integrity and schema, every
+// DATA/taskward.host.json): Node, file-system threads, data directory and lock, database integrity and
+// schema, the WAL's flushes, every
 // session against the loaded readers, the recovery sandbox, model routes (keys never printed) and
 // every plugin's config. With none running, it checks what needs no host: Node, the lock, the file.
 import { accessSync, constants, readFileSync, statSync } from 'node:fs'

@@ -79,20 +79,34 @@ describe('scale benchmark: host-added latency per step', () => {
   it('measures a turn a person\'s command started from the command, and the host\'s part before the command apart', () => {
     const gaps = stepGaps([
       reviewer(0, 1000, { answered: 'review_verdict' }),
-      // The harness approves 45 ms after the plan review's verdict ended (the verdict applied, the task
-      // shown awaiting approval); the agent's turn starts 30 ms after the approval.
+      // The host shows the task awaiting approval 30 ms after the plan review's verdict ended (the verdict
+      // applied); the harness approves 15 ms later; the agent's turn starts 30 ms after the approval.
       main(1075, 7000, { answered: 'task_start_node' }),
       main(7004, 8000, { tool: 'task_start_node', answered: 'write' }),
       // A later turn start with no command after the last answer: measured from that answer, as before.
       reviewer(8020, 9000, { answered: 'review_read_log' }),
-    ], [{ task: 'ws', at: 1045, what: '/task approve' }, { task: 'other', at: 8010, what: '/task approve' }])
+    ], [{ task: 'ws', at: 1045, shownAt: 1030, what: '/task approve' }, { task: 'other', at: 8010, what: '/task approve' }])
     expect(gaps.hostAdded).to.deep.equal([
       { gap: 30, after: '/task approve', next: 'main turn start' },
       { gap: 4, after: 'task_start_node', next: 'in turn' },
       { gap: 20, after: 'write', next: 'reviewer turn start' },
-      // Nothing is dropped: the verdict's end to the approval is the host's (a task with no answers yet adds nothing).
-      { gap: 45, after: 'review_verdict', next: 'person\'s /task approve' },
+      // Nothing is dropped: the verdict's end to the task shown awaiting approval is the host's; the
+      // harness's own noticing (15 ms) is not (a task with no answers yet adds nothing).
+      { gap: 30, after: 'review_verdict', next: 'awaiting /task approve' },
     ])
+    expect(gaps.awaiting).to.equal(1)
+  })
+
+  it('charges a person\'s time between two commands to nobody: the second one\'s wait starts after the first', () => {
+    const gaps = stepGaps([
+      reviewer(0, 1000, { answered: 'review_verdict' }),
+      main(5040, 6000, { answered: 'text' }),
+    ], [{ task: 'ws', at: 1050, shownAt: 1040, what: '/task approve' }, { task: 'ws', at: 5000, what: '/task resume' }])
+    expect(gaps.hostAdded).to.deep.equal([
+      { gap: 40, after: '/task resume', next: 'main turn start' },
+      { gap: 40, after: 'review_verdict', next: 'awaiting /task approve' },
+    ])
+    expect(gaps.awaiting).to.equal(1)
   })
 
   it('opens no gap for a task\'s first request, nor for a request its session sent before the previous answer ended', () => {
@@ -101,7 +115,7 @@ describe('scale benchmark: host-added latency per step', () => {
       main(50, 900, { tool: 'write' }),
       { key: 'other\u0000main', task: 'other', receivedAt: 60, endedAt: 100 },
     ])
-    expect(gaps).to.deep.equal({ sameSession: [], inTurn: [], hostAdded: [] })
+    expect(gaps).to.deep.equal({ sameSession: [], inTurn: [], hostAdded: [], awaiting: 0 })
   })
 
   it('tells the loops of the bare loop apart by their key, not by their identical bodies', () => {

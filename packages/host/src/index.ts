@@ -42,7 +42,7 @@ export * from './store/routes'
 export * from './store/doctor'
 export * from './store/node-support'
 export * from './store/threadpool'
-export * from './store/disk-flushes'
+export * from './store/wal-flushes'
 
 export const name = 'taskward-host'
 export const inject = ['database', 'server']

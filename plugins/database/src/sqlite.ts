@@ -87,9 +87,9 @@ export class TaskwardSQLiteDriver extends (SQLiteDriver as any as typeof SQLiteD
     return { commits: this.commits, flushes: this.flusher?.flushes ?? 0, walBytes }
   }
 
-  /** The latest WAL flushes' durations (ms; none with durability os): for `/health?verbose`. */
+  /** The latest WAL flushes' waits (ms; none with durability os): for `/health?verbose`. */
   recentFlushMs(): number[] {
-    return this.flusher?.recentDurations() ?? []
+    return this.flusher?.recentFlushMs() ?? []
   }
 
   override async start() {

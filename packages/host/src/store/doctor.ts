@@ -5,7 +5,7 @@ import { checkSearchPath } from '@taskward/protocol'
 import { storeDriver, storeHealth } from './health'
 import { nodeFinding } from './node-support'
 import { threadpoolFinding } from './threadpool'
-import { diskFlushFinding } from './disk-flushes'
+import { walFlushFinding } from './wal-flushes'
 
 export type Verdict = 'ok' | 'warn' | 'fail'
 
@@ -53,7 +53,7 @@ async function storeFindings(ctx: Context): Promise<Finding[]> {
     const missing = [...TABLES, 'taskward_event_type'].filter((name) => !tables.has(name))
     findings.push({ check: 'database integrity', verdict: quick === 'ok' ? 'ok' : 'fail', detail: `quick_check: ${quick}` })
     findings.push({ check: 'database schema', verdict: missing.length ? 'fail' : 'ok', detail: missing.length ? `missing: ${missing.join(', ')}` : `tables ${TABLES.join(', ')} and the event type index present` })
-    const flushes = diskFlushFinding(driver.durability, driver.recentFlushMs?.())
+    const flushes = walFlushFinding(driver.durability, driver.recentFlushMs?.())
     if (flushes) findings.push(flushes)
   } else {
     findings.push({ check: 'database integrity', verdict: 'ok', detail: 'the server answers (run CHECK TABLE on the server for a full check)' })
