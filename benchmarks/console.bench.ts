@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os'
 import { TestHost } from '@taskward/testkit'
 import { SupervisorPlugin } from '@taskward/plugin-supervisor'
 import { WebConsole } from '../plugins/console/src'
+import { quantile } from '@taskward/protocol'
 
 const DELTAS = Number(process.env.CONSOLE_BENCH_DELTAS ?? 200)
 if (!(Number.isSafeInteger(DELTAS) && DELTAS > 0)) {
@@ -21,7 +22,6 @@ if (!(Number.isSafeInteger(DELTAS) && DELTAS > 0)) {
 const GOAL_MS = 50
 
 const now = () => Number(process.hrtime.bigint()) / 1e6
-const quantile = (values: number[], q: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * q))]
 
 /** Reads an SSE body and resolves the waiter of each `d<i>|` delta as soon as its frame arrives. */
 function deltaReader(body: ReadableStream<Uint8Array>) {

@@ -25,6 +25,7 @@ import * as OpenAIPlugin from '@taskward/plugin-openai'
 import { SupervisorPlugin } from '@taskward/plugin-supervisor'
 import { OpenAIMock, TestHost, mockText, removeTree, taskPlayer, tempWorkspace } from '@taskward/testkit'
 import { Goals } from './goals'
+import { quantile } from '@taskward/protocol'
 
 const NODES = Number(process.env.MODEL_BENCH_NODES ?? 7)
 const ESTIMATE_STEPS = Number(process.env.MODEL_BENCH_ESTIMATE_STEPS ?? 6)
@@ -33,7 +34,6 @@ if (!(Number.isSafeInteger(NODES) && NODES > 0 && Number.isSafeInteger(ESTIMATE_
   process.exit(1)
 }
 
-const quantile = (values: number[], q: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * q))]
 const pct = (value: number) => `${(value * 100).toFixed(1)} %`
 const until = async (check: () => Promise<boolean>, what: string, timeout = 120_000) => {
   const started = Date.now()

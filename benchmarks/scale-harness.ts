@@ -22,12 +22,8 @@ import { RecoveryPlugin } from '@taskward/plugin-recovery'
 import { WebConsole } from '@taskward/plugin-console'
 import { TestHost, tempWorkspace, removeTree } from '@taskward/testkit'
 
-/** The value at quantile `q` (0..1) of `values`, NaN when there are none. */
-export const quantile = (values: number[], q: number) => {
-  if (!values.length) return NaN
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]
-}
+/** The benches' quantile: @taskward/protocol's (one convention with the doctor's figures). */
+export { quantile } from '@taskward/protocol'
 
 // ---- the endpoint, in its own process ----
 

@@ -1,3 +1,4 @@
+import { quantile } from '@taskward/protocol'
 import type { Finding } from './doctor'
 
 /**
@@ -10,8 +11,6 @@ export const SLOW_FLUSH_P99_MS = 50
 /** Fewer flushes than this say nothing yet (a host just started); below 100 a p99 would be the max. */
 const ENOUGH_FLUSHES = 100
 
-const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]
-
 /**
  * The doctor's view of the embedded store's flushes (`/health?verbose` on a running host; a fresh
  * `npm run doctor` process has made none): p50 / p99 / max of the latest flushes of the WAL, each timed
@@ -23,9 +22,9 @@ export function walFlushFinding(durability: string | undefined, recentMs: number
   if (durability !== 'fsync' || !recentMs) return
   const check = 'WAL flushes'
   if (recentMs.length < ENOUGH_FLUSHES) return { check, verdict: 'ok', detail: `${recentMs.length} flushes of the WAL so far: too few to judge` }
-  const sorted = [...recentMs].sort((a, b) => a - b)
-  const figures = `p50 ${quantile(sorted, 0.5).toFixed(1)} ms, p99 ${quantile(sorted, 0.99).toFixed(1)} ms, max ${sorted.at(-1)!.toFixed(1)} ms over the latest ${sorted.length} flushes, each from its fsync's call to its answer`
-  if (quantile(sorted, 0.99) <= SLOW_FLUSH_P99_MS) return { check, verdict: 'ok', detail: figures }
+  const p99 = quantile(recentMs, 0.99)
+  const figures = `p50 ${quantile(recentMs, 0.5).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${Math.max(...recentMs).toFixed(1)} ms over the latest ${recentMs.length} flushes, each from its fsync's call to its answer`
+  if (p99 <= SLOW_FLUSH_P99_MS) return { check, verdict: 'ok', detail: figures }
   return {
     check,
     verdict: 'warn',
