@@ -88,6 +88,12 @@ export class SessionView {
    */
   whenDurable(): Promise<boolean> | undefined { return undefined }
 
+  /**
+   * Our kernel may acknowledge a commit once written and flush it behind (`ack: 'written'`); every
+   * append here resolves once durable (DSH's flush), whatever its options ask: nothing is left flushing.
+   */
+  flushed(): Promise<void> | undefined { return undefined }
+
   /** Everything appended to the session so far (DSH's events too) on disk: DSH's `flush`, bounded by the store deadline. */
   async durable() {
     // The events are in DSH's memory log already (it appends synchronously); what failed is the disk.

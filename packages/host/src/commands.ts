@@ -68,9 +68,11 @@ export class Commands extends Service {
       // Checked before recording, so that a refused message does not sit in the log unanswered.
       const agent = self.agents.get(session.id)
       if (!agent) throw new TaskwardError('NOT_FOUND', `No agent runs in session ${session.id}; resume the session first.`)
-      // Committed even in the middle of a step (see `appendBatch`): the sender is answered only once it is durable.
-      await session.append(EventTypes.userMessage, { text, origin: 'user' }, { commit: true })
+      // Committed even in the middle of a step (see `appendBatch`). The agent may take it up once it is
+      // written (a model request is not an effect); the sender is answered only once it is durable.
+      await session.append(EventTypes.userMessage, { text, origin: 'user' }, { commit: true, ack: 'written' })
       agent.followup(text, { origin: 'user', recorded: true })
+      await session.flushed()
       return
     }
     // Checked before recording, as a chat message's agent is: a command written here while another
@@ -81,7 +83,9 @@ export class Commands extends Service {
         `Session ${session.id} is driven by host ${lease.holder}: send the command there, or here once its lease lapses (in ${(lease.expiresInMs / 1000).toFixed(1)} s unless that host renews it). Nothing was recorded.`,
         { sessionId: session.id, holder: lease.holder, expiresInMs: lease.expiresInMs })
     }
-    const message = await session.append(EventTypes.userMessage, { text, origin: 'user' }, { commit: true })
+    // Written, not yet durable, is enough for the handler: its reply below is committed durable, and a
+    // flush covers every commit before it: a handler's own commits may wait for their write alone too.
+    const message = await session.append(EventTypes.userMessage, { text, origin: 'user' }, { commit: true, ack: 'written' })
     const head = text.slice(1).split(/\s+/)[0]
     const reply: CommandReply = { command: head, replyTo: message.seq }
     const handler = self.handlers.get(head)

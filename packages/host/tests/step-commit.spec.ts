@@ -32,28 +32,52 @@ describe('host: a model step is one commit', () => {
     expect(await stored(agent.session.id)).to.deep.equal([
       'user/message', 'model/usage', 'tool/call', 'test/record', 'tool/result', 'tool/call', 'test/record', 'tool/result', 'assistant/message',
     ])
-    // Two model steps, two commits, two flushes.
+    // Two model steps, two commits; their flushes run behind the turn (one may cover both).
     expect(after.commits - before.commits).to.equal(2)
-    expect(after.flushes - before.flushes).to.equal(2)
+    await agent.session.durable()
+    const flushes = (storeDriver(host.ctx) as any).writeStats().flushes - before.flushes
+    expect(flushes).to.be.within(1, 2)
     const results = (await agent.session.read({ from: 0, limit: 100, types: ['tool/result'] })).map((e) => e.data.result.seen)
     expect(results[0]).to.deep.equal(['user/message', 'model/usage', 'tool/call', 'test/record'])
   })
 
-  it('flushes a step while the next model request is out, and before the next answer is recorded', async () => {
+  it('runs a turn to its end while the disk has flushed none of it: a step waits for its write, a tool with effects for the flush', async () => {
     const driver = storeDriver(host.ctx) as any
-    const flushesAtUsage: number[] = []
-    host.ctx.sessions.observe((_session, event) => {
-      if (event.type === 'model/usage') flushesAtUsage.push(driver.writeStats().flushes)
-    })
+    let effectRan = false
+    host.ctx.tools.register({ name: 'effect', description: 'Changes something outside the log.', execute: async () => { effectRan = true; return { ok: true } } })
     const step = { usage: { promptTokens: 5, completionTokens: 1 }, toolCalls: [{ name: 'glob', args: { pattern: '*.none' } }] }
-    host.scripted.script('main', [step, step, step, {}])
+    host.scripted.script('main', [step, step, step, { text: 'done' }, { toolCalls: [{ name: 'effect' }] }, {}])
     const agent = await host.ctx.agents.create({ cwd: tmpdir(), model: 'scripted' })
-    const start = driver.writeStats().flushes
-    agent.followup('go')
-    await agent.whenIdle()
-    // The scripted model answers at once: each answer waits for the flush of the step before it.
-    expect(flushesAtUsage.map((flushes) => flushes - start)).to.deep.equal([0, 1, 2])
-    expect(driver.writeStats().flushes - start).to.equal(3)
+    // A disk slow to flush: every wait for durability holds until released.
+    const flusher = driver.flusher
+    const durable = flusher.durable.bind(flusher)
+    let release!: () => void
+    const held = new Promise<void>((resolve) => { release = resolve })
+    flusher.durable = () => held.then(durable)
+    try {
+      const start = driver.writeStats()
+      agent.followup('go')
+      await agent.whenIdle()
+      // Four steps, four commits in the database, none flushed yet; the model was asked four times.
+      expect(driver.writeStats().commits - start.commits).to.equal(4)
+      expect(driver.writeStats().flushes - start.flushes).to.equal(0)
+      expect((await stored(agent.session.id)).filter((type) => type === 'model/usage')).to.have.length(3)
+      let madeDurable = false
+      const durableNow = agent.session.durable().then(() => { madeDurable = true })
+      // The next turn's tool with an effect outside the log waits for the flush.
+      agent.followup('now change something')
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      expect(madeDurable, 'durable() waits for the held flush').to.equal(false)
+      expect(effectRan, 'an effect never comes before its record is durable').to.equal(false)
+      release()
+      await durableNow
+      await agent.whenIdle()
+      expect(effectRan).to.equal(true)
+      expect(driver.writeStats().flushes - start.flushes).to.be.at.least(1)
+    } finally {
+      release()
+      flusher.durable = durable
+    }
   })
 
   it('runs a tool with effects outside the log only once its tool/call is durable; read-only and record-only tools stay in the step\'s commit', async () => {

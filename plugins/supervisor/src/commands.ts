@@ -12,6 +12,13 @@ const USAGE = '/task [status [--json]] | new <objective> | approve | pause | res
   + '(approve, pause, resume, clear, off and on accept an optional <taskId>@<revision> binding)'
 
 /** The subcommands this plugin handles itself; others may add more with `registerSubcommand`. */
+/**
+ * A command whose transition starts a turn waits for its records' write, not their flush: the
+ * command's reply is committed durable after it (a flush covers every commit before it), and the
+ * turn's model request is not an effect (see `Session.appendBatch`'s `ack`).
+ */
+const LEADS_TO_A_TURN = { ack: 'written' } as const
+
 export const BUILTIN_SUBCOMMANDS: readonly string[] = ['', 'status', 'new', 'approve', 'pause', 'resume', 'edit', 'clear', 'off', 'on']
 
 /** `<taskId>@<revision>` → binding; empty → undefined; anything else is a usage error. */
@@ -70,13 +77,13 @@ export function registerTaskCommand(ctx: Context, supervisor: Supervisor) {
       }
       case 'new': {
         const id = `task-${randomUUID()}`
-        const task = await supervisor.apply(session, (t, at) => newTask(t, { objective: rest }, { ...at, id }))
+        const task = await supervisor.apply(session, (t, at) => newTask(t, { objective: rest }, { ...at, id }), LEADS_TO_A_TURN)
         supervisor.controller.arm(session.id)
         supervisor.controller.queueNext(session.id, task)
         return reply(task, `Task ${task.id} created; the agent plans it and submits the plan for review.`)
       }
       case 'approve': {
-        const task = await supervisor.apply(session, bound(parseBinding(rest), approve))
+        const task = await supervisor.apply(session, bound(parseBinding(rest), approve), LEADS_TO_A_TURN)
         supervisor.controller.arm(session.id)
         supervisor.controller.queueNext(session.id, task)
         return reply(task, `Plan approved; task ${task.id} is executing.`)
@@ -158,7 +165,7 @@ async function resumeTask(ctx: Context, supervisor: Supervisor, session: Session
     task = outcome.task
     await failReplacedJob(supervisor, session, pending!.jobId)
   } else if (current.phase === 'paused') {
-    task = await supervisor.apply(session, (t, at) => resume(boundLive(t, seen), {}, at))
+    task = await supervisor.apply(session, (t, at) => resume(boundLive(t, seen), {}, at), LEADS_TO_A_TURN)
   } else if (current.phase === 'awaiting-approval') {
     return reply(current, phaseAdvice(current))
   }
@@ -188,5 +195,5 @@ async function failReplacedJob(supervisor: Supervisor, session: Session, jobId: 
     const job = state.reviews.find((r) => r.jobId === jobId)
     if (!job || job.status !== 'requested') return { records: [], result: undefined }
     return { records: [reviewRecord({ ...job, status: 'failed' })], result: undefined }
-  })
+  }, LEADS_TO_A_TURN)
 }

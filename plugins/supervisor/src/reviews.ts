@@ -116,7 +116,7 @@ export class Reviews {
       reviewer = await this.createReviewer(main)
       const job = this.newJob(main, reviewer, next, kind, jobId, options)
       return { records: [...steps.map((t) => taskStateEnvelope(t)), reviewRecord(job)], result: { task: next, job } }
-    })
+    }, { ack: 'written' })
     this.armDeadline(main, outcome.job)
     reviewer!.followup(reviewerPrompt(outcome.job, outcome.task, options.note), { origin: 'controller', jobId })
     return outcome
@@ -133,7 +133,7 @@ export class Reviews {
       reviewer = await this.createReviewer(main)
       const job = this.newJob(main, reviewer, task, 'progress', jobId, {})
       return { records: [reviewRecord(job)], result: { task, job } }
-    })
+    }, { ack: 'written' })
     if (!outcome) return
     this.armDeadline(main, outcome.job)
     reviewer!.followup(reviewerPrompt(outcome.job, outcome.task), { origin: 'controller', jobId })
@@ -187,7 +187,7 @@ export class Reviews {
       const finished: ReviewJob = { ...latest, status: 'finished', verdict: input.verdict, findings, evidenceSeqs }
       const next = this.outcome(state.current!, finished, gate, at)
       return { records: [reviewRecord(finished), ...(next ? [taskStateEnvelope(next)] : [])], result: next ?? state.current! }
-    })
+    }, { ack: 'written' })
     // The answer is given: stop the reviewer's turn so it takes no further steps.
     this.settle(job.jobId)
     reviewer?.cancel()
@@ -291,7 +291,8 @@ export class Reviews {
   }
 
   private async createReviewer(main: Session): Promise<Agent> {
-    return this.agents.create({ cwd: main.cwd, model: this.config.reviewerModel, role: 'reviewer', parentId: main.id })
+    // Written, not yet flushed, is enough: its first consequence is the reviewer's model request.
+    return this.agents.create({ cwd: main.cwd, model: this.config.reviewerModel, role: 'reviewer', parentId: main.id, ack: 'written' })
   }
 
   private newJob(main: Session, reviewer: Agent, task: Task, kind: ReviewJob['kind'], jobId: string,

@@ -1,6 +1,6 @@
 import type { Context } from 'cordis'
 import { listenersOf, provideService } from '@taskward/cordis-compat'
-import { directEmitter, original, type Agent, type Agents, type Projections, type Session, type Sessions } from '@taskward/host'
+import { directEmitter, original, type Acknowledgement, type Agent, type Agents, type Projections, type Session, type Sessions } from '@taskward/host'
 import {
   applySupervisorEvent, isRecordEnvelope, RECORD_EVENT_TYPE, repairReader, reviewJobReader, SUPERVISOR_PROJECTION_KEY,
   SUPERVISOR_PROJECTION_VERSION, SUPERVISOR_EVENT_TYPES, supervisorStateThrough, initSupervisorState, loadedConfig, taskReader, taskStateEnvelope, TaskwardError,
@@ -27,8 +27,9 @@ declare module 'cordis' {
     /** After a supervisor record was appended to a main session (console live updates). */
     'supervisor/changed'(sessionId: string, state: SupervisorState): void
     /**
-     * Once per committed task snapshot, after its record is durably appended (docs/supervisor.md,
-     * "Listening to transitions"). Not a veto: a listener that throws is logged and changes nothing.
+     * Once per committed task snapshot, after its record was appended (read returns it; durable
+     * before any effect it authorizes: docs/supervisor.md, "Listening to transitions"). Not a veto: a
+     * listener that throws is logged and changes nothing.
      */
     'supervisor/transition'(transition: TaskTransition): void
   }
@@ -163,9 +164,12 @@ export class Supervisor {
    * nothing is written (`TASK_INVALID`), so a transition is never half-applied. `commit`: written at
    * once even while a step of the session is open (what the step staged goes first), resolving only
    * once durable — for writers outside that step (an HTTP click), which must not answer for a record a
-   * refused step commit takes down (see `Session.append`).
+   * refused step commit takes down (see `Session.append`). `ack: 'written'`: resolve once the records
+   * are written, before their flush (see `Session.appendBatch`) — for a decision whose only consequence
+   * is a model request (a review's verdict, a reviewer's job) or that something else acknowledges once
+   * durable (a command's reply).
    */
-  async transact<T>(session: Session | string, fn: (state: SupervisorState) => Promise<Transaction<T>> | Transaction<T>, options: { commit?: boolean } = {}): Promise<T> {
+  async transact<T>(session: Session | string, fn: (state: SupervisorState) => Promise<Transaction<T>> | Transaction<T>, options: { commit?: boolean, ack?: Acknowledgement } = {}): Promise<T> {
     const resolved = await this.resolve(session)
     return this.locks.run(resolved.id, async () => {
       for (let attempt = 1; ; attempt++) {
@@ -179,7 +183,7 @@ export class Supervisor {
         if (resolved.seq === at && state.asOfSeq === at - 1) {
           const folded = this.check(state, records, at)
           try {
-            await resolved.appendBatch(records.map((data) => ({ type: RECORD_EVENT_TYPE, data })), { expectSeq: at, commit: options.commit })
+            await resolved.appendBatch(records.map((data) => ({ type: RECORD_EVENT_TYPE, data })), { expectSeq: at, commit: options.commit, ack: options.ack })
             this.announce(resolved, records, [state, ...folded], at)
             return result
           } catch (error) {
@@ -200,12 +204,12 @@ export class Supervisor {
   }
 
   /** A task transition as one state record: `transition(current, at)`; an unchanged task writes nothing. */
-  apply(session: Session | string, transition: (task: Task | undefined, at: TransitionAt) => Task): Promise<Task> {
+  apply(session: Session | string, transition: (task: Task | undefined, at: TransitionAt) => Task, options: { ack?: Acknowledgement } = {}): Promise<Task> {
     return this.transact(session, async (state) => {
       const resolved = await this.resolve(session)
       const next = transition(state.current, { seq: resolved.seq, time: Date.now() })
       return next === state.current ? { records: [], result: next } : { records: [taskStateEnvelope(next)], result: next }
-    })
+    }, options)
   }
 
   /** Add a completion gate for as long as the calling plugin is loaded. Returns the disposer. */
@@ -312,7 +316,7 @@ export class Supervisor {
   /**
    * Emit `supervisor/transition` for each task state record just committed, with the snapshots as a
    * reader folds them. Listeners run one by one; a throw (or a rejected promise) is logged, never
-   * passed back to the writer: the records are already durable and a listener is not a veto.
+   * passed back to the writer: the records are in the log and a listener is not a veto.
    */
   private announce(session: Session, records: RecordEnvelope[], states: SupervisorState[], at: number) {
     records.forEach((record, index) => {

@@ -236,14 +236,17 @@ export class Agent {
   private async runTurn(input: Followup): Promise<TurnSummary> {
     const summary: TurnSummary = { input, steps: 0, toolCalls: [] }
     const abort = this.abort = new AbortController()
-    /** The last step's commit, until it is durable. */
+    /** The steps' commits, until each is written (or refused). */
     let flushed: Promise<void> | undefined
     try {
       // Each step is one commit (usage, text, tool calls, the records tools append, results; the first
-      // step also the turn's message, a refusal too), written when the step ends. Its flush runs while
-      // the next model request is out: it is durable before the next answer is recorded or its tools
-      // run, and before the turn ends. Other writers (operator commands, HTTP) are acknowledged only
-      // once durable: the connection waits for what is staged before it answers a change.
+      // step also the turn's message, a refusal too), written when the step ends; the step waits for
+      // the write, not for the flush (`ack: 'written'`). A model request is not an effect: the flush
+      // runs while the next one is out and past the turn's end. Every effect still waits for it — a
+      // tool that changes something waits for `session.durable()` (write-ahead), and other writers
+      // (operator commands, HTTP) are acknowledged only once durable: the connection waits for what is
+      // written before it answers a change. A flush that fails fails the store: nothing after it is
+      // acknowledged. (On MySQL a write is its commit: there the step waits for it as before.)
       this.session.openStep()
       if (!input.meta.recorded) {
         await this.session.append(EventTypes.userMessage, { text: input.message, origin: input.meta.origin ?? 'user' })
@@ -296,9 +299,9 @@ export class Agent {
             }))
           }
         } finally {
-          // The previous step's flush (if still running) settles before this one's is waited for.
+          // The previous step's write settles before this one's is waited for.
           const previous = flushed
-          const commit = this.session.commitStep()
+          const commit = this.session.commitStep({ ack: 'written' })
           commit.catch(() => {})
           flushed = previous ? previous.then(() => commit) : commit
         }
@@ -306,7 +309,7 @@ export class Agent {
       }
       await flushed
       // A turn that ran no step (no steps allowed) still commits its message.
-      await this.session.commitStep()
+      await this.session.commitStep({ ack: 'written' })
     } catch (error) {
       // What the turn staged before the fault is still written (when the fault was the commit, nothing is left).
       await this.session.commitStep().catch(() => {})

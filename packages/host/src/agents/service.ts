@@ -2,7 +2,7 @@ import { Context, Schema, Service } from 'cordis'
 import { TaskwardError, asTaskwardError } from '@taskward/protocol'
 import { Agent, TurnSummary } from './agent'
 import { StepGuards, type StepGuard } from './step-guards'
-import type { Session } from '../sessions/session'
+import type { Acknowledgement, Session } from '../sessions/session'
 import { SessionLeases, holderGone, leaseHeld, leaseOf, revokeLapsedLease, type LeaseConfig, type LeaseView } from '../sessions/lease'
 import type { Tools } from '../tools/service'
 import { original } from '../original'
@@ -16,6 +16,8 @@ export interface CreateAgentOptions {
   model: string
   role?: string
   parentId?: string
+  /** For a new session: what its row's write waits for (see `CreateSessionOptions.ack`). */
+  ack?: Acknowledgement
 }
 
 declare module 'cordis' {
@@ -138,7 +140,7 @@ export class Agents extends Service {
       // Another create or resume may have won while the row was written: one agent per session.
       if (this.live.has(session.id)) throw new TaskwardError('AGENT_BUSY', `Session ${session.id} already has an agent; use agents.get().`)
     } else if (options.cwd) {
-      session = await sessions.create({ cwd: options.cwd, preset: options.preset, role: options.role, model: options.model, parentId: options.parentId })
+      session = await sessions.create({ cwd: options.cwd, preset: options.preset, role: options.role, model: options.model, parentId: options.parentId, ack: options.ack })
       await this.lease(session)
     } else {
       throw new TaskwardError('BAD_REQUEST', 'Creating an agent needs a sessionId or a cwd.')

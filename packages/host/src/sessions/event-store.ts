@@ -6,6 +6,7 @@ import { StagedBatches, type StagedBatch } from './staged'
 import { MySQLEventStore } from './mysql-event-store'
 import { MinatoEventStore } from './minato-event-store'
 import { sqliteHandleOf, type SQLiteHandle } from './sqlite-handle'
+import type { SessionRow } from '../tables'
 
 /** An event as stored: its data already serialized, once, as the JSON text the column holds. */
 export interface StoredEvent {
@@ -53,6 +54,19 @@ export interface EventStore {
    * configured (never rejects): the barrier before acknowledging a change to anyone outside.
    */
   settled(): Promise<void> | undefined
+  /**
+   * True when an `insert` (or `writeStaged`) that returned without throwing has already put its events
+   * in the log, in order, so that every later read and write of this process sees them, and its promise
+   * only makes them durable (SQLite once open: the commit is synchronous, the flush is not). False when
+   * the promise carries the write itself (MySQL, other minato drivers): nothing is known before it settles.
+   * Read it before the call.
+   */
+  readonly writtenAtOnce: boolean
+  /**
+   * Only where `writtenAtOnce`: write a new session's row at once (a taken id rejects with a
+   * `duplicate-entry` error, thrown) and return its flush, like `insert`'s.
+   */
+  insertSessionRow?(row: SessionRow): Promise<void> | undefined
   /** The driver behind it was stopped: look the store up again. */
   readonly closed: boolean
 }
@@ -72,6 +86,9 @@ class SQLiteEventStore implements EventStore {
     // A minato write (a projection cache, a session row) must not become durable before the staged
     // events it may derive from: the driver asks for them to be written first.
     handle.driver.beforeWrite = () => this.writeStaged()
+    // Asked at once, so that `writtenAtOnce` holds from the tables' preparation on, not from the first
+    // write after it (a failure is asked again by the next write, which reports it).
+    handle.ready().catch(() => {})
   }
 
   private get driver() {
@@ -82,12 +99,16 @@ class SQLiteEventStore implements EventStore {
     this.staged.add(batch)
   }
 
-  /** The durability of the last write that took staged batches (a flush covers every commit before it). */
-  private lastStaged?: Promise<void>
+  /** The durability of the last insert (a flush covers every commit before it). */
+  private lastWrite?: Promise<void>
 
   settled() {
     this.writeStaged()
-    return this.lastStaged
+    return this.lastWrite
+  }
+
+  get writtenAtOnce() {
+    return this.handle.isReady
   }
 
   writeStaged(): Promise<void> | undefined {
@@ -136,7 +157,21 @@ class SQLiteEventStore implements EventStore {
       throw error
     }
     StagedBatches.settle(batches, durable)
-    if (batches.length) this.lastStaged = durable?.catch(() => {})
+    // Every insert: a commit acknowledged before its flush (see `Session.appendBatch`'s `ack`) is
+    // covered by `settled()` too.
+    this.lastWrite = durable?.catch(() => {})
+    return durable
+  }
+
+  insertSessionRow(row: SessionRow): Promise<void> | undefined {
+    // Staged events first, as before every minato write (a reviewer's row follows its job's step).
+    this.writeStaged()
+    this.handle.guard(() => {
+      this.handle.statement('INSERT INTO `taskward_session` (`id`, `cwd`, `preset`, `parentId`, `role`, `model`, `createdAt`) VALUES (?, ?, ?, ?, ?, ?, ?)')
+        .run([row.id, row.cwd, row.preset, row.parentId, row.role, row.model, row.createdAt])
+    })
+    const durable = this.driver.committed?.()
+    this.lastWrite = durable?.catch(() => {})
     return durable
   }
 

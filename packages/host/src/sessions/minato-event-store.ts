@@ -5,6 +5,8 @@ import { SerialStagedBatches, type StagedBatch } from './staged'
 /** Any other minato driver (the memory driver of tiny fixtures): through minato itself. */
 export class MinatoEventStore implements EventStore {
   readonly closed = false
+  /** The insert's promise carries the write itself. */
+  readonly writtenAtOnce = false
   private staged = new SerialStagedBatches()
   constructor(private ctx: Context) {}
 

@@ -10,6 +10,8 @@ import { SerialStagedBatches, type StagedBatch } from './staged'
 export class MySQLEventStore implements EventStore {
   private tablesReady?: Promise<void>
   readonly closed = false
+  /** The insert's promise carries the write itself. */
+  readonly writtenAtOnce = false
   private staged = new SerialStagedBatches()
 
   constructor(private driver: any, private ctx: Context) {}

@@ -2,7 +2,8 @@ import { Context, Service } from 'cordis'
 import { randomUUID } from 'node:crypto'
 import { resolve } from 'node:path'
 import { SessionEvent, TaskwardError } from '@taskward/protocol'
-import { Session, nextSeqOf } from './session'
+import { Session, nextSeqOf, type Acknowledgement } from './session'
+import { eventStoreOf } from './event-store'
 import { defineTables } from '../tables'
 import { checkId } from './ids'
 import { original } from '../original'
@@ -18,6 +19,11 @@ export interface CreateSessionOptions {
   parentId?: string
   role?: string
   model?: string
+  /**
+   * `written`: resolve once the row is written, before its flush (SQLite; elsewhere as `durable`) —
+   * for a session whose first consequence is a model request (a reviewer's); see `Session.appendBatch`.
+   */
+  ack?: Acknowledgement
 }
 
 declare module 'cordis' {
@@ -111,8 +117,13 @@ export class Sessions extends Service {
       model: options.model ?? '',
       createdAt: Date.now(),
     }
-    await database.create('taskward_session', row)
+    const store = options.ack === 'written' ? eventStoreOf(this.home) : undefined
+    let flush: Promise<void> | undefined
+    if (store?.writtenAtOnce && store.insertSessionRow) flush = store.insertSessionRow(row)
+    else await database.create('taskward_session', row)
     const session = new Session(this.home, row, 0, this.observers, this.rollbacks)
+    // Its flush holds the session's `durable()` back, as a written commit's does.
+    if (flush) session.keepUntilDurable(flush)
     this.live.set(id, Promise.resolve(session))
     return session
   }

@@ -4,7 +4,7 @@ import type { SessionRow } from '../tables'
 import { sessionEventEmitter } from './emit'
 import { eventStoreOf, type EventStore, type StoredEvent } from './event-store'
 import type { Fence } from './lease'
-import type { StagedBatch } from './staged'
+import { StepStaging } from './step-staging'
 
 const MAX_APPEND_RETRIES = 5
 
@@ -13,7 +13,17 @@ export interface AppendOptions {
   expectSeq?: number
   /** Commit now and resolve once durable, even in the middle of a step (see `appendBatch`). */
   commit?: boolean
+  /**
+   * What the promise of a commit waits for (see `appendBatch`): `durable` (the default) or `written` —
+   * in the log, in order, seen by every later read and write, and on its way to disk. For a decision
+   * whose only consequence is a model request, which is not an effect: every effect still waits
+   * (`durable()` before tools, `settled()` before an HTTP answer, a command's reply).
+   */
+  ack?: Acknowledgement
 }
+
+/** What a commit's promise waits for: the flush (`durable`) or only the write (`written`). */
+export type Acknowledgement = 'durable' | 'written'
 
 function deepFreeze<T>(value: T): T {
   if (value && typeof value === 'object' && !Object.isFrozen(value)) {
@@ -43,12 +53,8 @@ export class Session {
   /** Appends started and not yet settled. */
   private pending = 0
   private cachedStore?: EventStore
-  /** The open step (see `openStep`): its batches in staging order; the last one takes new events. */
-  private step?: StagedBatch[]
-  /** Staged batches of this session whose outcome nobody has waited for yet. */
-  private readonly unsettled = new Set<StagedBatch>()
-  /** Each staged batch's outcome (true: durable), until it is known. */
-  private readonly outcomes = new Map<StagedBatch, Promise<boolean>>()
+  /** The open step, staged batches and flushes still running (see `openStep`, `durable`). */
+  private readonly staging: StepStaging
   private readonly emit: (session: Session, event: SessionEvent) => void
 
   constructor(private ctx: Context, row: SessionRow, nextSeq: number, private observers: ReadonlySet<(session: Session, event: SessionEvent) => void> = new Set(),
@@ -62,6 +68,7 @@ export class Session {
     this.createdAt = row.createdAt
     this.seq = nextSeq
     this.emit = sessionEventEmitter(ctx)
+    this.staging = new StepStaging(this, () => this.store, (first) => this.rollBack(first))
   }
 
   private get store(): EventStore {
@@ -84,7 +91,10 @@ export class Session {
    * the caller re-reads and decides again. With `commit`, the events are committed (and the promise
    * resolves once durable) even in the middle of a step: for a writer outside the step that
    * acknowledges what it appended (an operator's command and its reply), which must neither be
-   * answered before it is durable nor go down with the step's commit.
+   * answered before it is durable nor go down with the step's commit. With `ack: 'written'` (on a
+   * store that writes at once, SQLite) a commit resolves once written and its flush runs on:
+   * `durable()`, `flushed()` and `whenDurable()` wait for it, and a flush that fails fails the store,
+   * so nothing written after it is acknowledged either.
    */
   appendBatch<D = any>(entries: { type: string, data: D }[], options: AppendOptions = {}): Promise<SessionEvent<D>[]> {
     if (!entries.length) {
@@ -98,7 +108,8 @@ export class Session {
     this.pending++
     const settled = run.then(() => { this.pending-- }, () => { this.pending-- })
     this.tail = settled
-    return run
+    // The flush is waited for outside the queue: the next append (a step's, staged) need not wait for it.
+    return run.then(({ events, flush }) => flush ? flush.then(() => events) : events)
   }
 
   /**
@@ -110,63 +121,18 @@ export class Session {
    * for an HTTP change, by the connection's `settled()` barrier).
    */
   openStep() {
-    this.step ??= []
+    this.staging.open()
   }
 
   /**
    * Close the open step: write what it staged now (one transaction, unless another write of the store
-   * took some of it earlier) and resolve once all of it is as durable as configured. The step is
-   * closed at once: appends from here on are committed as usual. On a failure nothing of the failed
-   * batch is in the log, and the next append takes the first seq it held.
+   * took some of it earlier) and resolve once all of it is as durable as configured — with `ack:
+   * 'written'`, on a store that writes at once, once it is written (the flush runs on; `durable()` waits
+   * for it). The step is closed at once: appends from here on are committed as usual. On a failure
+   * nothing of the failed batch is in the log, and the next append takes the first seq it held.
    */
-  commitStep(): Promise<void> {
-    const batches = this.step
-    this.step = undefined
-    if (!batches?.length) return Promise.resolve()
-    const writing = batches.some((batch) => !batch.written) ? this.store.writeStaged() : undefined
-    return this.settleStep(batches, writing)
-  }
-
-  /**
-   * Write what this session staged and wait until every staged batch of it has an outcome. A refused
-   * one (its seqs are free again by then) fails this append too, with nothing written: what was
-   * staged before it (a transition the caller made, say) is not in the log, so it must not be
-   * acknowledged as if it were.
-   */
-  private async settleStaged() {
-    const batches = [...this.unsettled]
-    if (batches.some((batch) => !batch.written)) await this.store.writeStaged()
-    let failure: any
-    for (const batch of batches) {
-      await batch.written?.catch((error) => { failure ??= error })
-      this.unsettled.delete(batch)
-    }
-    if (failure === undefined) return
-    if (failure?.code !== 'duplicate-entry') throw failure
-    this.seq = await this.store.nextSeq(this.id)
-    throw new TaskwardError('SEQ_CONFLICT',
-      `Session ${this.id}: another writer took seqs this session had staged; nothing more was written. Read the session again and retry.`,
-      { sessionId: this.id, seq: this.seq })
-  }
-
-  private async settleStep(batches: StagedBatch[], writing: Promise<void> | undefined) {
-    await writing
-    try {
-      for (const batch of batches) {
-        try {
-          await batch.written
-        } catch (error: any) {
-          if (error?.code !== 'duplicate-entry') throw error
-          this.seq = await this.store.nextSeq(this.id)
-          throw new TaskwardError('SEQ_CONFLICT',
-            `Session ${this.id}: another writer took seq ${batch.events[0].seq} while a step ran here; the step's events from there on were not written. Read the session again and retry.`,
-            { sessionId: this.id, expectSeq: batch.events[0].seq, seq: this.seq })
-        }
-      }
-    } finally {
-      await Promise.all(batches.map((batch) => batch.written?.catch(() => {})))
-      for (const batch of batches) this.unsettled.delete(batch)
-    }
+  commitStep({ ack = 'durable' }: { ack?: Acknowledgement } = {}): Promise<void> {
+    return this.staging.commit(ack)
   }
 
   /**
@@ -183,24 +149,35 @@ export class Session {
       { sessionId: this.id, expectSeq, seq: this.seq })
   }
 
-  private async commitBatch<D>(entries: { type: string, data: D }[], { expectSeq, commit }: AppendOptions): Promise<SessionEvent<D>[]> {
+  /**
+   * Write (or stage) one batch, in this session's append order. On a store that writes at once the
+   * flush is not waited for here but returned (`flush`, unless `ack` is `written`), for the caller to
+   * wait for outside the order: appends after it (a turn's, staged) do not queue behind a disk flush.
+   */
+  private async commitBatch<D>(entries: { type: string, data: D }[], { expectSeq, commit, ack = 'durable' }: AppendOptions): Promise<{ events: SessionEvent<D>[], flush?: Promise<void> }> {
     const store = this.store
     // One JSON text per event: what is stored, and (parsed back) exactly what a reader gets later.
     const texts = entries.map(({ data }) => data === undefined ? 'null' : JSON.stringify(data))
-    if (this.step && !commit) {
+    if (this.staging.isOpen && !commit) {
       if (expectSeq !== undefined && expectSeq !== this.seq) throw this.conflict(expectSeq)
-      return this.stage(store, entries, texts)
+      return { events: this.announce(this.staging.stage(entries, texts)) }
     }
-    // Staged batches of this session come first: a committed event never stands after a hole.
-    if (this.unsettled.size) await this.settleStaged()
+    const atOnce = store.writtenAtOnce
+    // Staged batches of this session come first: a committed event never stands after a hole. Where
+    // the store writes at once, their write is what counts here; this commit's flush covers theirs.
+    if (this.staging.hasUnsettled) await this.staging.settle(atOnce ? 'written' : 'durable')
     if (expectSeq !== undefined && expectSeq !== this.seq) throw this.conflict(expectSeq)
     let stored: StoredEvent[] | undefined
+    let flush: Promise<void> | undefined
     for (let attempt = 0; attempt < MAX_APPEND_RETRIES && !stored; attempt++) {
       const time = Date.now()
       const batch = entries.map(({ type }, i) => ({ seq: this.seq + i, type, time, text: texts[i] }))
       try {
         const durable = store.insert(this.id, batch, this.fence)
-        if (durable) await durable
+        if (durable && atOnce) {
+          this.staging.keep(durable)
+          if (ack === 'durable') flush = durable
+        } else if (durable) await durable
         stored = batch
       } catch (error: any) {
         if (error?.code !== 'duplicate-entry') throw error
@@ -215,38 +192,7 @@ export class Session {
         `Session ${this.id}: another writer kept taking the next seq; retry the operation.`, { sessionId: this.id })
     }
     this.seq = stored[stored.length - 1].seq + 1
-    return this.announce(stored)
-  }
-
-  /** Stage events in the open step's batch (a new batch once a write of the store took the last one). */
-  private stage<D>(store: EventStore, entries: { type: string }[], texts: string[]): SessionEvent<D>[] {
-    const step = this.step!
-    let batch = step[step.length - 1]
-    if (!batch || batch.written) {
-      const first = this.seq
-      // Nothing from a refused batch on is written (a later batch waits for the one before it): its
-      // seqs are free again at once, before anyone can save state folded past the log's end.
-      let resolve!: (durable: boolean) => void
-      const outcome = new Promise<boolean>((done) => resolve = done)
-      const created: StagedBatch = {
-        sessionId: this.id, events: [], fence: this.fence, previous: batch,
-        refused: () => this.rollBack(first),
-        settled: (durable) => {
-          this.outcomes.delete(created)
-          resolve(durable)
-        },
-      }
-      batch = created
-      this.outcomes.set(batch, outcome)
-      step.push(batch)
-      this.unsettled.add(batch)
-      store.stage(batch)
-    }
-    const time = Date.now()
-    const staged = entries.map(({ type }, i) => ({ seq: this.seq + i, type, time, text: texts[i] }))
-    batch.events.push(...staged)
-    this.seq += staged.length
-    return this.announce(staged)
+    return { events: this.announce(stored), flush }
   }
 
   /**
@@ -256,9 +202,24 @@ export class Session {
    * crash or a refused commit can still take back.
    */
   whenDurable(): Promise<boolean> | undefined {
-    if (!this.outcomes.size) return
-    const pending = [...this.outcomes.values()]
-    return Promise.all(pending).then((outcomes) => outcomes.every(Boolean))
+    return this.staging.whenDurable()
+  }
+
+  /**
+   * Keep the flush of a write made for this session (its row, see `Sessions.create`) until it ends:
+   * `durable()`, `flushed()` and `whenDurable()` wait for it. Never an unhandled rejection.
+   */
+  keepUntilDurable(durable: Promise<void>) {
+    this.staging.keep(durable)
+  }
+
+  /**
+   * Resolve once every commit of this session made outside a step (an `ack: 'written'` one, say) is
+   * durable; rejects with the store's failure; undefined when none is still flushing. Writes nothing:
+   * a step's staged events stay staged.
+   */
+  flushed(): Promise<void> | undefined {
+    return this.staging.flushed()
   }
 
   /**
@@ -266,20 +227,15 @@ export class Session {
    * refuse them), or undefined: whoever saves state folded from the log must not save past it.
    */
   stagedFrom(): number | undefined {
-    let first: number | undefined
-    for (const batch of this.outcomes.keys()) {
-      const seq = batch.events[0]?.seq
-      if (seq !== undefined && (first === undefined || seq < first)) first = seq
-    }
-    return first
+    return this.staging.stagedFrom()
   }
 
   /**
    * Write what this session staged and resolve once it is durable (rejects, nothing more written,
    * when it was refused): for an effect outside the log that must not come before its record.
    */
-  async durable() {
-    if (this.unsettled.size) await this.settleStaged()
+  durable(): Promise<void> {
+    return this.staging.durable()
   }
 
   /** Staged events from `first` on were refused: their seqs are free again, and whoever folded them is told. */
