@@ -38,7 +38,11 @@ export class DshCommandsContract {
     this.ctx = ctx
   }
 
-  register(name: string, handler: CommandHandler) {
+  /**
+   * `options.recordsOnly` (see the kernel's `CommandOptions`) changes nothing here: DSH records and
+   * runs its commands itself, and Taskward's records of the handler are durable once appended.
+   */
+  register(name: string, handler: CommandHandler, _options: { recordsOnly?: boolean } = {}) {
     if (!/^[a-z][\w-]*$/.test(name)) throw new TaskwardError('CONFIG_INVALID', `Command name "${name}" is not valid.`)
     if (this.names.has(name)) throw new TaskwardError('CONFIG_INVALID', `Command /${name} is already registered.`)
     const sessions = this.sessions

@@ -16,6 +16,16 @@ export interface CommandInvocation {
 
 export type CommandHandler = (invocation: CommandInvocation) => Awaitable<unknown>
 
+export interface CommandOptions {
+  /**
+   * The handler only appends records to the log, or waits for `session.flushed()` before anything
+   * else it does (a process, a file, a message to someone): it may then run once its command is
+   * written, before the disk's flush — its reply, committed durable, acknowledges both. Without it the
+   * command is durable before the handler runs (an effect never comes before its record).
+   */
+  recordsOnly?: boolean
+}
+
 /** The data of a `command/reply` event. */
 export interface CommandReply {
   command: string
@@ -37,7 +47,7 @@ declare module 'cordis' {
  */
 export class Commands extends Service {
   static inject = ['sessions', 'agents']
-  private handlers = new Map<string, CommandHandler>()
+  private handlers = new Map<string, { handler: CommandHandler, recordsOnly: boolean }>()
   /** The agent registry itself, read once (a required inject: this service restarts when it changes). */
   private readonly agents: Context['agents']
 
@@ -46,12 +56,13 @@ export class Commands extends Service {
     this.agents = original(ctx.agents)
   }
 
-  register(name: string, handler: CommandHandler) {
+  register(name: string, handler: CommandHandler, options: CommandOptions = {}) {
     if (!/^[a-z][\w-]*$/.test(name)) throw new TaskwardError('CONFIG_INVALID', `Command name "${name}" is not valid.`)
     if (this.handlers.has(name)) throw new TaskwardError('CONFIG_INVALID', `Command /${name} is already registered.`)
-    this.handlers.set(name, handler)
+    const entry = { handler, recordsOnly: options.recordsOnly === true }
+    this.handlers.set(name, entry)
     return this.ctx.effect(() => () => {
-      if (this.handlers.get(name) === handler) this.handlers.delete(name)
+      if (this.handlers.get(name) === entry) this.handlers.delete(name)
     })
   }
 
@@ -83,15 +94,15 @@ export class Commands extends Service {
         `Session ${session.id} is driven by host ${lease.holder}: send the command there, or here once its lease lapses (in ${(lease.expiresInMs / 1000).toFixed(1)} s unless that host renews it). Nothing was recorded.`,
         { sessionId: session.id, holder: lease.holder, expiresInMs: lease.expiresInMs })
     }
-    // Written, not yet durable, is enough for the handler: its reply below is committed durable, and a
-    // flush covers every commit before it: a handler's own commits may wait for their write alone too.
-    const message = await session.append(EventTypes.userMessage, { text, origin: 'user' }, { commit: true, ack: 'written' })
     const head = text.slice(1).split(/\s+/)[0]
+    const entry = self.handlers.get(head)
+    // A records-only handler runs once its command is written (see `CommandOptions`): the reply below
+    // is committed durable, and a flush covers every commit before it.
+    const message = await session.append(EventTypes.userMessage, { text, origin: 'user' }, { commit: true, ack: entry?.recordsOnly ? 'written' : 'durable' })
     const reply: CommandReply = { command: head, replyTo: message.seq }
-    const handler = self.handlers.get(head)
     try {
-      if (!handler) throw new TaskwardError('COMMAND_NOT_FOUND', `Unknown command /${head}. Known: ${self.list().map((n) => '/' + n).join(', ') || 'none'}.`)
-      reply.reply = (await handler({ session, args: text.slice(1 + head.length).trim(), text, seq: message.seq })) ?? null
+      if (!entry) throw new TaskwardError('COMMAND_NOT_FOUND', `Unknown command /${head}. Known: ${self.list().map((n) => '/' + n).join(', ') || 'none'}.`)
+      reply.reply = (await entry.handler({ session, args: text.slice(1 + head.length).trim(), text, seq: message.seq })) ?? null
     } catch (error) {
       const coded = asTaskwardError(error)
       reply.error = errorResult(coded)

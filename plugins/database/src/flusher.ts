@@ -54,15 +54,11 @@ export class Flusher {
   private async flush() {
     const upTo = this.committed
     try {
-      if (this.walFd === undefined) {
-        // First flush of this run: the WAL file is new, its directory entry must be durable too.
-        this.walFd = openSync(this.walFile, 'r')
-        syncDirectory(this.directory)
-      }
+      const walFd = this.openWal()
       // Timed as a commit waits for it: libuv's pool queue and the event loop's delay are in it with
       // the disk's own time (the first flush's directory sync is not: it happens once).
       const started = this.clock()
-      await this.sync(this.walFd)
+      await this.sync(walFd)
       this.waits[this.flushes % RECENT_FLUSHES] = this.clock() - started
       this.flushes++
       this.synced = upTo
@@ -73,6 +69,30 @@ export class Flusher {
     } finally {
       this.running = undefined
     }
+  }
+
+  /**
+   * Flush the WAL now, blocking: for a checkpoint, which must not copy into the database a frame that
+   * is not yet on disk in the WAL (a commit made while the last flush ran). Throws what fsync threw.
+   */
+  syncNow() {
+    if (this.failure) throw this.failure
+    try {
+      fsyncSync(this.openWal())
+    } catch (error: any) {
+      // As a failed flush: nothing written since the last good one can be trusted.
+      this.failure = error
+      throw error
+    }
+  }
+
+  /** The WAL's descriptor; opened by the first flush of this run, which makes its directory entry durable too (the file is new). */
+  private openWal(): number {
+    if (this.walFd === undefined) {
+      this.walFd = openSync(this.walFile, 'r')
+      syncDirectory(this.directory)
+    }
+    return this.walFd
   }
 
   /**

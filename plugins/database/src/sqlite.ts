@@ -193,6 +193,10 @@ export class TaskwardSQLiteDriver extends (SQLiteDriver as any as typeof SQLiteD
   }
 
   private checkpoint() {
+    // Frames written after the last flush began (the commits that did not wait for it) reach the disk
+    // in the WAL before any page of theirs reaches the database: a power loss in between would
+    // otherwise leave the database holding pages of commits its WAL lost.
+    if (this.durability === 'fsync' && this.flusher) this.flusher.syncNow()
     this.db.exec('PRAGMA wal_checkpoint(PASSIVE)')
     if (this.durability === 'fsync' && this.dbFd !== undefined) fsyncSync(this.dbFd)
   }

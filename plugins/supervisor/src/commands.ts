@@ -124,11 +124,17 @@ export function registerTaskCommand(ctx: Context, supervisor: Supervisor) {
       }
       default: {
         const added = supervisor.subcommand(sub)
-        if (added) return added({ session, args: rest })
+        if (added) {
+          // Another plugin's subcommand may act outside the log: its command is durable first.
+          await session.flushed()
+          return added({ session, args: rest })
+        }
         throw new TaskwardError('TASK_INVALID', `Unknown /task subcommand "${sub}". Usage: ${USAGE}`)
       }
     }
-  })
+    // Its own subcommands only write records (pause's cancel stops this process's turn); another
+    // plugin's waits for its command's flush above.
+  }, { recordsOnly: true })
 }
 
 /**

@@ -71,8 +71,9 @@ describe('supervisor: a decision that only leads to a model request does not wai
     release()
     expect((await approved)?.error).to.equal(undefined)
     await agent.whenIdle()
-    // Everything acknowledged is on disk: a reader of the file finds it.
+    // Every event is in the log, without a hole, and nothing of it is still waiting for the disk.
     await session.durable()
+    expect(session.whenDurable()).to.equal(undefined)
     const stored = await host.ctx.database.get('taskward_event', { sessionId: session.id })
     expect(stored.map((row) => row.seq).sort((a, b) => a - b)).to.deep.equal([...Array(session.seq).keys()])
   })

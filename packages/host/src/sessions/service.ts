@@ -31,7 +31,7 @@ declare module 'cordis' {
     sessions: Sessions
   }
   interface Events {
-    /** Emitted after an event is committed. */
+    /** Emitted once an event is in the log, in seq order (maybe before its flush: `session.whenDurable()`). */
     'session/event'(session: Session, event: SessionEvent): void
   }
 }

@@ -264,7 +264,7 @@ export class Session {
       try {
         this.emit(this, event)
       } catch (error) {
-        // The event is durable: a failing listener must not make the append look failed (a caller
+        // The event is in the log: a failing listener must not make the append look failed (a caller
         // would retry and write it twice).
         this.ctx.logger('sessions').warn('a session/event listener failed at %s seq %d: %s', this.id, event.seq, error)
       }

@@ -53,7 +53,7 @@ export class StepStaging {
     const writing = batches.some((batch) => !batch.written) ? store.writeStaged() : undefined
     if (atOnce) {
       // Written (or refused) by now: the outcome is known, the flush runs on (`durable()` waits for it).
-      this.forgetWhenFlushed(batches)
+      this.flushOn(batches)
       return this.refusalOf(batches)
     }
     return this.settleStep(batches, writing)
@@ -70,6 +70,8 @@ export class StepStaging {
     const store = this.store()
     if (ack === 'written' && store.writtenAtOnce) {
       if (batches.some((batch) => !batch.written)) store.writeStaged()
+      // Taken out of the open step's keeping: its commit finds them written and does not wait again.
+      this.flushOn(batches)
       return this.refusalOf(batches)
     }
     if (batches.some((batch) => !batch.written)) await store.writeStaged()
@@ -115,7 +117,7 @@ export class StepStaging {
 
   /** See `Session.whenDurable`. */
   whenDurable(): Promise<boolean> | undefined {
-    if (!this.outcomes.size && !this.flushing.size) return
+    if (!this.outcomes.size && this.flushing.settled) return
     const pending = [...this.outcomes.values(), ...this.flushing.outcomes()]
     return Promise.all(pending).then((outcomes) => outcomes.every(Boolean))
   }
@@ -168,11 +170,17 @@ export class StepStaging {
       { sessionId: owner.id, expectSeq: batch.events[0].seq, seq: owner.seq })
   }
 
-  /** Once their flush ended (or they were refused), `batches` no longer hold `durable()` back. */
-  private forgetWhenFlushed(batches: StagedBatch[]) {
-    Promise.all(batches.map((batch) => batch.written?.catch(() => {}))).then(() => {
-      for (const batch of batches) this.unsettled.delete(batch)
-    })
+  /**
+   * `batches` are written (or refused, which `refusalOf` reports): from here their flush is what
+   * `durable()` waits for, as a commit's made outside a step (a failed one is remembered).
+   */
+  private flushOn(batches: StagedBatch[]) {
+    const flushes: Promise<void>[] = []
+    for (const batch of batches) {
+      if (!this.unsettled.delete(batch) || batch.failure !== undefined || !batch.written) continue
+      flushes.push(batch.written)
+    }
+    if (flushes.length) this.flushing.add(Promise.all(flushes).then(() => {}))
   }
 
   private async settleStep(batches: StagedBatch[], writing: Promise<void> | undefined) {

@@ -1,0 +1,121 @@
+import { expect } from 'chai'
+import { tmpdir } from 'node:os'
+import { storeDriver, type Session } from '@taskward/host'
+import { TestHost } from '@taskward/testkit'
+
+const tick = (ms = 50) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** What a promise has done so far: 'pending', 'resolved', or the code it rejected with. */
+function watch(promise: Promise<unknown>) {
+  const seen = { state: 'pending' as string }
+  promise.then(() => { seen.state = 'resolved' }, (error) => { seen.state = error?.code ?? String(error) })
+  return seen
+}
+
+describe('host: commits acknowledged once written', () => {
+  let host: TestHost
+  beforeEach(async () => { host = await TestHost.boot() })
+  afterEach(async () => { await host.dispose() })
+
+  /** Every wait for durability parks until the returned release is called. */
+  function holdFlushes() {
+    const flusher = (storeDriver(host.ctx) as any).flusher
+    const durable = flusher.durable.bind(flusher)
+    let open!: () => void
+    const gate = new Promise<void>((resolve) => { open = resolve })
+    flusher.durable = () => gate.then(durable)
+    return () => { flusher.durable = durable; open() }
+  }
+  /** Every fsync of the WAL fails from now on (EIO). */
+  function failFlushes() {
+    const flusher = (storeDriver(host.ctx) as any).flusher
+    flusher.sync = async () => { throw Object.assign(new Error('injected EIO'), { code: 'EIO' }) }
+  }
+  /** A session whose store has written once (the first write waits for the tables, whatever it asks). */
+  async function warm(): Promise<Session> {
+    const session = await host.ctx.sessions.create({ cwd: tmpdir() })
+    await session.append('test/warm-up', {})
+    return session
+  }
+
+  it('resolves a written commit before its flush; durable(), flushed() and whenDurable() wait for the flush', async () => {
+    const session = await warm()
+    const release = holdFlushes()
+    try {
+      await session.append('test/decision', {}, { commit: true, ack: 'written' })
+      const durable = watch(session.durable())
+      const flushed = watch(session.flushed()!)
+      const shown = watch(session.whenDurable()!)
+      await tick()
+      expect([durable.state, flushed.state, shown.state]).to.deep.equal(['pending', 'pending', 'pending'])
+    } finally {
+      release()
+    }
+    await session.durable()
+    expect(session.flushed()).to.equal(undefined)
+    expect(session.whenDurable()).to.equal(undefined)
+  })
+
+  it('keeps a failed flush: durable() and flushed() reject, whenDurable() says false, long after it failed', async () => {
+    const session = await warm()
+    failFlushes()
+    await session.append('test/decision', {}, { commit: true, ack: 'written' })
+    await tick()
+    expect(await session.durable().then(() => 'resolved', (error) => error?.code)).to.equal('STORE_UNAVAILABLE')
+    expect(await session.flushed()?.then(() => 'resolved', (error) => error?.code)).to.equal('STORE_UNAVAILABLE')
+    expect(await session.whenDurable()).to.equal(false)
+  })
+
+  it('keeps a failed flush of a step committed once written', async () => {
+    const session = await warm()
+    failFlushes()
+    session.openStep()
+    await session.append('test/step-event', {})
+    await session.commitStep({ ack: 'written' })
+    await tick()
+    expect(await session.durable().then(() => 'resolved', (error) => error?.code)).to.equal('STORE_UNAVAILABLE')
+  })
+
+  it('answers a durable append once flushed, and the next append does not queue behind that flush', async () => {
+    const session = await warm()
+    const release = holdFlushes()
+    try {
+      const durable = watch(session.append('test/acknowledged', {}))
+      session.openStep()
+      // Staged behind it in the append order: resolves at once, the flush still held.
+      const staged = await session.append('test/staged', {})
+      expect(staged.seq).to.equal(2)
+      await tick()
+      expect(durable.state).to.equal('pending')
+      await session.commitStep({ ack: 'written' })
+    } finally {
+      release()
+    }
+    await session.durable()
+  })
+
+  it('runs a command handler once its command is durable unless it was registered records-only', async () => {
+    const session = await warm()
+    const driver = storeDriver(host.ctx) as any
+    const flushesSeen: Record<string, number> = {}
+    host.ctx.commands.register('effect', () => { flushesSeen.effect = driver.writeStats().flushes; return 'done' })
+    host.ctx.commands.register('record', () => { flushesSeen.record = driver.writeStats().flushes; return 'done' }, { recordsOnly: true })
+    for (const name of ['effect', 'record']) {
+      const before = driver.writeStats().flushes
+      const release = holdFlushes()
+      const reply = watch(host.ctx.commands.input(session, `/${name}`))
+      await tick()
+      const ranWhileHeld = name in flushesSeen
+      expect(reply.state, `/${name} is answered once durable`).to.equal('pending')
+      release()
+      await tick()
+      expect(reply.state).to.equal('resolved')
+      if (name === 'effect') {
+        expect(ranWhileHeld, 'an effect never comes before its command is durable').to.equal(false)
+        expect(flushesSeen.effect).to.be.above(before)
+      } else {
+        expect(ranWhileHeld, 'a records-only handler runs once its command is written').to.equal(true)
+      }
+    }
+  })
+})
