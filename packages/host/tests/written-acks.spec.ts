@@ -1,4 +1,5 @@
 import { expect } from 'chai'
+import { renameSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { storeDriver, type Session } from '@taskward/host'
 import { TestHost } from '@taskward/testkit'
@@ -117,5 +118,55 @@ describe('host: commits acknowledged once written', () => {
         expect(ranWhileHeld, 'a records-only handler runs once its command is written').to.equal(true)
       }
     }
+  })
+
+  it('durable() still rejects for a tool/call whose batch an interleaved command commit found refused', async () => {
+    const session = await warm()
+    const driver = storeDriver(host.ctx) as any
+    session.openStep()
+    // The agent stages the tool's call; its guards run (async) before `await session.durable()`.
+    await session.append('tool/call', { callId: 'c1', name: 'effect', args: {} })
+    // Meanwhile the store refuses writes (a move of the data directory, say: no flush of this session failed).
+    driver.fail('STORE_UNAVAILABLE', 'injected')
+    // An operator's command, committed in the middle of the step, writes the staged batch first: refused.
+    const command = await session.append('user/message', { text: '/task status' }, { commit: true, ack: 'written' })
+      .then(() => 'resolved', (error) => error?.code)
+    expect(command).to.equal('STORE_UNAVAILABLE')
+    // The tool's write-ahead barrier: its tool/call is not in the log, so the effect must not run.
+    const barrier = await session.durable().then(() => 'resolved', (error) => error?.code)
+    expect(barrier, 'durable() before the effect').to.equal('STORE_UNAVAILABLE')
+  })
+
+  it('never runs a tool with effects whose tool/call another writer\'s commit found refused (a moved data directory, moved back)', async () => {
+    const session = await host.ctx.sessions.create({ cwd: tmpdir() })
+    await session.append('test/warm-up', {})
+    const driver = storeDriver(host.ctx) as any
+    let effectRan = false
+    host.ctx.tools.register({ name: 'effect', description: 'Changes something outside the log.', execute: async () => { effectRan = true; return { ok: true } } })
+    host.ctx.commands.register('note', () => 'noted', { recordsOnly: true })
+    // A guard that takes a moment (recovery's and the repeats guard read the log).
+    let openGuard!: () => void
+    const guardGate = new Promise<void>((resolve) => { openGuard = resolve })
+    host.ctx.tools.guard(async () => { await guardGate })
+    session.openStep()
+    const call = host.ctx.tools.execute(session, 'effect', {}, { agentId: session.id })
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    // The data directory is moved away meanwhile; GET /health notices it (writes refused until it is back).
+    const moved = host.dataDir + '.moved'
+    renameSync(host.dataDir, moved)
+    try {
+      expect(driver.health().ok).to.equal(false)
+      // An operator's command during the step writes the staged tool/call first: refused with the move.
+      const command = await host.ctx.commands.input(session, '/note').then(() => 'answered', (error) => error?.code)
+      expect(command).to.equal('STORE_UNAVAILABLE')
+    } finally {
+      renameSync(moved, host.dataDir)
+    }
+    openGuard()
+    const outcome: any = await call
+    await session.commitStep().catch(() => {})
+    const types = (await session.read({ from: 0, limit: 100 })).map((event) => event.type)
+    expect(types, 'the log').to.not.include('tool/call')
+    expect({ effectRan, error: outcome.error?.code }, 'an effect never comes before its record').to.deep.equal({ effectRan: false, error: 'STORE_UNAVAILABLE' })
   })
 })

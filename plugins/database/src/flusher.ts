@@ -9,6 +9,8 @@ export const RECENT_FLUSHES = 512
 /** What a Flusher syncs with and times by; a test gives its own to know what it records. */
 export interface FlusherParts {
   sync?: (fd: number) => Promise<void>
+  /** The blocking flush of `syncNow` (a checkpoint's). */
+  syncBlocking?: (fd: number) => void
   clock?: () => number
 }
 
@@ -33,10 +35,12 @@ export class Flusher {
   /** The latest RECENT_FLUSHES flushes' waits (ms), oldest overwritten first. */
   private readonly waits = new Float64Array(RECENT_FLUSHES)
   private readonly sync: (fd: number) => Promise<void>
+  private readonly syncBlocking: (fd: number) => void
   private readonly clock: () => number
 
   constructor(private readonly walFile: string, private readonly directory: string, parts: FlusherParts = {}) {
     this.sync = parts.sync ?? fsyncAsync
+    this.syncBlocking = parts.syncBlocking ?? fsyncSync
     this.clock = parts.clock ?? (() => performance.now())
   }
 
@@ -78,7 +82,7 @@ export class Flusher {
   syncNow() {
     if (this.failure) throw this.failure
     try {
-      fsyncSync(this.openWal())
+      this.syncBlocking(this.openWal())
     } catch (error: any) {
       // As a failed flush: nothing written since the last good one can be trusted.
       this.failure = error

@@ -125,8 +125,9 @@ export function registerTaskCommand(ctx: Context, supervisor: Supervisor) {
       default: {
         const added = supervisor.subcommand(sub)
         if (added) {
-          // Another plugin's subcommand may act outside the log: its command is durable first.
-          await session.flushed()
+          // Another plugin's subcommand may act outside the log: its command is durable first (on DSH,
+          // DSH's own record of it too: its flush).
+          await session.durable()
           return added({ session, args: rest })
         }
         throw new TaskwardError('TASK_INVALID', `Unknown /task subcommand "${sub}". Usage: ${USAGE}`)

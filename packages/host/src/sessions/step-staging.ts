@@ -51,9 +51,10 @@ export class StepStaging {
     const store = this.store()
     const atOnce = ack === 'written' && store.writtenAtOnce
     const writing = batches.some((batch) => !batch.written) ? store.writeStaged() : undefined
-    if (atOnce) {
-      // Written (or refused) by now: the outcome is known, the flush runs on (`durable()` waits for it).
-      this.flushOn(batches)
+    // Written (or refused) by now, unless a batch sat in a store that was replaced meanwhile: the
+    // outcome is known, the flush runs on (`durable()` waits for it). The step reports a refusal.
+    if (atOnce && batches.every((batch) => batch.written)) {
+      this.flushOn(batches, { dropRefused: true })
       return this.refusalOf(batches)
     }
     return this.settleStep(batches, writing)
@@ -70,9 +71,12 @@ export class StepStaging {
     const store = this.store()
     if (ack === 'written' && store.writtenAtOnce) {
       if (batches.some((batch) => !batch.written)) store.writeStaged()
-      // Taken out of the open step's keeping: its commit finds them written and does not wait again.
-      this.flushOn(batches)
-      return this.refusalOf(batches)
+      if (batches.every((batch) => batch.written)) {
+        // A refused batch stays kept: this writer is told, and so is the step (its next `durable()`,
+        // before a tool's effect, and its commit) — an effect never follows a refused record.
+        this.flushOn(batches, { dropRefused: false })
+        return this.refusalOf(batches)
+      }
     }
     if (batches.some((batch) => !batch.written)) await store.writeStaged()
     let refused: { batch: StagedBatch, failure: unknown } | undefined
@@ -171,14 +175,17 @@ export class StepStaging {
   }
 
   /**
-   * `batches` are written (or refused, which `refusalOf` reports): from here their flush is what
-   * `durable()` waits for, as a commit's made outside a step (a failed one is remembered).
+   * `batches` were taken by a write: from here the flush of the written ones is what `durable()` waits
+   * for, as a commit's made outside a step (a failed one is remembered). A refused one leaves the
+   * keeping only with `dropRefused` (whoever waits for this reports it to the step's owner).
    */
-  private flushOn(batches: StagedBatch[]) {
+  private flushOn(batches: StagedBatch[], { dropRefused }: { dropRefused: boolean }) {
     const flushes: Promise<void>[] = []
     for (const batch of batches) {
-      if (!this.unsettled.delete(batch) || batch.failure !== undefined || !batch.written) continue
-      flushes.push(batch.written)
+      if (!batch.written) continue
+      if (batch.failure !== undefined) {
+        if (dropRefused) this.unsettled.delete(batch)
+      } else if (this.unsettled.delete(batch)) flushes.push(batch.written)
     }
     if (flushes.length) this.flushing.add(Promise.all(flushes).then(() => {}))
   }
