@@ -4,7 +4,9 @@ import type { SessionRow } from '../tables'
 import { sessionEventEmitter } from './emit'
 import { eventStoreOf, type EventStore, type StoredEvent } from './event-store'
 import type { Fence } from './lease'
-import { StepStaging } from './step-staging'
+import { StepStaging, type Acknowledgement } from './step-staging'
+
+export type { Acknowledgement }
 
 const MAX_APPEND_RETRIES = 5
 
@@ -21,9 +23,6 @@ export interface AppendOptions {
    */
   ack?: Acknowledgement
 }
-
-/** What a commit's promise waits for: the flush (`durable`) or only the write (`written`). */
-export type Acknowledgement = 'durable' | 'written'
 
 function deepFreeze<T>(value: T): T {
   if (value && typeof value === 'object' && !Object.isFrozen(value)) {

@@ -3,7 +3,9 @@ import type { EventStore, StoredEvent } from './event-store'
 import type { Fence } from './lease'
 import { PendingFlushes } from './pending-flushes'
 import type { StagedBatch } from './staged'
-import type { Acknowledgement } from './session'
+
+/** What a commit's promise waits for: the flush (`durable`) or only the write (`written`); see `Session.appendBatch`. */
+export type Acknowledgement = 'durable' | 'written'
 
 /** The session a `StepStaging` works for: its id, its next seq (staging takes seqs), its lease. */
 export interface StagingOwner {
