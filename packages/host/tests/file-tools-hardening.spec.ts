@@ -165,7 +165,10 @@ describe('host: file tools hold against a hostile model', function () {
       const flipper = spawn(process.execPath, ['-e', `
         const { renameSync, symlinkSync, rmSync } = require('node:fs')
         const [real, outside, flip] = process.argv.slice(1)
+        const parent = process.ppid
         for (let i = 0; ; i++) {
+          // Never outlive the suite (a killed mocha leaves it spinning a core otherwise).
+          if (i % 1000 === 0 && process.ppid !== parent) process.exit()
           const next = flip + '.next'
           rmSync(next, { force: true })
           symlinkSync(i % 2 ? outside : real, next)
