@@ -2,7 +2,7 @@ import { expect } from 'chai'
 import { renameSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { storeDriver, type Session } from '@taskward/host'
-import { TestHost } from '@taskward/testkit'
+import { TestHost, holdFlushes as holdTheFlushes } from '@taskward/testkit'
 
 const tick = (ms = 50) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -18,15 +18,7 @@ describe('host: commits acknowledged once written', () => {
   beforeEach(async () => { host = await TestHost.boot() })
   afterEach(async () => { await host.dispose() })
 
-  /** Every wait for durability parks until the returned release is called. */
-  function holdFlushes() {
-    const flusher = (storeDriver(host.ctx) as any).flusher
-    const durable = flusher.durable.bind(flusher)
-    let open!: () => void
-    const gate = new Promise<void>((resolve) => { open = resolve })
-    flusher.durable = () => gate.then(durable)
-    return () => { flusher.durable = durable; open() }
-  }
+  const holdFlushes = () => holdTheFlushes(host.ctx)
   /** Every fsync of the WAL fails from now on (EIO). */
   function failFlushes() {
     const flusher = (storeDriver(host.ctx) as any).flusher

@@ -1,6 +1,6 @@
 import { expect } from 'chai'
-import { storeDriver, type Session } from '@taskward/host'
-import { removeTree, type TestHost } from '@taskward/testkit'
+import type { Session } from '@taskward/host'
+import { holdFlushes, removeTree, type TestHost } from '@taskward/testkit'
 import { PLAN, bootSupervisor, scriptReviews, supervisorOf, until, workspace } from './fixtures'
 
 /**
@@ -10,17 +10,7 @@ import { PLAN, bootSupervisor, scriptReviews, supervisorOf, until, workspace } f
 async function flushGate(host: TestHost, session: Session) {
   // The first write after start waits for the tables' preparation (and its flush) whatever it asks.
   await session.append('test/warm-up', {})
-  const flusher = (storeDriver(host.ctx) as any).flusher
-  const durable = flusher.durable.bind(flusher)
-  return () => {
-    let open!: () => void
-    const gate = new Promise<void>((resolve) => { open = resolve })
-    flusher.durable = () => gate.then(durable)
-    return () => {
-      flusher.durable = durable
-      open()
-    }
-  }
+  return () => holdFlushes(host.ctx)
 }
 
 describe('supervisor: a decision that only leads to a model request does not wait for the disk', () => {
