@@ -100,9 +100,23 @@ export interface UserCommand {
   at: number
   /** What it was (`/task approve`): the gap's `after`. */
   what: string
-  /** When the host showed the task waiting for it (ms, the records' clock); without it, `at`. */
+  /**
+   * When the host showed the task waiting for it (ms, the records' clock, read by the host's process:
+   * see `CLOCK_SLACK_MS`); without it, `at`.
+   */
   shownAt?: number
 }
+
+/**
+ * How much later (ms) than a command's `shownAt` the answer the host showed may be recorded as ending,
+ * and still be taken as what the host acted on. Two processes read the two times (the endpoint its
+ * answer's end, the host when it showed the task waiting, each `performance.timeOrigin +
+ * performance.now()`), and the endpoint notes an answer's end only after it has written the last bytes,
+ * which the host may have read and acted on first: the answer the host showed can be recorded ending a
+ * few milliseconds after it was shown. Without the slack an older answer was taken instead, and the gap
+ * was the whole review turn (15.5 s for what took the host under 1 s).
+ */
+export const CLOCK_SLACK_MS = 50
 
 export interface StepGaps {
   /** Every gap from a session's answer ending to its next request arriving (turn starts included). */
@@ -115,9 +129,10 @@ export interface StepGaps {
    * answer; a turn's first request (a review starting, the agent resuming after one) follows the latest
    * answer of its task that had ended when it arrived, or a person's command to that task given later
    * (`UserCommand`) — the event the host was acting on. A command is also the end of a gap from the
-   * latest answer of its task that had ended before the host showed the task waiting for it, and
-   * after the task's previous command (`next`: `awaiting <command>`; `awaiting` counts them: they
-   * are not steps).
+   * latest answer of its task that had ended before the host showed the task waiting for it (or up to
+   * `CLOCK_SLACK_MS` after, by the records: then the gap is 0), to a request that came before the
+   * command, and after the task's previous command (`next`: `awaiting <command>`; `awaiting` counts
+   * them: they are not steps).
    */
   hostAdded: { gap: number, after: string, next: string }[]
   /** How many of `hostAdded` end where the host showed the task waiting for a person (not a request). */
@@ -156,6 +171,8 @@ export function stepGaps(records: StepRecord[], commands: UserCommand[] = []): S
         continue
       }
     }
+    // No slack here (unlike a command's `shownAt`): one clock, and the endpoint notes an answer's end
+    // before it can read the request that answer led to.
     let cause: StepRecord | undefined
     for (const other of earlier) {
       if (other.endedAt !== undefined && other.endedAt <= record.receivedAt && (!cause || other.endedAt > cause.endedAt!)) cause = other
@@ -168,17 +185,20 @@ export function stepGaps(records: StepRecord[], commands: UserCommand[] = []): S
     else if (cause) gaps.hostAdded.push({ gap: record.receivedAt - cause.endedAt!, after: cause.answered ?? '?', next: nextOf(record) })
   }
   // The host's part before each command: from the answer it acted on to the task shown waiting. An
-  // answer that ended before the task's previous command was that command's (the time between two
-  // commands is the person's).
+  // answer recorded ending up to CLOCK_SLACK_MS after `shown` may be that answer (two clocks: a gap of
+  // 0); one to a request that came after the command was what the command led to, not what it waited
+  // for (an unpaced endpoint answers within the slack). An answer that ended before the task's previous
+  // command was that command's (the time between two commands is the person's).
   for (const command of commands) {
     const shown = command.shownAt ?? command.at
     const previous = Math.max(-Infinity, ...(commandsOf.get(command.task) ?? []).filter((other) => other.at < command.at).map((other) => other.at))
     let cause: StepRecord | undefined
     for (const other of ofTask.get(command.task) ?? []) {
-      if (other.endedAt !== undefined && other.endedAt <= shown && (!cause || other.endedAt > cause.endedAt!)) cause = other
+      if (other.endedAt === undefined || other.endedAt > shown + CLOCK_SLACK_MS || other.receivedAt >= command.at) continue
+      if (!cause || other.endedAt > cause.endedAt!) cause = other
     }
     if (!cause || cause.endedAt! < previous) continue
-    gaps.hostAdded.push({ gap: shown - cause.endedAt!, after: cause.answered ?? '?', next: `awaiting ${command.what}` })
+    gaps.hostAdded.push({ gap: Math.max(0, shown - cause.endedAt!), after: cause.answered ?? '?', next: `awaiting ${command.what}` })
     gaps.awaiting++
   }
   return gaps

@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { carriedTool, lognormalOf, mulberry32, pacedDurability, paceSampler, splitByChecks, stepGaps, type StepRecord } from '../benchmarks/scale-pace'
+import { CLOCK_SLACK_MS, carriedTool, lognormalOf, mulberry32, pacedDurability, paceSampler, splitByChecks, stepGaps, type StepRecord } from '../benchmarks/scale-pace'
 import { quantile } from '../benchmarks/scale-harness'
 
 describe('scale benchmark: the paced endpoint\'s latency', () => {
@@ -107,6 +107,63 @@ describe('scale benchmark: host-added latency per step', () => {
       { gap: 40, after: 'review_verdict', next: 'awaiting /task approve' },
     ])
     expect(gaps.awaiting).to.equal(1)
+  })
+
+  // The endpoint notes an answer's end after writing its last bytes, on its own process's clock; the host
+  // may have read them and shown the task waiting (on the harness's clock) a few milliseconds earlier.
+  it('takes the answer the endpoint noted ending just after the task was shown waiting as what the host showed, at 0 ms', () => {
+    const gaps = stepGaps([
+      main(0, 1000, { answered: 'text' }),
+      // A plan review of 15.5 s; its verdict is noted ending 3 ms after the host showed it applied.
+      reviewer(1010, 16_500, { answered: 'review_verdict' }),
+      main(16_540, 17_000, { answered: 'task_start_node' }),
+    ], [{ task: 'ws', at: 16_510, shownAt: 16_497, what: '/task approve' }])
+    expect(gaps.hostAdded).to.deep.equal([
+      { gap: 10, after: 'text', next: 'reviewer turn start' },
+      { gap: 30, after: '/task approve', next: 'main turn start' },
+      // Not 15 497 ms from the agent's text before the review: the whole review turn is not the host's.
+      { gap: 0, after: 'review_verdict', next: 'awaiting /task approve' },
+    ])
+    expect(gaps.awaiting).to.equal(1)
+  })
+
+  it('does not take an answer that ended later than the clocks\' slack after the task was shown waiting', () => {
+    const command = { task: 'ws', at: 1045, shownAt: 1030, what: '/task approve' }
+    // The agent's own request, still under way when the task was shown waiting, ends after it.
+    const awaiting = (late: number) => stepGaps([
+      reviewer(0, 1000, { answered: 'review_verdict' }),
+      main(500, 1030 + late, { answered: 'text' }),
+    ], [command]).hostAdded
+    expect(awaiting(5000)).to.deep.equal([{ gap: 30, after: 'review_verdict', next: 'awaiting /task approve' }])
+    expect(awaiting(CLOCK_SLACK_MS + 1)).to.deep.equal([{ gap: 30, after: 'review_verdict', next: 'awaiting /task approve' }])
+    expect(awaiting(CLOCK_SLACK_MS)).to.deep.equal([{ gap: 0, after: 'text', next: 'awaiting /task approve' }])
+  })
+
+  it('still charges an answer before the task\'s previous command to that command only, when it ended just after its task was shown waiting', () => {
+    const gaps = stepGaps([
+      main(0, 500, { answered: 'text' }),
+      reviewer(510, 1043, { answered: 'review_verdict' }),
+      main(5040, 6000, { answered: 'text' }),
+    ], [{ task: 'ws', at: 1050, shownAt: 1040, what: '/task approve' }, { task: 'ws', at: 5000, what: '/task resume' }])
+    expect(gaps.hostAdded).to.deep.equal([
+      { gap: 10, after: 'text', next: 'reviewer turn start' },
+      { gap: 40, after: '/task resume', next: 'main turn start' },
+      // The verdict is the approval's (3 ms late on the host's clock), not the resume's as well.
+      { gap: 0, after: 'review_verdict', next: 'awaiting /task approve' },
+    ])
+    expect(gaps.awaiting).to.equal(1)
+  })
+
+  it('does not take an answer to a request the command itself led to, even one ending within the slack', () => {
+    const gaps = stepGaps([
+      reviewer(0, 1000, { answered: 'review_verdict' }),
+      // An unpaced endpoint: the turn the approval started is answered 30 ms after the task was shown waiting.
+      main(1040, 1060, { answered: 'task_start_node' }),
+    ], [{ task: 'ws', at: 1035, shownAt: 1030, what: '/task approve' }])
+    expect(gaps.hostAdded).to.deep.equal([
+      { gap: 5, after: '/task approve', next: 'main turn start' },
+      { gap: 30, after: 'review_verdict', next: 'awaiting /task approve' },
+    ])
   })
 
   it('opens no gap for a task\'s first request, nor for a request its session sent before the previous answer ended', () => {
