@@ -13,6 +13,7 @@
  */
 import { performance } from 'node:perf_hooks'
 import { tmpdir } from 'node:os'
+import OpenAI from 'openai'
 import * as OpenAIPlugin from '@taskward/plugin-openai'
 import { OpenAIMock, TestHost, mockText } from '@taskward/testkit'
 import { WebConsole } from '@taskward/plugin-console'
@@ -79,8 +80,10 @@ try {
     }
     if (text !== ANSWER) throw new Error('the parsed baseline lost text')
   }
+  // The same SDK on this thread: what the route's stream costs when no thread carries it.
+  const sdk = new OpenAI({ baseURL: mock.baseURL, apiKey: 'sk-bench', maxRetries: 0 })
   const sdkOnly = async () => {
-    const stream = await adapter.client.chat.completions.create(JSON.parse(body))
+    const stream = await sdk.chat.completions.create(JSON.parse(body))
     for await (const _ of stream as any);
   }
   // Warm every path, then interleave rounds so that machine noise hits them alike.

@@ -1,10 +1,10 @@
-import OpenAI, { APIUserAbortError } from 'openai'
+import { APIUserAbortError } from 'openai'
 import type { Context } from 'cordis'
 import type { ModelAdapter, ModelRequest, Session } from '@taskward/host'
 import { TaskwardError, type SessionEvent } from '@taskward/protocol'
 import type { ContextConfig, RouteConfig } from './config'
 import { layoutMessages, MIN_RESULT_CHARS, type ChatMessage, type Layout, type StateNote } from './context'
-import { modelFault, safeString } from './model-fault'
+import { modelFault } from './model-fault'
 import { discoverContext } from './discovery'
 import { judgePromptReport, RouteContext } from './route-context'
 import { SAFETY_MARGIN, TokenCounter } from './tokens'
@@ -12,6 +12,8 @@ import { toolParameters, type JsonSchema } from './json-schema'
 import { instructionsFor } from './prompts'
 import { redact } from './redact'
 import { EventWindows } from './window'
+import { InlineTransport, type ModelTransport } from './transport'
+import { WorkerTransport } from './worker-transport'
 import { readWindowStart, windowRecord, WINDOW_EVENT } from './window-record'
 import { StepAssembler, type AssembledStep, type StreamChunk } from './stream'
 
@@ -23,15 +25,6 @@ export type TaskStateSource = (session: Session) => Promise<unknown>
 
 /** Called when a main session's turn ended MODEL_CONTEXT_EXCEEDED: pauses its task (index.ts). */
 export type ContextExceededHandler = (session: Session, error: TaskwardError) => Promise<void>
-
-/**
- * The step a request belongs to, for the route's fetch: a header it strips before sending. (An
- * AsyncLocalStorage would do it too, but costs every promise of the step: ~1 ms a step.)
- */
-const STEP_HEADER = 'x-taskward-step'
-
-/** Characters of a refused request's body kept (it is shown cut, redacted). */
-const BODY_CHARS = 8000
 
 /** How many sessions' window starts a route remembers. */
 const WINDOWS = 64
@@ -63,13 +56,11 @@ interface Plan {
  * every other failure becomes `MODEL_UNAVAILABLE` (key scrubbed); a cancel aborts the request at once.
  */
 export class OpenAIRoute implements ModelAdapter {
-  readonly client: OpenAI
+  /** How requests reach the endpoint: the SDK on the host's thread or on its own (config `transport`). */
+  readonly transport: ModelTransport
   readonly counter: TokenCounter
   readonly limits: RouteContext
   private readonly windows: EventWindows
-  /** Steps in flight, by their STEP_HEADER id: where the route's fetch leaves a refused request's body. */
-  private readonly refusals = new Map<string, { body?: string }>()
-  private stepIds = 0
   /**
    * Per session: the seq its shown transcript starts at and its task-state notes (context.ts keeps both
    * stable); `undefined`: laid out afresh next step (a refusal, a cut). A session not in it (a restart, or
@@ -91,6 +82,7 @@ export class OpenAIRoute implements ModelAdapter {
     private context: ContextConfig,
     private taskState?: TaskStateSource,
     private onContextExceeded?: ContextExceededHandler,
+    transport: 'worker' | 'inline' = 'worker',
   ) {
     const tools = ctx.tools
     this.registry = (tools as any)[Symbol.for('cordis.original')] ?? tools
@@ -99,44 +91,23 @@ export class OpenAIRoute implements ModelAdapter {
     // A message longer than the whole budget in characters is cut by the builder anyway.
     this.windows = new EventWindows(ctx, context.maxEvents, context.toolResultChars, (context.contextTokens ?? 32000) * 4)
     const logger = ctx.logger('openai')
-    const scrub = (args: unknown[]) => args.map((arg) => redact(typeof arg === 'string' ? arg : safeString(arg), config.apiKey))
-    this.client = new OpenAI({
-      apiKey: config.apiKey,
-      baseURL: config.baseURL,
-      timeout: config.timeoutMs,
-      maxRetries: config.maxRetries,
-      logLevel: 'info',
-      // A refused request's body is kept for the step that sent it: the SDK reads only `error.message`,
-      // and vLLM's flat `{"object":"error","message":…}` would otherwise arrive as "(no body)".
-      fetch: async (url: any, init?: any) => {
-        // The SDK hands its own Headers (or a record) per request: the id is taken out in place.
-        const headers = init?.headers
-        let id: string | null | undefined
-        if (headers instanceof Headers) {
-          id = headers.get(STEP_HEADER)
-          headers.delete(STEP_HEADER)
-        } else if (headers && typeof headers === 'object') {
-          id = headers[STEP_HEADER]
-          delete headers[STEP_HEADER]
-        }
-        const response = await fetch(url, init)
-        const store = id ? this.refusals.get(id) : undefined
-        if (store && !response.ok) store.body = (await response.clone().text().catch(() => '')).slice(0, BODY_CHARS)
-        return response
-      },
-      // The SDK's retry notices go to the host log, with the key scrubbed from anything it prints.
-      logger: {
-        error: (...args) => logger.warn(...scrub(args) as [string]),
-        warn: (...args) => logger.warn(...scrub(args) as [string]),
-        info: (...args) => logger.debug(...scrub(args) as [string]),
-        debug: () => {},
-      },
-    })
+    // The SDK's retry notices go to the host log, with the key scrubbed from anything it prints.
+    const log = {
+      warn: (text: string) => logger.warn('%s', redact(text, config.apiKey)),
+      debug: (text: string) => logger.debug('%s', redact(text, config.apiKey)),
+    }
+    this.transport = transport === 'inline' ? new InlineTransport(config, log) : new WorkerTransport(config, log)
+  }
+
+  /** Ends the route's requests in flight and its thread (the plugin's dispose). */
+  close() {
+    this.transport.close()
   }
 
   /** Loads the tokenizer and asks the endpoint its context size (once; neither is fatal). */
   prepare(): Promise<void> {
     this.preparing ??= (async () => {
+      if (this.transport instanceof WorkerTransport) this.transport.warm()
       const discovery = this.context.contextTokens !== undefined ? undefined
         : discoverContext({ baseURL: this.config.baseURL, model: this.config.model, apiKey: this.config.apiKey })
       await this.counter.ready().catch((error) => this.ctx.logger('openai').warn('route %s: tokenizer not loaded (%s); counting ≈ 3 characters a token', this.config.route, error))
@@ -303,14 +274,8 @@ export class OpenAIRoute implements ModelAdapter {
     cancelled.catch(() => {})
     const refused: { body?: string } = {}
     let completed = false
-    const stepId = String(++this.stepIds)
-    this.refusals.set(stepId, refused)
     try {
-      const body = plan.body
-      const stream = await Promise.race([
-        this.client.chat.completions.create(body as any as OpenAI.ChatCompletionCreateParamsStreaming, { signal: abort.signal, headers: { [STEP_HEADER]: stepId } }),
-        cancelled,
-      ])
+      const stream = await Promise.race([this.transport.open({ body: plan.body, signal: abort.signal, refused }), cancelled])
       lastChunk = performance.now()
       watch(this.config.timeoutMs)
       // An abort (cancel, stall) ends the SDK's stream quietly: the check after the loop tells it from
@@ -353,7 +318,6 @@ export class OpenAIRoute implements ModelAdapter {
       throw modelFault(error, this.config, { stalled, body: refused.body, estimate: plan.estimate })
     } finally {
       clearTimeout(timer)
-      this.refusals.delete(stepId)
       request.signal.removeEventListener('abort', onCancel)
       // Closes the request on every other way out; a shared reason spares an AbortError (and its stack).
       // After a completed stream it would only wake the SDK's and undici's listeners (an error with a

@@ -31,6 +31,7 @@ export interface Config {
   context: ContextConfig
   maxTokensPerTask?: number
   cachedTokenWeight: number
+  transport: 'worker' | 'inline'
 }
 
 export const RouteConfig: Schema<Partial<RouteConfig>, RouteConfig> = Schema.object({
@@ -85,6 +86,8 @@ export const Config: Schema<Partial<Config>, Config> = strictConfig('openai', Sc
     .description('Prompt + completion tokens a supervised task may use (main and reviewers); past it steps are refused with TOKEN_BUDGET_EXHAUSTED and the task pauses. Unset: no budget.'),
   cachedTokenWeight: Schema.number().min(0).max(1).default(0.5)
     .description('How much one prompt token the endpoint served from its cache counts against maxTokensPerTask (1: as much as any other).'),
+  transport: Schema.union(['worker', 'inline']).default('worker')
+    .description('Where each route runs the SDK that sends its requests and reads the streamed answers: `worker`, a thread of its own (the host\'s thread stays free for the agents\' steps); `inline`, the host\'s thread.'),
 }) as any, { check: finiteNumbers })
 
 /**

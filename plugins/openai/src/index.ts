@@ -105,7 +105,8 @@ export function apply(ctx: Context, input: Config) {
 
   const routes = new Map<string, OpenAIRoute>()
   for (const route of usable) {
-    const adapter = new OpenAIRoute(ctx, route, config.context, taskState, onContextExceeded)
+    const adapter = new OpenAIRoute(ctx, route, config.context, taskState, onContextExceeded, config.transport)
+    ctx.on('dispose', () => adapter.close())
     routes.set(route.route, adapter)
     ctx.models.register(route.route, adapter)
   }

@@ -2,6 +2,7 @@ import { expect } from 'chai'
 import { existsSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { Worker } from 'node:worker_threads'
 import type { Agent, TurnSummary } from '@taskward/host'
 import { TaskwardError, type SessionEvent } from '@taskward/protocol'
 import { OpenAIMock, TestHost, mockText, mockTools, removeTree, tempWorkspace } from '@taskward/testkit'
@@ -11,7 +12,8 @@ import { KEY, runTurn, until } from './helpers'
 
 const ofType = (events: readonly SessionEvent[], type: string) => events.filter((e) => e.type === type)
 
-describe('plugin-openai: the adapter against a loopback endpoint', function () {
+// Every behaviour below holds whichever thread runs the SDK (config `transport`).
+for (const transport of ['worker', 'inline'] as const) describe(`plugin-openai: the adapter against a loopback endpoint (${transport} transport)`, function () {
   this.timeout(20_000)
   let mock: OpenAIMock
   let host: TestHost
@@ -23,7 +25,7 @@ describe('plugin-openai: the adapter against a loopback endpoint', function () {
     delete process.env.OPENAI_API_KEY
     mock = await OpenAIMock.start()
     host = await TestHost.boot({
-      plugins: [[OpenAIPlugin, { routes: [{ route: 'mock', baseURL: mock.baseURL, apiKey: KEY, model: 'mock-1', timeoutMs: 400, maxRetries: 2 }] }]],
+      plugins: [[OpenAIPlugin, { routes: [{ route: 'mock', baseURL: mock.baseURL, apiKey: KEY, model: 'mock-1', timeoutMs: 400, maxRetries: 2 }], transport }]],
     })
     cwd = await tempWorkspace({ 'a.txt': 'alpha\n' })
     agent = await host.ctx.agents.create({ cwd, model: 'mock', role: 'main' })
@@ -181,22 +183,37 @@ describe('plugin-openai: the adapter against a loopback endpoint', function () {
   it('a completed stream is left as it is: the request it read to the end is not aborted afterwards', async () => {
     // Aborting a finished request only woke the SDK's and undici's listeners (an error with a stack,
     // a DOMException, a stream cancel) on every step; cancels, stalls and failures still abort (above).
+    // On the host's thread the fetch's signal is watched; the thread of a worker transport is only ever
+    // told to abort by a message, and no message of the kind may follow a complete answer.
     const signals: AbortSignal[] = []
+    const told: unknown[] = []
     const realFetch = globalThis.fetch
+    const realPost = Worker.prototype.postMessage
     globalThis.fetch = ((url: any, init?: any) => {
       if (init?.signal) signals.push(init.signal)
       return realFetch(url, init)
     }) as typeof fetch
+    Worker.prototype.postMessage = function (this: Worker, message: unknown, ...rest: any[]) {
+      told.push(message)
+      return realPost.call(this, message, ...rest)
+    }
     try {
       mock.script(mockText('done.', { usage: { prompt_tokens: 50, completion_tokens: 2 } }))
       const { summary, events } = await runTurn(host, agent, 'finish')
       expect(summary.error).to.equal(undefined)
       expect(ofType(events, 'assistant/message').map((e) => e.data.text)).to.deep.equal(['done.'])
+      await new Promise((resolve) => setTimeout(resolve, 50))
     } finally {
       globalThis.fetch = realFetch
+      Worker.prototype.postMessage = realPost
     }
-    expect(signals).to.have.length(1)
-    expect(signals[0].aborted).to.equal(false)
+    if (transport === 'inline') {
+      expect(signals).to.have.length(1)
+      expect(signals[0].aborted).to.equal(false)
+    } else {
+      expect(signals, 'the host thread fetched nothing: the request went from the route\'s thread').to.have.length(0)
+      expect(told.map((message: any) => Object.keys(message).sort().join(','))).to.deep.equal(['body,id'])
+    }
   })
 
   it('the next step sees a bounded context, never the whole log', async () => {

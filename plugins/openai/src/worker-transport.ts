@@ -1,0 +1,288 @@
+import { createRequire } from 'node:module'
+import { Worker } from 'node:worker_threads'
+import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai'
+import type { StreamChunk } from './stream'
+import { BODY_CHARS, type ModelTransport, type OpenRequest, type TransportLog, type TransportRoute } from './transport'
+
+/** An SDK error as the thread sends it (errors do not cross threads with their classes). */
+export type ErrorShape =
+  | { kind: 'abort' }
+  | { kind: 'connection', message: string, timeout: boolean }
+  | { kind: 'status', status?: number, error?: unknown, message: string, headers?: [string, string][] }
+  | { kind: 'other', name: string, message: string }
+
+/** What the thread sends, in batches (one message per turn of its loop). */
+type FromThread =
+  | { id: number, opened: true }
+  | { id: number, chunk: StreamChunk }
+  | { id: number, done: true }
+  | { id: number, error: ErrorShape, refused?: string }
+  | { log: 'warn' | 'debug', text: string }
+
+// The thread's whole program, evaluated as a script (no module resolution, no tsx): the SDK is passed in
+// by absolute path. Chunks and ends are sent in batches, one postMessage per turn of the thread's loop:
+// an endpoint streaming a token per chunk costs the host one message per turn, not one per token.
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads')
+const { OpenAI, APIError, APIConnectionError, APIConnectionTimeoutError, APIUserAbortError } = require(workerData.openai)
+const { route, bodyChars } = workerData
+const requests = new Map()
+const refusals = new Map()
+let outbox = []
+const flush = () => {
+  const batch = outbox
+  outbox = []
+  parentPort.postMessage(batch)
+}
+const send = (entry) => {
+  if (outbox.length === 0) setImmediate(flush)
+  outbox.push(entry)
+}
+const text = (args) => args.map((value) => {
+  if (typeof value === 'string') return value
+  if (value instanceof Error) return value.message
+  try { return JSON.stringify(value) } catch { return String(value) }
+}).join(' ')
+const client = new OpenAI({
+  apiKey: route.apiKey, baseURL: route.baseURL, timeout: route.timeoutMs, maxRetries: route.maxRetries, logLevel: 'info',
+  fetch: async (url, init) => {
+    const headers = init && init.headers
+    let id
+    if (headers instanceof Headers) { id = headers.get('x-taskward-step'); headers.delete('x-taskward-step') }
+    else if (headers && typeof headers === 'object') { id = headers['x-taskward-step']; delete headers['x-taskward-step'] }
+    const response = await fetch(url, init)
+    if (id && !response.ok) refusals.set(id, (await response.clone().text().catch(() => '')).slice(0, bodyChars))
+    return response
+  },
+  logger: {
+    error: (...args) => send({ log: 'warn', text: text(args) }),
+    warn: (...args) => send({ log: 'warn', text: text(args) }),
+    info: (...args) => send({ log: 'debug', text: text(args) }),
+    debug: () => {},
+  },
+})
+const shape = (error) => {
+  if (error instanceof APIUserAbortError) return { kind: 'abort' }
+  if (error instanceof APIConnectionError) return { kind: 'connection', message: error.message, timeout: error instanceof APIConnectionTimeoutError }
+  if (error instanceof APIError) {
+    let body
+    try { body = structuredClone(error.error) } catch { body = undefined }
+    return { kind: 'status', status: error.status, error: body, message: error.message, headers: error.headers ? [...error.headers] : undefined }
+  }
+  return { kind: 'other', name: String((error && error.name) || 'Error'), message: String(error && error.message !== undefined ? error.message : error) }
+}
+const run = async (id, body) => {
+  const controller = new AbortController()
+  requests.set(id, controller)
+  const step = String(id)
+  try {
+    const stream = await client.chat.completions.create(body, { signal: controller.signal, headers: { 'x-taskward-step': step } })
+    send({ id, opened: true })
+    for await (const chunk of stream) send({ id, chunk })
+    send({ id, done: true })
+  } catch (error) {
+    send({ id, error: shape(error), refused: refusals.get(step) })
+  } finally {
+    requests.delete(id)
+    refusals.delete(step)
+  }
+}
+parentPort.on('message', (message) => {
+  if (message.abort) requests.get(message.id)?.abort()
+  else run(message.id, message.body)
+})
+`
+
+let openaiPath: string | undefined
+
+/** The SDK's error again, of its class, from what the thread sent: the route reads status, body and message as the SDK left them. */
+export function errorOf(shape: ErrorShape): Error {
+  if (shape.kind === 'abort') return new APIUserAbortError()
+  if (shape.kind === 'connection') return shape.timeout ? new APIConnectionTimeoutError({ message: shape.message }) : new APIConnectionError({ message: shape.message })
+  if (shape.kind === 'status') {
+    const headers = shape.headers ? new Headers(shape.headers) : undefined
+    const error = shape.status && headers ? APIError.generate(shape.status, { error: shape.error }, shape.message, headers) : new APIError(shape.status, shape.error as any, shape.message, headers)
+    // The SDK made the message from the body once already; made again it could differ (a status prefix twice).
+    error.message = shape.message
+    return error
+  }
+  const error = new Error(shape.message)
+  error.name = shape.name
+  return error
+}
+
+/** One request's chunks as they come from the thread, read once in order. */
+class ThreadStream implements AsyncIterable<StreamChunk> {
+  private chunks: StreamChunk[] = []
+  private read = 0
+  private ended = false
+  private failure?: Error
+  private waiting?: () => void
+
+  constructor(private onReturn: () => void) {}
+
+  push(chunk: StreamChunk) {
+    this.chunks.push(chunk)
+    this.wake()
+  }
+
+  end(failure?: Error) {
+    if (this.ended) return
+    this.ended = true
+    this.failure = failure
+    this.wake()
+  }
+
+  private wake() {
+    const waiting = this.waiting
+    this.waiting = undefined
+    waiting?.()
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<StreamChunk> {
+    return {
+      next: async (): Promise<IteratorResult<StreamChunk>> => {
+        while (this.read === this.chunks.length && !this.ended) await new Promise<void>((resolve) => { this.waiting = resolve })
+        if (this.read < this.chunks.length) {
+          const value = this.chunks[this.read]
+          this.chunks[this.read++] = undefined as any
+          // Read ones are dropped now and then, not at each chunk (a shift per chunk is quadratic).
+          if (this.read > 1024 && this.read * 2 > this.chunks.length) {
+            this.chunks = this.chunks.slice(this.read)
+            this.read = 0
+          }
+          return { value, done: false }
+        }
+        if (this.failure) throw this.failure
+        return { value: undefined, done: true }
+      },
+      return: async (): Promise<IteratorResult<StreamChunk>> => {
+        this.onReturn()
+        this.end()
+        return { value: undefined, done: true }
+      },
+    }
+  }
+}
+
+/** A request in flight: its opening (until the endpoint accepted it), then its stream. */
+interface InFlight {
+  stream: ThreadStream
+  refused: { body?: string }
+  opened?: { resolve: (stream: ThreadStream) => void, reject: (error: unknown) => void }
+  signal: AbortSignal
+  onAbort: () => void
+}
+
+/**
+ * The official SDK on a thread of its own (config `transport: worker`, the default): the host's thread
+ * keeps laying out requests and running steps while another parses the endpoints' streams — at 500
+ * live sessions the SDK, fetch and their streams were a fifth of the host thread's busy time. One thread
+ * per route, started at its first request (or `prepare`), unreferenced while nothing is in flight; one
+ * that fails ends what it carried as the SDK would (a `MODEL_UNAVAILABLE` step each), and the next
+ * request starts another.
+ */
+export class WorkerTransport implements ModelTransport {
+  private worker?: Worker
+  private readonly inFlight = new Map<number, InFlight>()
+  private ids = 0
+  private closed = false
+
+  constructor(private route: TransportRoute, private log: TransportLog) {}
+
+  /** Starts the thread now (the SDK loads in it before the first request needs it). */
+  warm() {
+    if (!this.closed) this.thread()
+  }
+
+  private thread(): Worker {
+    if (this.worker) return this.worker
+    // `__filename` in the CommonJS build (where import.meta is empty), import.meta.url in ESM and the sources.
+    openaiPath ??= createRequire(typeof __filename === 'string' ? __filename : import.meta.url).resolve('openai')
+    const { apiKey, baseURL, timeoutMs, maxRetries } = this.route
+    const worker = new Worker(WORKER_SOURCE, {
+      eval: true, execArgv: [], workerData: { openai: openaiPath, bodyChars: BODY_CHARS, route: { apiKey, baseURL, timeoutMs, maxRetries } },
+    })
+    worker.unref()
+    worker.on('message', (batch: FromThread[]) => {
+      for (const entry of batch) this.receive(entry)
+    })
+    const gone = (why: string) => {
+      if (this.worker !== worker) return
+      this.worker = undefined
+      void worker.terminate()
+      const failure = new Error(`the model route's thread ${why}`)
+      for (const id of [...this.inFlight.keys()]) this.finish(id, failure)
+    }
+    worker.on('error', (error) => gone(`failed: ${error.message}`))
+    worker.on('exit', (code) => gone(`exited (${code})`))
+    this.worker = worker
+    return worker
+  }
+
+  private receive(entry: FromThread) {
+    if ('log' in entry) {
+      if (entry.log === 'warn') this.log.warn(entry.text)
+      else this.log.debug(entry.text)
+      return
+    }
+    const request = this.inFlight.get(entry.id)
+    if (!request) return
+    if ('chunk' in entry) request.stream.push(entry.chunk)
+    else if ('opened' in entry) {
+      request.opened?.resolve(request.stream)
+      request.opened = undefined
+    } else if ('done' in entry) this.finish(entry.id)
+    else {
+      if (entry.refused !== undefined) request.refused.body = entry.refused
+      this.finish(entry.id, errorOf(entry.error))
+    }
+  }
+
+  /** Ends a request: its opening rejects, or its stream ends (with the failure, if any). */
+  private finish(id: number, failure?: Error) {
+    const request = this.inFlight.get(id)
+    if (!request) return
+    this.inFlight.delete(id)
+    request.signal.removeEventListener('abort', request.onAbort)
+    if (request.opened) request.opened.reject(failure ?? new Error('the model route\'s thread ended the request before it opened'))
+    else request.stream.end(failure)
+    if (!this.inFlight.size) this.worker?.unref()
+  }
+
+  open({ body, signal, refused }: OpenRequest): Promise<AsyncIterable<StreamChunk>> {
+    if (this.closed) return Promise.reject(new APIUserAbortError({ message: 'The model route was stopped.' }))
+    if (signal.aborted) return Promise.reject(new APIUserAbortError())
+    const worker = this.thread()
+    const id = ++this.ids
+    return new Promise((resolve, reject) => {
+      // An abort ends the request here at once (as the SDK's own stream ends), and tells the thread.
+      // Before the endpoint accepted it, the opening rejects as the SDK's; after, the stream ends quietly
+      // as the SDK's does (the route tells an abort from a complete answer by its signal).
+      const onAbort = () => {
+        this.worker?.postMessage({ id, abort: true })
+        this.finish(id, this.inFlight.get(id)?.opened ? new APIUserAbortError() : undefined)
+      }
+      const stream = new ThreadStream(() => {
+        if (this.inFlight.has(id)) onAbort()
+      })
+      this.inFlight.set(id, { stream, refused, opened: { resolve, reject }, signal, onAbort })
+      signal.addEventListener('abort', onAbort, { once: true })
+      worker.ref()
+      try {
+        worker.postMessage({ id, body })
+      } catch (error) {
+        // A body that cannot be copied to the thread (nothing a layout makes): refused like a bad request.
+        this.finish(id, error as Error)
+      }
+    })
+  }
+
+  close() {
+    this.closed = true
+    const worker = this.worker
+    this.worker = undefined
+    for (const id of [...this.inFlight.keys()]) this.finish(id, new APIUserAbortError({ message: 'The model route was stopped.' }))
+    void worker?.terminate()
+  }
+}
