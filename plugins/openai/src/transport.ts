@@ -81,7 +81,8 @@ export class InlineTransport implements ModelTransport {
         }
         const response = await fetch(url, init)
         const store = id ? this.refusals.get(id) : undefined
-        if (store && !response.ok) store.body = (await response.clone().text().catch(() => '')).slice(0, BODY_CHARS)
+        // The latest attempt's: a refusal that a retry then passed is not what a later failure said.
+        if (store) store.body = response.ok ? undefined : (await response.clone().text().catch(() => '')).slice(0, BODY_CHARS)
         return response
       },
       logger: {

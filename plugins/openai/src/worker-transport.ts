@@ -8,16 +8,26 @@ import { BODY_CHARS, type ModelTransport, type OpenRequest, type TransportLog, t
 export type ErrorShape =
   | { kind: 'abort' }
   | { kind: 'connection', message: string, timeout: boolean }
-  | { kind: 'status', status?: number, error?: unknown, message: string, headers?: [string, string][] }
+  /** `error`: the body's JSON text (a deep body would not cross threads as an object). */
+  | { kind: 'status', status?: number, error?: string, message: string, headers?: [string, string][] }
   | { kind: 'other', name: string, message: string }
 
 /** What the thread sends, in batches (one message per turn of its loop). */
 type FromThread =
   | { id: number, opened: true }
-  | { id: number, chunk: StreamChunk }
+  /** A chunk as JSON text: copying an object between threads recurses (a chunk nested thousands deep would not arrive). */
+  | { id: number, chunk: string }
   | { id: number, done: true }
   | { id: number, error: ErrorShape, refused?: string }
   | { log: 'warn' | 'debug', text: string }
+
+/**
+ * Characters of chunks a request's stream may have sent ahead of what the host thread has read; past
+ * it the thread stops reading that stream (and TCP holds the endpoint) until the host acknowledges.
+ * The host acknowledges every `ACK_CHARS` it read.
+ */
+const WINDOW_CHARS = 4 * 1024 * 1024
+const ACK_CHARS = 1024 * 1024
 
 // The thread's whole program, evaluated as a script (no module resolution, no tsx): the SDK is passed in
 // by absolute path. Chunks and ends are sent in batches, one postMessage per turn of the thread's loop:
@@ -25,7 +35,7 @@ type FromThread =
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads')
 const { OpenAI, APIError, APIConnectionError, APIConnectionTimeoutError, APIUserAbortError } = require(workerData.openai)
-const { route, bodyChars } = workerData
+const { route, bodyChars, windowChars } = workerData
 const requests = new Map()
 const refusals = new Map()
 let outbox = []
@@ -51,7 +61,9 @@ const client = new OpenAI({
     if (headers instanceof Headers) { id = headers.get('x-taskward-step'); headers.delete('x-taskward-step') }
     else if (headers && typeof headers === 'object') { id = headers['x-taskward-step']; delete headers['x-taskward-step'] }
     const response = await fetch(url, init)
+    // The latest attempt's: a refusal that a retry then passed is not what a later failure said.
     if (id && !response.ok) refusals.set(id, (await response.clone().text().catch(() => '')).slice(0, bodyChars))
+    else if (id) refusals.delete(id)
     return response
   },
   logger: {
@@ -66,19 +78,25 @@ const shape = (error) => {
   if (error instanceof APIConnectionError) return { kind: 'connection', message: error.message, timeout: error instanceof APIConnectionTimeoutError }
   if (error instanceof APIError) {
     let body
-    try { body = structuredClone(error.error) } catch { body = undefined }
+    try { body = error.error === undefined ? undefined : JSON.stringify(error.error) } catch { body = undefined }
     return { kind: 'status', status: error.status, error: body, message: error.message, headers: error.headers ? [...error.headers] : undefined }
   }
   return { kind: 'other', name: String((error && error.name) || 'Error'), message: String(error && error.message !== undefined ? error.message : error) }
 }
 const run = async (id, body) => {
-  const controller = new AbortController()
-  requests.set(id, controller)
+  const request = { controller: new AbortController(), ahead: 0, resume: undefined }
+  requests.set(id, request)
   const step = String(id)
   try {
-    const stream = await client.chat.completions.create(body, { signal: controller.signal, headers: { 'x-taskward-step': step } })
+    const stream = await client.chat.completions.create(body, { signal: request.controller.signal, headers: { 'x-taskward-step': step } })
     send({ id, opened: true })
-    for await (const chunk of stream) send({ id, chunk })
+    for await (const chunk of stream) {
+      // Inside the request's own try: a chunk too deep to serialize fails this request, not the thread.
+      const text = JSON.stringify(chunk)
+      send({ id, chunk: text })
+      request.ahead += text.length
+      while (request.ahead > windowChars && !request.controller.signal.aborted) await new Promise((resolve) => { request.resume = resolve })
+    }
     send({ id, done: true })
   } catch (error) {
     send({ id, error: shape(error), refused: refusals.get(step) })
@@ -87,13 +105,25 @@ const run = async (id, body) => {
     refusals.delete(step)
   }
 }
+const wake = (request) => {
+  const resume = request.resume
+  request.resume = undefined
+  if (resume) resume()
+}
 parentPort.on('message', (message) => {
-  if (message.abort) requests.get(message.id)?.abort()
-  else run(message.id, message.body)
+  const request = requests.get(message.id)
+  if (message.abort) {
+    if (request) { request.controller.abort(); wake(request) }
+  } else if (message.read !== undefined) {
+    if (request) { request.ahead -= message.read; wake(request) }
+  } else run(message.id, message.body)
 })
 `
 
 let openaiPath: string | undefined
+
+/** Why a request ends when its route is stopped (the plugin disposed): not the endpoint's doing. */
+const stopped = () => new Error('the model route was stopped (its plugin was disposed)')
 
 /** The SDK's error again, of its class, from what the thread sent: the route reads status, body and message as the SDK left them. */
 export function errorOf(shape: ErrorShape): Error {
@@ -101,7 +131,8 @@ export function errorOf(shape: ErrorShape): Error {
   if (shape.kind === 'connection') return shape.timeout ? new APIConnectionTimeoutError({ message: shape.message }) : new APIConnectionError({ message: shape.message })
   if (shape.kind === 'status') {
     const headers = shape.headers ? new Headers(shape.headers) : undefined
-    const error = shape.status && headers ? APIError.generate(shape.status, { error: shape.error }, shape.message, headers) : new APIError(shape.status, shape.error as any, shape.message, headers)
+    const body = shape.error === undefined ? undefined : JSON.parse(shape.error)
+    const error = shape.status && headers ? APIError.generate(shape.status, { error: body }, shape.message, headers) : new APIError(shape.status, body, shape.message, headers)
     // The SDK made the message from the body once already; made again it could differ (a status prefix twice).
     error.message = shape.message
     return error
@@ -113,15 +144,18 @@ export function errorOf(shape: ErrorShape): Error {
 
 /** One request's chunks as they come from the thread, read once in order. */
 class ThreadStream implements AsyncIterable<StreamChunk> {
-  private chunks: StreamChunk[] = []
+  /** Chunks as their JSON text: parsed when read (JSON.parse copes with any depth). */
+  private chunks: string[] = []
   private read = 0
   private ended = false
   private failure?: Error
   private waiting?: () => void
+  /** Characters read since the thread was last told. */
+  private unacknowledged = 0
 
-  constructor(private onReturn: () => void) {}
+  constructor(private onReturn: () => void, private onRead: (chars: number) => void) {}
 
-  push(chunk: StreamChunk) {
+  push(chunk: string) {
     this.chunks.push(chunk)
     this.wake()
   }
@@ -144,8 +178,14 @@ class ThreadStream implements AsyncIterable<StreamChunk> {
       next: async (): Promise<IteratorResult<StreamChunk>> => {
         while (this.read === this.chunks.length && !this.ended) await new Promise<void>((resolve) => { this.waiting = resolve })
         if (this.read < this.chunks.length) {
-          const value = this.chunks[this.read]
+          const text = this.chunks[this.read]
           this.chunks[this.read++] = undefined as any
+          this.unacknowledged += text.length
+          if (this.unacknowledged >= ACK_CHARS && !this.ended) {
+            this.onRead(this.unacknowledged)
+            this.unacknowledged = 0
+          }
+          const value = JSON.parse(text) as StreamChunk
           // Read ones are dropped now and then, not at each chunk (a shift per chunk is quadratic).
           if (this.read > 1024 && this.read * 2 > this.chunks.length) {
             this.chunks = this.chunks.slice(this.read)
@@ -192,7 +232,13 @@ export class WorkerTransport implements ModelTransport {
 
   /** Starts the thread now (the SDK loads in it before the first request needs it). */
   warm() {
-    if (!this.closed) this.thread()
+    if (this.closed) return
+    try {
+      this.thread()
+    } catch (error) {
+      // Not fatal: each request tries again, and fails as its step (MODEL_UNAVAILABLE) while none starts.
+      this.log.warn(`the model route's thread did not start (${(error as Error).message}); each request tries again`)
+    }
   }
 
   private thread(): Worker {
@@ -201,7 +247,7 @@ export class WorkerTransport implements ModelTransport {
     openaiPath ??= createRequire(typeof __filename === 'string' ? __filename : import.meta.url).resolve('openai')
     const { apiKey, baseURL, timeoutMs, maxRetries } = this.route
     const worker = new Worker(WORKER_SOURCE, {
-      eval: true, execArgv: [], workerData: { openai: openaiPath, bodyChars: BODY_CHARS, route: { apiKey, baseURL, timeoutMs, maxRetries } },
+      eval: true, execArgv: [], workerData: { openai: openaiPath, bodyChars: BODY_CHARS, windowChars: WINDOW_CHARS, route: { apiKey, baseURL, timeoutMs, maxRetries } },
     })
     worker.unref()
     worker.on('message', (batch: FromThread[]) => {
@@ -212,9 +258,12 @@ export class WorkerTransport implements ModelTransport {
       this.worker = undefined
       void worker.terminate()
       const failure = new Error(`the model route's thread ${why}`)
+      this.log.warn(`${failure.message}; ${this.inFlight.size} requests in flight end with it, the next one starts another thread`)
       for (const id of [...this.inFlight.keys()]) this.finish(id, failure)
     }
     worker.on('error', (error) => gone(`failed: ${error.message}`))
+    // A batch the host thread could not read: what it carried is lost, so every request in flight ends.
+    worker.on('messageerror', (error) => gone(`sent what could not be read (${error.message})`))
     worker.on('exit', (code) => gone(`exited (${code})`))
     this.worker = worker
     return worker
@@ -251,9 +300,14 @@ export class WorkerTransport implements ModelTransport {
   }
 
   open({ body, signal, refused }: OpenRequest): Promise<AsyncIterable<StreamChunk>> {
-    if (this.closed) return Promise.reject(new APIUserAbortError({ message: 'The model route was stopped.' }))
+    if (this.closed) return Promise.reject(stopped())
     if (signal.aborted) return Promise.reject(new APIUserAbortError())
-    const worker = this.thread()
+    let worker: Worker
+    try {
+      worker = this.thread()
+    } catch (error) {
+      return Promise.reject(new Error(`the model route's thread did not start (${(error as Error).message})`))
+    }
     const id = ++this.ids
     return new Promise((resolve, reject) => {
       // An abort ends the request here at once (as the SDK's own stream ends), and tells the thread.
@@ -265,7 +319,7 @@ export class WorkerTransport implements ModelTransport {
       }
       const stream = new ThreadStream(() => {
         if (this.inFlight.has(id)) onAbort()
-      })
+      }, (chars) => this.worker?.postMessage({ id, read: chars }))
       this.inFlight.set(id, { stream, refused, opened: { resolve, reject }, signal, onAbort })
       signal.addEventListener('abort', onAbort, { once: true })
       worker.ref()
@@ -282,7 +336,7 @@ export class WorkerTransport implements ModelTransport {
     this.closed = true
     const worker = this.worker
     this.worker = undefined
-    for (const id of [...this.inFlight.keys()]) this.finish(id, new APIUserAbortError({ message: 'The model route was stopped.' }))
+    for (const id of [...this.inFlight.keys()]) this.finish(id, stopped())
     void worker?.terminate()
   }
 }

@@ -80,7 +80,8 @@ describe('plugin-openai: the worker transport', function () {
     host.ctx.registry.delete(OpenAIPlugin as any)
     await exited
     const { summary } = await turn
-    expect(summary.error?.code ?? summary.cancelled, 'the step ended (an error or a cancel)').to.not.equal(undefined)
+    expect(summary.error?.code).to.equal('MODEL_UNAVAILABLE')
+    expect(summary.error?.message).to.include('the model route was stopped (its plugin was disposed)')
     expect(Date.now() - started, 'well before the route\'s 2 s timeout').to.be.below(1500)
     await until(() => mock.requests[0].aborted, 'the endpoint to see the request closed')
   })
@@ -88,7 +89,7 @@ describe('plugin-openai: the worker transport', function () {
 
 describe('plugin-openai: SDK errors across the thread', () => {
   it('a status error comes back of its SDK class, with its status, body, code and message unchanged', () => {
-    const error = errorOf({ kind: 'status', status: 400, error: { message: 'too long', code: 'context_length_exceeded' }, message: '400 too long', headers: [['x-request-id', 'r1']] })
+    const error = errorOf({ kind: 'status', status: 400, error: JSON.stringify({ message: 'too long', code: 'context_length_exceeded' }), message: '400 too long', headers: [['x-request-id', 'r1']] })
     expect(error).to.be.instanceOf(BadRequestError)
     expect(error).to.include({ status: 400, code: 'context_length_exceeded', message: '400 too long' })
     expect((error as APIError).error).to.deep.equal({ message: 'too long', code: 'context_length_exceeded' })
@@ -97,7 +98,7 @@ describe('plugin-openai: SDK errors across the thread', () => {
   })
 
   it('an error the stream sent (no status) stays an APIError, not a connection error', () => {
-    const error = errorOf({ kind: 'status', error: { message: 'overloaded' }, message: 'overloaded' })
+    const error = errorOf({ kind: 'status', error: JSON.stringify({ message: 'overloaded' }), message: 'overloaded' })
     expect(error).to.be.instanceOf(APIError)
     expect(error).to.not.be.instanceOf(APIConnectionError)
     expect(error.message).to.equal('overloaded')
