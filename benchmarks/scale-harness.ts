@@ -98,7 +98,17 @@ export class Endpoint {
 
 export type PluginSet = 'kernel+supervisor' | 'full'
 
-const routeConfig = (baseURL: string) => ({ routes: [{ route: 'endpoint', baseURL, apiKey: 'sk-scale', model: 'scale', maxRetries: 0, timeoutMs: 600_000 }] })
+/**
+ * SCALE_MODEL_TRANSPORT: where the hosts' model route runs the SDK — `worker` (unset: the plugin's
+ * default, a thread of its own) or `inline` (the host's thread); anything else is refused.
+ */
+export function modelTransport(value = process.env.SCALE_MODEL_TRANSPORT): 'worker' | 'inline' {
+  if (value === undefined || value === '') return 'worker'
+  if (value !== 'worker' && value !== 'inline') throw new Error(`SCALE_MODEL_TRANSPORT takes worker (the default) or inline, not ${JSON.stringify(value)}.`)
+  return value
+}
+
+const routeConfig = (baseURL: string) => ({ routes: [{ route: 'endpoint', baseURL, apiKey: 'sk-scale', model: 'scale', maxRetries: 0, timeoutMs: 600_000 }], transport: modelTransport() })
 const supervisorConfig = { automaticContinuation: true, progressReviewAfterTurns: 3, reviewerModel: 'openai', defaultModel: 'openai' }
 
 /** The plugins SCALE_FULL_WITHOUT may drop from the full set. */
@@ -117,10 +127,14 @@ export function droppedPlugins(value = process.env.SCALE_FULL_WITHOUT ?? ''): st
   return names
 }
 
-/** What rows and goals call the full set as measured: `full set`, or `full set without <dropped>`. */
-export function fullSetName(value = process.env.SCALE_FULL_WITHOUT ?? ''): string {
+/**
+ * What rows and goals call the full set as measured: `full set`, or `full set without <dropped>`; with
+ * the SDK on the host's thread (SCALE_MODEL_TRANSPORT=inline), `…, SDK inline`.
+ */
+export function fullSetName(value = process.env.SCALE_FULL_WITHOUT ?? '', transport = process.env.SCALE_MODEL_TRANSPORT): string {
   const dropped = droppedPlugins(value)
-  return dropped.length ? `full set without ${dropped.join(', ')}` : 'full set'
+  const name = dropped.length ? `full set without ${dropped.join(', ')}` : 'full set'
+  return modelTransport(transport) === 'inline' ? `${name}, SDK inline` : name
 }
 
 /** A host with one plugin set (`full`: the plugins of cordis.yml, with a check recovery can run). */

@@ -22,5 +22,8 @@ describe('scale benchmark: SCALE_FULL_WITHOUT', () => {
     expect(fullSetName('')).to.equal('full set')
     expect(fullSetName('recovery')).to.equal('full set without recovery')
     expect(fullSetName('console,recovery')).to.equal('full set without console, recovery')
+    expect(fullSetName('', 'inline')).to.equal('full set, SDK inline')
+    expect(fullSetName('recovery', 'worker')).to.equal('full set without recovery')
+    expect(() => fullSetName('', 'thread')).to.throw(/SCALE_MODEL_TRANSPORT takes worker \(the default\) or inline, not "thread"/)
   })
 })

@@ -88,7 +88,11 @@ const run = async (id, body) => {
   requests.set(id, request)
   const step = String(id)
   try {
-    const stream = await client.chat.completions.create(body, { signal: request.controller.signal, headers: { 'x-taskward-step': step } })
+    // The body as the host serialized it: what chat.completions.create sends, without the thread
+    // parsing it into objects and serializing them again (each request's whole window, twice, in garbage).
+    const stream = await client.post('/chat/completions', {
+      body, stream: true, signal: request.controller.signal, headers: { 'content-type': 'application/json', 'x-taskward-step': step },
+    })
     send({ id, opened: true })
     for await (const chunk of stream) {
       // Inside the request's own try: a chunk too deep to serialize fails this request, not the thread.
@@ -324,9 +328,11 @@ export class WorkerTransport implements ModelTransport {
       signal.addEventListener('abort', onAbort, { once: true })
       worker.ref()
       try {
-        worker.postMessage({ id, body })
+        // As JSON text: the SDK would serialize it on this thread anyway, and a string crosses threads as
+        // one copy where an object graph is rebuilt there (and left as garbage by the SDK's own stringify).
+        worker.postMessage({ id, body: JSON.stringify(body) })
       } catch (error) {
-        // A body that cannot be copied to the thread (nothing a layout makes): refused like a bad request.
+        // A body that cannot be serialized (nothing a layout makes): the step fails with it.
         this.finish(id, error as Error)
       }
     })
