@@ -11,8 +11,16 @@ export async function profiled<T>(run: () => Promise<T>): Promise<{ result: T, t
   await inspector.post('Profiler.enable')
   await inspector.post('Profiler.setSamplingInterval', { interval: 500 })
   await inspector.post('Profiler.start')
+  // SCALE_HEAP_OUT=<file>.heapprofile: every allocation sampled (collected ones too: what the collector
+  // works through, not only what stays), for DevTools' Memory tab or a script of your own.
+  const heapOut = process.env.SCALE_HEAP_OUT
+  if (heapOut) {
+    await inspector.post('HeapProfiler.enable')
+    await inspector.post('HeapProfiler.startSampling', { samplingInterval: 16384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as any)
+  }
   const result = await run()
   const { profile } = await inspector.post('Profiler.stop')
+  if (heapOut) await writeFile(heapOut, JSON.stringify((await inspector.post('HeapProfiler.stopSampling')).profile))
   inspector.disconnect()
   // SCALE_PROFILE_OUT=<file>.cpuprofile: the raw profile too, for Chrome DevTools or a script of your own.
   if (process.env.SCALE_PROFILE_OUT) await writeFile(process.env.SCALE_PROFILE_OUT, JSON.stringify(profile))
