@@ -186,16 +186,17 @@ export function stepGaps(records: StepRecord[], commands: UserCommand[] = []): S
   }
   // The host's part before each command: from the answer it acted on to the task shown waiting. An
   // answer recorded ending up to CLOCK_SLACK_MS after `shown` may be that answer (two clocks: a gap of
-  // 0); one to a request that came after the command was what the command led to, not what it waited
-  // for (an unpaced endpoint answers within the slack). An answer that ended before the task's previous
+  // 0); one to a request that came after the task was shown waiting (or after the command) was not
+  // what the host showed — the command's own turn, say (an unpaced endpoint answers within the slack). An answer that ended before the task's previous
   // command was that command's (the time between two commands is the person's).
   for (const command of commands) {
     const shown = command.shownAt ?? command.at
     const previous = Math.max(-Infinity, ...(commandsOf.get(command.task) ?? []).filter((other) => other.at < command.at).map((other) => other.at))
     let cause: StepRecord | undefined
+    // The answer whose end is nearest to `shown`: within the slack after it, or the latest before it.
     for (const other of ofTask.get(command.task) ?? []) {
-      if (other.endedAt === undefined || other.endedAt > shown + CLOCK_SLACK_MS || other.receivedAt >= command.at) continue
-      if (!cause || other.endedAt > cause.endedAt!) cause = other
+      if (other.endedAt === undefined || other.endedAt > shown + CLOCK_SLACK_MS || other.receivedAt >= Math.min(command.at, shown)) continue
+      if (!cause || Math.abs(shown - other.endedAt) < Math.abs(shown - cause.endedAt!)) cause = other
     }
     if (!cause || cause.endedAt! < previous) continue
     gaps.hostAdded.push({ gap: Math.max(0, shown - cause.endedAt!), after: cause.answered ?? '?', next: `awaiting ${command.what}` })

@@ -56,7 +56,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Logger } from 'cordis'
 import { removeTree } from '@taskward/testkit'
-import { bareLoop, bootHost, Endpoint, fullSetName, quantile, runTasks, type PluginSet } from './scale-harness'
+import { bareLoop, bootHost, Endpoint, fullSetName, modelTransport, quantile, runTasks, type PluginSet } from './scale-harness'
 import { flatRun, type FlatResult } from './scale-flat'
 import { pacedSection } from './scale-paced-section'
 import { Goals } from './goals'
@@ -123,6 +123,8 @@ if (!Number.isSafeInteger(PACE_SPREAD_MS) || PACE_SPREAD_MS < 0) {
  */
 try {
   pacedDurability(process.env.SCALE_PACE_DURABILITY)
+  // SCALE_MODEL_TRANSPORT (scale-harness.ts): every host of the run, kernel+supervisor's too.
+  if (modelTransport() === 'inline') console.log('model routes: the SDK on the host thread, for every host of this run (SCALE_MODEL_TRANSPORT=inline)')
 } catch (error) {
   console.error((error as Error).message)
   process.exit(1)

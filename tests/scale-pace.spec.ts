@@ -136,7 +136,19 @@ describe('scale benchmark: host-added latency per step', () => {
     ], [command]).hostAdded
     expect(awaiting(5000)).to.deep.equal([{ gap: 30, after: 'review_verdict', next: 'awaiting /task approve' }])
     expect(awaiting(CLOCK_SLACK_MS + 1)).to.deep.equal([{ gap: 30, after: 'review_verdict', next: 'awaiting /task approve' }])
-    expect(awaiting(CLOCK_SLACK_MS)).to.deep.equal([{ gap: 0, after: 'text', next: 'awaiting /task approve' }])
+    // Within the slack, the answer whose end is nearest to the moment shown: the verdict 30 ms before it
+    // rather than an answer 50 ms after; an answer 10 ms after rather than the verdict.
+    expect(awaiting(CLOCK_SLACK_MS)).to.deep.equal([{ gap: 30, after: 'review_verdict', next: 'awaiting /task approve' }])
+    expect(awaiting(10)).to.deep.equal([{ gap: 0, after: 'text', next: 'awaiting /task approve' }])
+  })
+
+  it('does not take an answer to a request that came after the task was shown waiting (it cannot be what the host showed)', () => {
+    const gaps = stepGaps([
+      reviewer(0, 1000, { answered: 'review_verdict' }),
+      // A request of the task arriving 5 ms after the task was shown waiting, answered 15 ms later (unpaced).
+      main(1035, 1050, { answered: 'text' }),
+    ], [{ task: 'ws', at: 1060, shownAt: 1030, what: '/task approve' }])
+    expect(gaps.hostAdded.filter((gap) => gap.next.startsWith('awaiting'))).to.deep.equal([{ gap: 30, after: 'review_verdict', next: 'awaiting /task approve' }])
   })
 
   it('still charges an answer before the task\'s previous command to that command only, when it ended just after its task was shown waiting', () => {

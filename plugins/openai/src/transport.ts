@@ -6,6 +6,8 @@ export const BODY_CHARS = 8000
 
 /** What a route's transport needs of its config. */
 export interface TransportRoute {
+  /** The route's name (in messages). */
+  route: string
   apiKey: string
   baseURL: string
   timeoutMs: number
@@ -42,6 +44,9 @@ export interface ModelTransport {
 /** The header a route's fetch reads the request's id from (and strips) to leave a refused body where the request waits for it. */
 const STEP_HEADER = 'x-taskward-step'
 
+/** Why a request ends when its route is stopped (the plugin disposed): not the endpoint's doing. */
+export const stopped = () => new Error('the model route was stopped (its plugin was disposed)')
+
 /** A value as text: strings as they are, anything else as JSON (else String). */
 export function logText(value: unknown): string {
   if (typeof value === 'string') return value
@@ -59,6 +64,9 @@ export class InlineTransport implements ModelTransport {
   /** Requests in flight, by their STEP_HEADER id: where the fetch leaves a refused request's body. */
   private readonly refusals = new Map<string, { body?: string }>()
   private ids = 0
+  /** Requests in flight (their own controllers): ended by `close`. */
+  private readonly live = new Set<AbortController>()
+  private closed = false
 
   constructor(route: TransportRoute, log: TransportLog) {
     const text = (args: unknown[]) => args.map(logText).join(' ')
@@ -95,15 +103,49 @@ export class InlineTransport implements ModelTransport {
   }
 
   async open({ body, signal, refused }: OpenRequest): Promise<AsyncIterable<StreamChunk>> {
+    if (this.closed) throw stopped()
     const id = String(++this.ids)
     this.refusals.set(id, refused)
+    // A controller of its own, so that `close` can end it; the route's signal ends it too.
+    const own = new AbortController()
+    const onAbort = () => own.abort()
+    signal.addEventListener('abort', onAbort, { once: true })
+    if (signal.aborted) own.abort()
+    this.live.add(own)
+    const release = () => {
+      this.live.delete(own)
+      signal.removeEventListener('abort', onAbort)
+    }
+    let stream: AsyncIterable<StreamChunk>
     try {
-      return await this.client.chat.completions.create(body as any as OpenAI.ChatCompletionCreateParamsStreaming, { signal, headers: { [STEP_HEADER]: id } }) as AsyncIterable<StreamChunk>
+      stream = await this.client.chat.completions.create(body as any as OpenAI.ChatCompletionCreateParamsStreaming, { signal: own.signal, headers: { [STEP_HEADER]: id } }) as AsyncIterable<StreamChunk>
+    } catch (error) {
+      release()
+      throw this.closed && !signal.aborted ? stopped() : error
     } finally {
       // The body of a refusal is read before the SDK rejects; an accepted request has none.
       this.refusals.delete(id)
     }
+    const closedUnder = () => this.closed && !signal.aborted
+    return (async function* () {
+      let read = false
+      try {
+        // The SDK's stream ends quietly when aborted: stopped by `close`, that is no complete answer.
+        for await (const chunk of stream) yield chunk
+        read = true
+        if (closedUnder()) throw stopped()
+      } finally {
+        // Left before its end (the route stopped reading): the request is closed, as the route's own
+        // abort would have; a stream read to its end is left as it is.
+        if (!read) own.abort()
+        release()
+      }
+    })()
   }
 
-  close() {}
+  /** Ends every request in flight: each step fails, saying the route was stopped. */
+  close() {
+    this.closed = true
+    for (const own of this.live) own.abort()
+  }
 }

@@ -2,7 +2,8 @@ import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai'
 import type { StreamChunk } from './stream'
-import { BODY_CHARS, type ModelTransport, type OpenRequest, type TransportLog, type TransportRoute } from './transport'
+import { TaskwardError } from '@taskward/protocol'
+import { BODY_CHARS, stopped, type ModelTransport, type OpenRequest, type TransportLog, type TransportRoute } from './transport'
 
 /** An SDK error as the thread sends it (errors do not cross threads with their classes). */
 export type ErrorShape =
@@ -53,6 +54,9 @@ const text = (args) => args.map((value) => {
   if (value instanceof Error) return value.message
   try { return JSON.stringify(value) } catch { return String(value) }
 }).join(' ')
+// What the SDK prints past its logger (an SSE event it cannot parse, raw, key and all) goes to the host's
+// log like its logger's lines, scrubbed there: the thread's own stderr would reach the process's as is.
+for (const name of ['error', 'warn', 'log', 'info', 'debug', 'trace']) console[name] = (...args) => send({ log: name === 'debug' || name === 'trace' ? 'debug' : 'warn', text: text(args) })
 const client = new OpenAI({
   apiKey: route.apiKey, baseURL: route.baseURL, timeout: route.timeoutMs, maxRetries: route.maxRetries, logLevel: 'info',
   fetch: async (url, init) => {
@@ -126,9 +130,6 @@ parentPort.on('message', (message) => {
 
 let openaiPath: string | undefined
 
-/** Why a request ends when its route is stopped (the plugin disposed): not the endpoint's doing. */
-const stopped = () => new Error('the model route was stopped (its plugin was disposed)')
-
 /** The SDK's error again, of its class, from what the thread sent: the route reads status, body and message as the SDK left them. */
 export function errorOf(shape: ErrorShape): Error {
   if (shape.kind === 'abort') return new APIUserAbortError()
@@ -162,6 +163,12 @@ class ThreadStream implements AsyncIterable<StreamChunk> {
   push(chunk: string) {
     this.chunks.push(chunk)
     this.wake()
+  }
+
+  /** Drops what was not read yet: an aborted request hands out nothing more, as the SDK's stream does not. */
+  discard() {
+    this.chunks = []
+    this.read = 0
   }
 
   end(failure?: Error) {
@@ -241,8 +248,17 @@ export class WorkerTransport implements ModelTransport {
       this.thread()
     } catch (error) {
       // Not fatal: each request tries again, and fails as its step (MODEL_UNAVAILABLE) while none starts.
-      this.log.warn(`the model route's thread did not start (${(error as Error).message}); each request tries again`)
+      this.log.warn(this.notStarted(error).message)
     }
+  }
+
+  /** A thread that could not be made: what to do about it (it may never start where threads are refused). */
+  private notStarted(error: unknown) {
+    const why = error instanceof Error ? error.message : String(error)
+    return new TaskwardError('MODEL_UNAVAILABLE',
+      `Model route "${this.route.route}" could not start its thread (${why}). Set \`transport: inline\` in the openai plugin's config to run the SDK on the host's thread, `
+      + 'or let the process make threads (under Node\'s --permission, --allow-worker; else a thread limit); each request tries again.',
+      { route: this.route.route, reason: 'thread' })
   }
 
   private thread(): Worker {
@@ -310,7 +326,7 @@ export class WorkerTransport implements ModelTransport {
     try {
       worker = this.thread()
     } catch (error) {
-      return Promise.reject(new Error(`the model route's thread did not start (${(error as Error).message})`))
+      return Promise.reject(this.notStarted(error))
     }
     const id = ++this.ids
     return new Promise((resolve, reject) => {
@@ -319,7 +335,9 @@ export class WorkerTransport implements ModelTransport {
       // as the SDK's does (the route tells an abort from a complete answer by its signal).
       const onAbort = () => {
         this.worker?.postMessage({ id, abort: true })
-        this.finish(id, this.inFlight.get(id)?.opened ? new APIUserAbortError() : undefined)
+        const request = this.inFlight.get(id)
+        request?.stream.discard()
+        this.finish(id, request?.opened ? new APIUserAbortError() : undefined)
       }
       const stream = new ThreadStream(() => {
         if (this.inFlight.has(id)) onAbort()

@@ -216,6 +216,20 @@ for (const transport of ['worker', 'inline'] as const) describe(`plugin-openai: 
     }
   })
 
+  it('the plugin\'s dispose ends a step in flight at once, saying the route was stopped', async () => {
+    mock.script({ kind: 'stall', text: 'partial' })
+    ;(host.ctx.models.get('mock') as any).config.timeoutMs = 10_000
+    const turn = runTurn(host, agent, 'hi')
+    await until(() => mock.requests.length === 1, 'the request')
+    const started = Date.now()
+    host.ctx.registry.delete(OpenAIPlugin as any)
+    const { summary } = await turn
+    expect(summary.error?.code).to.equal('MODEL_UNAVAILABLE')
+    expect(summary.error?.message).to.include('the model route was stopped (its plugin was disposed)')
+    expect(Date.now() - started, 'well before the stall timer').to.be.below(3000)
+    await until(() => mock.requests[0].aborted, 'the endpoint to see the request closed')
+  })
+
   it('the next step sees a bounded context, never the whole log', async () => {
     // Words, not one long run: a real tokenizer counts `xxxx…` at 8 characters a token.
     for (let i = 0; i < 60; i++) await agent.session.append('user/message', { text: `old ${i} ${'lorem ipsum dolor sit amet, '.repeat(72)}` })

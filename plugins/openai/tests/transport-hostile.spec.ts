@@ -7,6 +7,7 @@ import { OpenAIMock, TestHost, mockText, removeTree, tempWorkspace } from '@task
 import * as OpenAIPlugin from '../src'
 import { InlineTransport, type ModelTransport } from '../src/transport'
 import { WorkerTransport } from '../src/worker-transport'
+import { redact } from '../src/redact'
 import { KEY, runTurn } from './helpers'
 
 /*
@@ -79,7 +80,7 @@ for (const transport of ['worker', 'inline'] as const) describe(`plugin-openai: 
       }
       pump()
     })
-    const route = { apiKey: KEY, baseURL: server.baseURL, timeoutMs: 10_000, maxRetries: 0 }
+    const route = { route: 'mock', apiKey: KEY, baseURL: server.baseURL, timeoutMs: 10_000, maxRetries: 0 }
     const carrier: ModelTransport = transport === 'inline' ? new InlineTransport(route, quiet) : new WorkerTransport(route, quiet)
     const abort = new AbortController()
     try {
@@ -101,6 +102,57 @@ for (const transport of ['worker', 'inline'] as const) describe(`plugin-openai: 
       abort.abort()
       carrier.close()
       await server.close()
+    }
+  })
+
+  it('a cancel ends the stream at once: nothing buffered is handed out after the abort', async () => {
+    const line = `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'x'.repeat(1000) } }] })}\n\n`
+    const server = await endpoint((_, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' })
+      res.write(line.repeat(3000)) // ~3 MB, then silence
+    })
+    const route = { route: 'mock', apiKey: KEY, baseURL: server.baseURL, timeoutMs: 10_000, maxRetries: 0 }
+    const carrier: ModelTransport = transport === 'inline' ? new InlineTransport(route, quiet) : new WorkerTransport(route, quiet)
+    const abort = new AbortController()
+    try {
+      const stream = await carrier.open({ body: { model: 'm', messages: [], stream: true }, signal: abort.signal, refused: {} })
+      const chunks = stream[Symbol.asyncIterator]()
+      await chunks.next()
+      // The host busy elsewhere: the stream arrives meanwhile.
+      await new Promise((resolve) => setTimeout(resolve, 1000))
+      abort.abort()
+      let after = 0
+      for (;;) {
+        const { done } = await chunks.next().catch(() => ({ done: true }))
+        if (done) break
+        after++
+      }
+      expect(after, 'chunks handed out after the abort').to.be.below(100)
+    } finally {
+      carrier.close()
+      await server.close()
+    }
+  })
+
+  it('the endpoint sees the same request from either transport: headers and body, first attempt and retry', async () => {
+    const mock = await OpenAIMock.start()
+    const carrier: ModelTransport = transport === 'inline'
+      ? new InlineTransport({ route: 'mock', apiKey: KEY, baseURL: mock.baseURL, timeoutMs: 10_000, maxRetries: 1 }, quiet)
+      : new WorkerTransport({ route: 'mock', apiKey: KEY, baseURL: mock.baseURL, timeoutMs: 10_000, maxRetries: 1 }, quiet)
+    try {
+      mock.script({ kind: 'status', status: 500, message: 'once' }, mockText('hi'))
+      const body = { model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } }
+      const stream = await carrier.open({ body, signal: new AbortController().signal, refused: {} })
+      for await (const _ of stream);
+      expect(mock.requests).to.have.length(2)
+      for (const [attempt, request] of mock.requests.entries()) {
+        expect(request.body, `attempt ${attempt}`).to.deep.equal(body)
+        expect(request.headers).to.include({ authorization: `Bearer ${KEY}`, 'content-type': 'application/json', 'x-stainless-retry-count': String(attempt) })
+        expect(request.headers).to.not.have.property('x-taskward-step')
+      }
+    } finally {
+      carrier.close()
+      await mock.close()
     }
   })
 
@@ -134,6 +186,40 @@ for (const transport of ['worker', 'inline'] as const) describe(`plugin-openai: 
 describe('plugin-openai: the route\'s thread against a hostile endpoint', function () {
   this.timeout(30_000)
 
+  it('what the SDK prints past its logger (an SSE thread.* event it cannot parse, echoing the key) reaches the log scrubbed, never stderr', async () => {
+    const server = await endpoint((_, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' })
+      res.end(`event: thread.message\ndata: not json, echoing Bearer ${KEY} and ${KEY}\n\n`)
+    })
+    const printed: string[] = []
+    const logged: string[] = []
+    const realWrite = process.stderr.write
+    process.stderr.write = function (this: any, chunk: any, ...rest: any[]) {
+      printed.push(String(chunk))
+      return (realWrite as any).call(this, String(chunk).split(KEY).join('[the test hid the key]'), ...rest)
+    } as any
+    const carrier = new WorkerTransport({ route: 'mock', apiKey: KEY, baseURL: server.baseURL, timeoutMs: 10_000, maxRetries: 0 },
+      { warn: (text) => logged.push(redact(text, KEY)), debug: (text) => logged.push(redact(text, KEY)) })
+    try {
+      const stream = await carrier.open({ body: { model: 'm', messages: [], stream: true }, signal: new AbortController().signal, refused: {} })
+      let failure: unknown
+      try {
+        for await (const _ of stream);
+      } catch (error) {
+        failure = error
+      }
+      expect(failure, 'the request fails').to.be.instanceOf(Error)
+      // A thread's stderr reaches the process's asynchronously.
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      expect(printed.join(''), 'stderr').to.not.include(KEY)
+      expect(logged.join('\n')).to.include('Could not parse message into JSON').and.not.include(KEY)
+    } finally {
+      process.stderr.write = realWrite
+      carrier.close()
+      await server.close()
+    }
+  })
+
   it('one session\'s chunk nested too deep to cross threads costs another session on the route none of its text', async () => {
     const responses: ServerResponse[] = []
     const server = await endpoint((_, res) => {
@@ -141,7 +227,7 @@ describe('plugin-openai: the route\'s thread against a hostile endpoint', functi
       res.flushHeaders()
       responses.push(res)
     })
-    const carrier = new WorkerTransport({ apiKey: KEY, baseURL: server.baseURL, timeoutMs: 5000, maxRetries: 0 }, quiet)
+    const carrier = new WorkerTransport({ route: 'mock', apiKey: KEY, baseURL: server.baseURL, timeoutMs: 5000, maxRetries: 0 }, quiet)
     try {
       const body = { model: 'm', messages: [], stream: true }
       const good = await carrier.open({ body, signal: new AbortController().signal, refused: {} })
@@ -207,8 +293,8 @@ describe('plugin-openai: the route\'s thread against a hostile endpoint', functi
         const agent = await host.ctx.agents.create({ cwd, model: 'mock', role: 'main' })
         const refused = await runTurn(host, agent, 'first')
         expect(refused.summary.error?.code).to.equal('MODEL_UNAVAILABLE')
-        expect(refused.summary.error?.message).to.include('ERR_WORKER_INIT_FAILED')
-        expect(records.some((line) => line.includes('did not start')), 'the failed start is logged').to.equal(true)
+        expect(refused.summary.error?.message).to.include('ERR_WORKER_INIT_FAILED').and.include('transport: inline')
+        expect(records.some((line) => line.includes('could not start its thread')), 'the failed start is logged').to.equal(true)
         threads.Worker = RealWorker
         syncBuiltinESMExports()
         mock.script(mockText('answered'))
