@@ -43,6 +43,17 @@ const within = <T>(ms: number, promise: Promise<T>) => Promise.race([promise, ne
 
 for (const transport of ['worker', 'inline'] as const) describe(`plugin-openai: a hostile endpoint (${transport} transport)`, function () {
   this.timeout(30_000)
+  const carrierOf = (baseURL: string, maxRetries = 0): ModelTransport => {
+    const route = { route: 'mock', apiKey: KEY, baseURL, timeoutMs: 10_000, maxRetries }
+    return transport === 'inline' ? new InlineTransport(route, quiet) : new WorkerTransport(route, quiet)
+  }
+  /** A stream opened and its first chunk read: the reader then stops (the host busy elsewhere). */
+  const firstChunkRead = async (carrier: ModelTransport, signal: AbortSignal) => {
+    const stream = await carrier.open({ body: { model: 'm', messages: [], stream: true }, signal, refused: {} })
+    const chunks = stream[Symbol.asyncIterator]()
+    await chunks.next()
+    return chunks
+  }
 
   it('a chunk with a field nested 6,000 deep is answered like any other (the field is ignored)', async () => {
     const server = await endpoint((_, res) => {
@@ -80,13 +91,10 @@ for (const transport of ['worker', 'inline'] as const) describe(`plugin-openai: 
       }
       pump()
     })
-    const route = { route: 'mock', apiKey: KEY, baseURL: server.baseURL, timeoutMs: 10_000, maxRetries: 0 }
-    const carrier: ModelTransport = transport === 'inline' ? new InlineTransport(route, quiet) : new WorkerTransport(route, quiet)
+    const carrier = carrierOf(server.baseURL)
     const abort = new AbortController()
     try {
-      const stream = await carrier.open({ body: { model: 'm', messages: [], stream: true }, signal: abort.signal, refused: {} })
-      const chunks = stream[Symbol.asyncIterator]()
-      await chunks.next()
+      const chunks = await firstChunkRead(carrier, abort.signal)
       // The host is busy elsewhere: nothing more is read for a while.
       await new Promise((resolve) => setTimeout(resolve, 2000))
       expect(written.bytes, 'bytes the endpoint could push ahead of a reader that stopped').to.be.below(16 * 1024 * 1024)
@@ -111,13 +119,10 @@ for (const transport of ['worker', 'inline'] as const) describe(`plugin-openai: 
       res.writeHead(200, { 'content-type': 'text/event-stream' })
       res.write(line.repeat(3000)) // ~3 MB, then silence
     })
-    const route = { route: 'mock', apiKey: KEY, baseURL: server.baseURL, timeoutMs: 10_000, maxRetries: 0 }
-    const carrier: ModelTransport = transport === 'inline' ? new InlineTransport(route, quiet) : new WorkerTransport(route, quiet)
+    const carrier = carrierOf(server.baseURL)
     const abort = new AbortController()
     try {
-      const stream = await carrier.open({ body: { model: 'm', messages: [], stream: true }, signal: abort.signal, refused: {} })
-      const chunks = stream[Symbol.asyncIterator]()
-      await chunks.next()
+      const chunks = await firstChunkRead(carrier, abort.signal)
       // The host busy elsewhere: the stream arrives meanwhile.
       await new Promise((resolve) => setTimeout(resolve, 1000))
       abort.abort()
@@ -136,9 +141,7 @@ for (const transport of ['worker', 'inline'] as const) describe(`plugin-openai: 
 
   it('the endpoint sees the same request from either transport: headers and body, first attempt and retry', async () => {
     const mock = await OpenAIMock.start()
-    const carrier: ModelTransport = transport === 'inline'
-      ? new InlineTransport({ route: 'mock', apiKey: KEY, baseURL: mock.baseURL, timeoutMs: 10_000, maxRetries: 1 }, quiet)
-      : new WorkerTransport({ route: 'mock', apiKey: KEY, baseURL: mock.baseURL, timeoutMs: 10_000, maxRetries: 1 }, quiet)
+    const carrier = carrierOf(mock.baseURL, 1)
     try {
       mock.script({ kind: 'status', status: 500, message: 'once' }, mockText('hi'))
       const body = { model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } }
