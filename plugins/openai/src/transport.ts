@@ -1,4 +1,5 @@
 import OpenAI from 'openai'
+import { safeString } from './model-fault'
 import type { StreamChunk } from './stream'
 
 /** Characters of a refused request's body kept (it is shown cut, redacted). */
@@ -42,20 +43,14 @@ export interface ModelTransport {
 }
 
 /** The header a route's fetch reads the request's id from (and strips) to leave a refused body where the request waits for it. */
-const STEP_HEADER = 'x-taskward-step'
+export const STEP_HEADER = 'x-taskward-step'
 
 /** Why a request ends when its route is stopped (the plugin disposed): not the endpoint's doing. */
 export const stopped = () => new Error('the model route was stopped (its plugin was disposed)')
 
 /** A value as text: strings as they are, anything else as JSON (else String). */
 export function logText(value: unknown): string {
-  if (typeof value === 'string') return value
-  if (value instanceof Error) return value.message
-  try {
-    return JSON.stringify(value)
-  } catch {
-    return String(value)
-  }
+  return typeof value === 'string' ? value : safeString(value)
 }
 
 /** The official SDK on the host's thread (config `transport: inline`). */

@@ -3,7 +3,7 @@ import { Worker } from 'node:worker_threads'
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai'
 import type { StreamChunk } from './stream'
 import { TaskwardError } from '@taskward/protocol'
-import { BODY_CHARS, stopped, type ModelTransport, type OpenRequest, type TransportLog, type TransportRoute } from './transport'
+import { BODY_CHARS, STEP_HEADER, stopped, type ModelTransport, type OpenRequest, type TransportLog, type TransportRoute } from './transport'
 
 /** An SDK error as the thread sends it (errors do not cross threads with their classes). */
 export type ErrorShape =
@@ -62,8 +62,8 @@ const client = new OpenAI({
   fetch: async (url, init) => {
     const headers = init && init.headers
     let id
-    if (headers instanceof Headers) { id = headers.get('x-taskward-step'); headers.delete('x-taskward-step') }
-    else if (headers && typeof headers === 'object') { id = headers['x-taskward-step']; delete headers['x-taskward-step'] }
+    if (headers instanceof Headers) { id = headers.get(${JSON.stringify(STEP_HEADER)}); headers.delete(${JSON.stringify(STEP_HEADER)}) }
+    else if (headers && typeof headers === 'object') { id = headers[${JSON.stringify(STEP_HEADER)}]; delete headers[${JSON.stringify(STEP_HEADER)}] }
     const response = await fetch(url, init)
     // The latest attempt's: a refusal that a retry then passed is not what a later failure said.
     if (id && !response.ok) refusals.set(id, (await response.clone().text().catch(() => '')).slice(0, bodyChars))
@@ -95,7 +95,7 @@ const run = async (id, body) => {
     // The body as the host serialized it: what chat.completions.create sends, without the thread
     // parsing it into objects and serializing them again (each request's whole window, twice, in garbage).
     const stream = await client.post('/chat/completions', {
-      body, stream: true, signal: request.controller.signal, headers: { 'content-type': 'application/json', 'x-taskward-step': step },
+      body, stream: true, signal: request.controller.signal, headers: { 'content-type': 'application/json', ${JSON.stringify(STEP_HEADER)}: step },
     })
     send({ id, opened: true })
     for await (const chunk of stream) {
