@@ -1,6 +1,6 @@
 import type { BigIntStats } from 'node:fs'
 import { ContentDigest, PART_HEADERS, StampBudget, StampDigest, VersionDigest, type DependencyCounts, type DependencyMatcher, type StampLimits, type StampProgress } from '@taskward/protocol'
-import { CHUNK_BYTES, hashFile } from './hash-file'
+import { ChunkBuffer, hashFile } from './hash-file'
 import { Pacer } from './pacer'
 import type { CaptureHashes } from './stat-cache'
 import { versionOf } from './version'
@@ -83,7 +83,7 @@ export async function captureTree(root: Buffer, rootStats: BigIntStats, options:
   const digest = part === 'all' ? new StampDigest() : undefined
   const own = part === 'own' || (part === 'all' && options.partDigests) ? new PartDigests(PART_HEADERS.own) : undefined
   const dependencies = part === 'dependencies' || (part === 'all' && options.partDigests) ? new PartDigests(PART_HEADERS.dependencies) : undefined
-  const buffer = Buffer.allocUnsafe(CHUNK_BYTES)
+  const chunks = new ChunkBuffer()
   const counts = { files: 0, links: 0, dependencyFiles: 0, dependencyLinks: 0 }
   let hashedBytes = 0
   const report = (path: string | undefined, done: boolean) => {
@@ -121,7 +121,7 @@ export async function captureTree(root: Buffer, rootStats: BigIntStats, options:
         onChunk(entry, Number(entry.stats.size))
       } else {
         const readAtNs = BigInt(Date.now()) * 1_000_000n
-        content = await hashFile(entry, buffer, pacer, (bytes) => onChunk(entry, bytes))
+        content = await hashFile(entry, chunks.take(Number(entry.stats.size)), pacer, (bytes) => onChunk(entry, bytes))
         hashes?.record(key, versionOf(entry.stats), content, readAtNs)
       }
       digest?.addFile(entry.rel, { ...meta, size: entry.stats.size }, content)

@@ -12,6 +12,26 @@ import type { WalkEntry } from './walk'
  */
 export const CHUNK_BYTES = 1024 * 1024
 
+/**
+ * The read buffer of one capture: as large as the largest file read so far needs, up to CHUNK_BYTES.
+ * A capture of small files (recovery reads a workspace a few times per verification) then allocates
+ * kilobytes, not a fresh megabyte each time: that much memory outside the heap, every capture, drove
+ * the collector on a host verifying hundreds of tasks.
+ */
+export class ChunkBuffer {
+  private buffer?: Buffer
+
+  /** A buffer of at least `min(bytes, CHUNK_BYTES)` bytes (at least 4 KB), reused while it is large enough. */
+  take(bytes: number): Buffer {
+    const wanted = Math.min(CHUNK_BYTES, Math.max(4096, bytes))
+    if (!this.buffer || this.buffer.length < wanted) {
+      // Powers of two: a tree of growing files reallocates a handful of times, not once per file.
+      this.buffer = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, 2 ** Math.ceil(Math.log2(wanted))))
+    }
+    return this.buffer
+  }
+}
+
 // O_NOFOLLOW: a file swapped for a symlink after it was listed is refused, not followed.
 // O_NONBLOCK: a file swapped for a FIFO cannot hang the open.
 const OPEN_FLAGS = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0)

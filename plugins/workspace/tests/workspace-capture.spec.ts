@@ -200,3 +200,18 @@ describe('workspace stamp: double capture, aborts and the event loop', () => {
     expect(longestGap, `one-piece hash takes ${onePiece.toFixed(1)} ms; ${ticks} turns`).to.be.lessThan(onePiece)
   })
 })
+
+describe('ChunkBuffer', () => {
+  it('grows to what the largest file read so far needs, never past CHUNK_BYTES, and is reused while large enough', async () => {
+    const { ChunkBuffer, CHUNK_BYTES } = await import('../src/hash-file')
+    const chunks = new ChunkBuffer()
+    const small = chunks.take(10)
+    expect(small.length).to.equal(4096)
+    expect(chunks.take(4000)).to.equal(small)
+    const middle = chunks.take(5000)
+    expect(middle.length).to.equal(8192)
+    expect(chunks.take(0)).to.equal(middle)
+    expect(chunks.take(50 * CHUNK_BYTES).length).to.equal(CHUNK_BYTES)
+    expect(chunks.take(CHUNK_BYTES - 1).length).to.equal(CHUNK_BYTES)
+  })
+})

@@ -63,6 +63,21 @@ describe('workspace stamp: what the digest covers', () => {
     expect(after.digest).to.not.equal(before.digest)
   })
 
+  it('reads every byte of small and large files alike while its read buffer grows (a byte past the first megabyte, a byte after it)', async () => {
+    // Small files first (the buffer starts small), then a file larger than the largest buffer, then small ones again.
+    const large = Buffer.alloc(3 * 1024 * 1024 + 17, 7)
+    writeTree(root, { 'a-small.txt': 'tiny', 'b-large.bin': large, 'c-small.txt': 'small again' })
+    pinTimes(root)
+    const { before, after } = await digestAfter(() => {
+      const changed = Buffer.from(large)
+      changed[2 * 1024 * 1024 + 5] = 8
+      writeFileSync(join(root, 'b-large.bin'), changed)
+    })
+    expect(after.digest).to.not.equal(before.digest)
+    const again = await digestAfter(() => writeFileSync(join(root, 'c-small.txt'), 'small agaiN'))
+    expect(again.after.digest).to.not.equal(again.before.digest)
+  })
+
   it('changes when a file is renamed', async () => {
     const { before, after } = await digestAfter(() => renameSync(join(root, 'README.md'), join(root, 'README.txt')))
     expect(after.files).to.equal(before.files)

@@ -1,5 +1,6 @@
-import { createHash, Hash } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { TaskwardError } from '../errors'
+import { BATCH_BYTES, HashBatch } from './hash-batch'
 
 /**
  * Digest framing, version 1. The digest is sha256 over `DIGEST_HEADER` followed by one frame per entry
@@ -84,20 +85,15 @@ export function encodeLinkFrame(path: Uint8Array, target: Uint8Array): Buffer {
   return frame
 }
 
-/** Frames are gathered here and hashed a batch at a time: one hash call per frame cost more than the frame. */
-const BATCH_BYTES = 64 * 1024
-
 /**
  * Folds frames, in the order they are added, into the stamp digest: the same bytes as hashing each
- * `encode…Frame` in turn, written into one reused buffer instead of a new one per entry.
+ * `encode…Frame` in turn, written into one reused batch instead of a new buffer per entry.
  */
 export class StampDigest {
-  private readonly hash: Hash
-  private readonly batch = Buffer.allocUnsafe(BATCH_BYTES)
-  private at = 0
+  private readonly batch: HashBatch
 
   constructor(header: string = DIGEST_HEADER) {
-    this.hash = createHash('sha256').update(header)
+    this.batch = new HashBatch(header)
   }
 
   addDirectory(path: Uint8Array, meta: DirectoryMeta): void {
@@ -108,9 +104,9 @@ export class StampDigest {
     if (contentSha256.length !== CONTENT_HASH_LENGTH) {
       throw new TaskwardError('INTERNAL', `A file's content hash must be ${CONTENT_HASH_LENGTH} bytes of sha256; report this as a bug.`)
     }
-    const at = this.head(FILE_TAG, path, meta, 8 + CONTENT_HASH_LENGTH)
-    this.batch.writeBigUInt64BE(BigInt(meta.size), at)
-    this.batch.set(contentSha256, at + 8)
+    const { buffer, at } = this.head(FILE_TAG, path, meta, 8 + CONTENT_HASH_LENGTH)
+    buffer.writeBigUInt64BE(BigInt(meta.size), at)
+    buffer.set(contentSha256, at + 8)
   }
 
   addLink(path: Uint8Array, target: Uint8Array): void {
@@ -118,57 +114,42 @@ export class StampDigest {
       throw new TaskwardError('INTERNAL', `A stamp link's path must be 1..${MAX_U32} bytes long and its target at most that; report this as a bug.`)
     }
     if (1 + 4 + path.length + 4 + target.length > BATCH_BYTES) {
-      this.flush()
-      this.hash.update(encodeLinkFrame(path, target))
+      this.batch.update(encodeLinkFrame(path, target))
       return
     }
-    let at = this.batch.writeUInt8(LINK_TAG, this.reserve(1 + 4 + path.length + 4 + target.length))
-    at = this.batch.writeUInt32BE(path.length, at)
-    this.batch.set(path, at)
-    at = this.batch.writeUInt32BE(target.length, at + path.length)
-    this.batch.set(target, at)
+    const { buffer, at: start } = this.batch.reserve(1 + 4 + path.length + 4 + target.length)
+    let at = buffer.writeUInt8(LINK_TAG, start)
+    at = buffer.writeUInt32BE(path.length, at)
+    buffer.set(path, at)
+    at = buffer.writeUInt32BE(target.length, at + path.length)
+    buffer.set(target, at)
   }
 
   /** The hex digest; the object cannot be used afterwards. */
   hex(): string {
-    this.flush()
-    return this.hash.digest('hex')
+    return this.batch.hex()
   }
 
   /** Writes a directory or file frame's common fields; returns where its `extra` bytes go. */
-  private head(tag: number, path: Uint8Array, meta: DirectoryMeta, extra: number): number {
+  private head(tag: number, path: Uint8Array, meta: DirectoryMeta, extra: number): { buffer: Buffer, at: number } {
     const length = 1 + 4 + path.length + 4 + 8 + extra
     if (path.length === 0 || path.length > MAX_U32) {
       throw new TaskwardError('INTERNAL', `A stamp entry path must be 1..${MAX_U32} bytes long; report this as a bug.`)
     }
     if (length > BATCH_BYTES) {
       // A path longer than the batch (never on Linux, PATH_MAX is 4096): framed on its own.
-      this.flush()
       const frame = header(tag, path, meta, extra)
       // The caller fills the extra bytes into the batch: keep the frame's head there instead.
-      this.hash.update(frame.subarray(0, frame.length - extra))
-      return this.reserve(extra)
+      this.batch.update(frame.subarray(0, frame.length - extra))
+      return this.batch.reserve(extra)
     }
-    const start = this.reserve(length)
-    let at = this.batch.writeUInt8(tag, start)
-    at = this.batch.writeUInt32BE(path.length, at)
-    this.batch.set(path, at)
+    const { buffer, at: start } = this.batch.reserve(length)
+    let at = buffer.writeUInt8(tag, start)
+    at = buffer.writeUInt32BE(path.length, at)
+    buffer.set(path, at)
     at += path.length
-    at = this.batch.writeUInt32BE(Number(BigInt(meta.mode) & BigInt(PERMISSION_BITS)), at)
-    return this.batch.writeBigInt64BE(meta.mtimeNs, at)
-  }
-
-  /** Room for `length` bytes at the end of the batch (hashing what it holds first if needed); returns where. */
-  private reserve(length: number): number {
-    if (this.at + length > BATCH_BYTES) this.flush()
-    const start = this.at
-    this.at += length
-    return start
-  }
-
-  private flush() {
-    if (this.at) this.hash.update(this.batch.subarray(0, this.at))
-    this.at = 0
+    at = buffer.writeUInt32BE(Number(BigInt(meta.mode) & BigInt(PERMISSION_BITS)), at)
+    return { buffer, at: buffer.writeBigInt64BE(meta.mtimeNs, at) }
   }
 }
 

@@ -1,4 +1,4 @@
-import { createHash, type Hash } from 'node:crypto'
+import { BATCH_BYTES, HashBatch } from './hash-batch'
 import type { EntryVersion } from './version'
 
 /**
@@ -21,35 +21,25 @@ const PERMISSION_BITS = 0o7777n
 
 /** Hashes frames a batch at a time (one hash call per frame costs more than the frame). */
 class Batched {
-  private readonly hash: Hash
-  private readonly batch = Buffer.allocUnsafe(64 * 1024)
-  private at = 0
+  private readonly batch: HashBatch
 
   constructor(header: string) {
-    this.hash = createHash('sha256').update(header)
+    this.batch = new HashBatch(header)
   }
 
   protected frame(length: number, write: (buffer: Buffer, at: number) => void): void {
-    if (length > this.batch.length) {
-      this.flush()
+    if (length > BATCH_BYTES) {
       const own = Buffer.allocUnsafe(length)
       write(own, 0)
-      this.hash.update(own)
+      this.batch.update(own)
       return
     }
-    if (this.at + length > this.batch.length) this.flush()
-    write(this.batch, this.at)
-    this.at += length
+    const { buffer, at } = this.batch.reserve(length)
+    write(buffer, at)
   }
 
   hex(): string {
-    this.flush()
-    return this.hash.digest('hex')
-  }
-
-  private flush() {
-    if (this.at) this.hash.update(this.batch.subarray(0, this.at))
-    this.at = 0
+    return this.batch.hex()
   }
 }
 
