@@ -82,7 +82,7 @@ export async function verifyStage(recovery: Recovery, session: Session, stage: S
 
 /** The candidate's digest now; undefined when a write moved it while it was read (not quiet). */
 function readDigest(recovery: Recovery, session: Session): Promise<string | undefined> {
-  return readCandidateOnce(recovery.home, session.cwd, recovery.config.candidateSource).then((read) => read.candidate.digest, (error) => {
+  return readCandidateOnce(recovery.kernel.workspace, session.cwd, recovery.config.candidateSource).then((read) => read.candidate.digest, (error) => {
     if (lostToWrite(error)) return undefined
     throw error
   })

@@ -6,6 +6,12 @@ import type { PartReading } from '@taskward/plugin-workspace'
 import { runGit as git } from './git'
 import { hiddenDirectories } from './sandbox'
 
+/**
+ * The workspace service itself, not read through a context: cordis' getter costs ~0.1 ms a read, and
+ * a verification reads the workspace three or four times (recovery holds it as a required inject).
+ */
+export type Workspace = Context['workspace']
+
 const COMMIT = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/
 
 async function gitOrRefuse(cwd: string, args: string[]): Promise<string> {
@@ -23,12 +29,12 @@ async function gitOrRefuse(cwd: string, args: string[]): Promise<string> {
  * (`git status --porcelain --untracked-files=all` prints nothing), else HEAD plus the stamp digest of
  * the tree (`gitCandidate`).
  */
-export async function readCandidate(ctx: Context, cwd: string, source: 'workspace' | 'git'): Promise<CandidateRef> {
+export async function readCandidate(workspace: Workspace, cwd: string, source: 'workspace' | 'git'): Promise<CandidateRef> {
   // The data directory inside the workspace (the default data/ of a host run there) is the host's, not
   // the candidate's: its database changes with every event, and it is never copied for a check either.
   const exclude = await hiddenDirectories()
   if (source === 'workspace') {
-    const stamp = await ctx.workspace.stamp(cwd, { exclude })
+    const stamp = await workspace.stamp(cwd, { exclude })
     return { digest: stamp.digest, source }
   }
   const head = (await gitOrRefuse(cwd, ['rev-parse', 'HEAD'])).trim()
@@ -37,7 +43,7 @@ export async function readCandidate(ctx: Context, cwd: string, source: 'workspac
   }
   const status = await gitOrRefuse(cwd, ['status', '--porcelain', '--untracked-files=all'])
   if (!status.trim()) return gitCandidate(head)
-  return gitCandidate(head, (await ctx.workspace.stamp(cwd, { exclude })).digest)
+  return gitCandidate(head, (await workspace.stamp(cwd, { exclude })).digest)
 }
 
 /** The part digests of a workspace candidate (see the workspace service's `read`). */
@@ -52,15 +58,15 @@ export interface CandidateParts {
  * candidate that moved (`runOnCopies`): every part is read twice either way, the second time where it
  * matters. In git mode the candidate is `readCandidate`'s and has no parts.
  */
-export async function readCandidateOnce(ctx: Context, cwd: string, source: 'workspace' | 'git'): Promise<{ candidate: CandidateRef, parts?: CandidateParts }> {
-  if (source === 'git') return { candidate: await readCandidate(ctx, cwd, source) }
-  const reading = await ctx.workspace.read(cwd, 'all', { exclude: await hiddenDirectories() })
+export async function readCandidateOnce(workspace: Workspace, cwd: string, source: 'workspace' | 'git'): Promise<{ candidate: CandidateRef, parts?: CandidateParts }> {
+  if (source === 'git') return { candidate: await readCandidate(workspace, cwd, source) }
+  const reading = await workspace.read(cwd, 'all', { exclude: await hiddenDirectories() })
   return { candidate: { digest: reading.digest!, source }, parts: { own: reading.own!, dependencies: reading.dependencies! } }
 }
 
 /** One part of the workspace read again (`own` or `dependencies`). */
-export async function readCandidatePart(ctx: Context, cwd: string, part: keyof CandidateParts): Promise<PartReading> {
-  return (await ctx.workspace.read(cwd, part, { exclude: await hiddenDirectories() }))[part]!
+export async function readCandidatePart(workspace: Workspace, cwd: string, part: keyof CandidateParts): Promise<PartReading> {
+  return (await workspace.read(cwd, part, { exclude: await hiddenDirectories() }))[part]!
 }
 
 /** Whether a part read again is the candidate's: the same entries and content, and no entry written since (versions). */
@@ -72,8 +78,8 @@ export function samePart(now: PartReading, then: PartReading): boolean {
  * The copied part of a check's area as it is (read without the stat cache: every file hashed): its
  * content digest must be the candidate's own part's, whatever the workspace did meanwhile.
  */
-export async function readCopiedPart(ctx: Context, work: string): Promise<PartReading> {
-  return (await ctx.workspace.read(work, 'own', { cache: false }))!.own!
+export async function readCopiedPart(workspace: Workspace, work: string): Promise<PartReading> {
+  return (await workspace.read(work, 'own', { cache: false }))!.own!
 }
 
 /**

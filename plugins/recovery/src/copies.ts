@@ -1,9 +1,8 @@
 import { realpath } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { Context } from 'cordis'
 import type {} from '@taskward/plugin-workspace'
 import { checkResultOf, TaskwardError, type CandidateRef, type CheckResult, type CheckSpec, type RecoveryState, type SandboxKind } from '@taskward/protocol'
-import { readCandidate, readCandidateOnce, readCandidatePart, readCopiedPart, samePart, type CandidateParts } from './candidate'
+import { readCandidate, readCandidateOnce, readCandidatePart, readCopiedPart, samePart, type CandidateParts, type Workspace } from './candidate'
 import type { Config } from './config'
 import { cancelledRun } from './launcher'
 import type { PinWarden } from './pins'
@@ -13,7 +12,8 @@ import { hiddenDirectories, prepareArea, removeArea, type CheckArea } from './sa
 
 /** What running the checks takes from the recovery service. */
 export interface CopiesContext {
-  home: Context
+  /** The workspace service (recovery's own reference: see `Workspace`). */
+  workspace: Workspace
   config: Config
   pins: PinWarden
   /** Aborted when the recovery plugin is disposed. */
@@ -45,7 +45,7 @@ export interface CopiesRequest {
  * part of ~1,000 files instead of a tree of ~24,000 on this repository.
  */
 export async function runOnCopies(context: CopiesContext, request: CopiesRequest): Promise<CheckResult[]> {
-  const { home, config, pins, signal, logger, memory } = context
+  const { workspace, config, pins, signal, logger, memory } = context
   const { cwd, specs, sandbox, state, taskId, candidate } = request
   let parts = request.parts
   const results: CheckResult[] = []
@@ -53,7 +53,7 @@ export async function runOnCopies(context: CopiesContext, request: CopiesRequest
   // Never copied, and hidden from a bwrap check: the data directory (the session database, tokens).
   const hidden = await hiddenDirectories()
   // A bwrap check mounts the dependency directories read-only instead of copying them.
-  const dependencies = home.get('workspace')?.dependencies.patterns
+  const dependencies = workspace.dependencies.patterns
   const source = await realpath(cwd)
   const moved = (checkId: string, when: string, now: CandidateRef) => new TaskwardError('ARTIFACT_CHANGED',
     `The workspace ${cwd} changed ${when} check ${checkId}, so the check did not judge the candidate being verified; `
@@ -89,23 +89,23 @@ export async function runOnCopies(context: CopiesContext, request: CopiesRequest
       if (candidate.source === 'workspace') {
         // A rerun's candidate has no parts yet: the workspace must still be it, then its parts are known.
         if (!parts) {
-          const now = await readCandidateOnce(home, cwd, 'workspace')
+          const now = await readCandidateOnce(workspace, cwd, 'workspace')
           if (now.candidate.digest !== candidate.digest) throw moved(spec.id, 'while the copy was made for', now.candidate)
           parts = now.parts!
         } else if (!area.mounts.length) {
           // A copy of the whole tree (copy mode): the whole tree read again.
-          const now = await readCandidateOnce(home, cwd, 'workspace')
+          const now = await readCandidateOnce(workspace, cwd, 'workspace')
           if (now.candidate.digest !== candidate.digest || !samePart(now.parts!.own, parts.own) || !samePart(now.parts!.dependencies, parts.dependencies)) {
             throw moved(spec.id, 'while the copy was made for', now.candidate)
           }
         }
         if (area.mounts.length) {
           // The copy itself holds the candidate's own part, whatever the workspace did since it was read.
-          const copied = await readCopiedPart(home, area.work)
+          const copied = await readCopiedPart(workspace, area.work)
           if (copied.content !== parts.own.content) throw moved(spec.id, 'while the copy was made for', { digest: `copied-content:${copied.content}`, source: candidate.source })
         }
       } else {
-        const now = await readCandidate(home, cwd, config.candidateSource)
+        const now = await readCandidate(workspace, cwd, config.candidateSource)
         if (now.digest !== candidate.digest) throw moved(spec.id, 'while the copy was made for', now)
       }
       // Pinned files in a mounted directory are read where the check reads them: the workspace's.
@@ -119,12 +119,12 @@ export async function runOnCopies(context: CopiesContext, request: CopiesRequest
       const run = await runCheck(spec, area, { sandbox, outputLimitBytes: config.outputLimitBytes, hidden: sandbox === 'bwrap' ? hidden : [], workspace: cwd, mounts, workspaceReal: source, signal })
       if (area.mounts.length && parts) {
         // Mounted live: the part as the check may have read it must be the candidate's, and unwritten.
-        const mounted = await readCandidatePart(home, cwd, 'dependencies')
+        const mounted = await readCandidatePart(workspace, cwd, 'dependencies')
         if (!samePart(mounted, parts.dependencies)) {
           throw moved(spec.id, 'while its dependency directories were mounted for', { digest: `dependencies:${mounted.digest}`, source: candidate.source })
         }
       } else if (area.mounts.length) {
-        const after = await readCandidate(home, cwd, config.candidateSource)
+        const after = await readCandidate(workspace, cwd, config.candidateSource)
         if (after.digest !== candidate.digest) throw moved(spec.id, 'while its dependency directories were mounted for', after)
       }
       results.push(checkResultOf(spec, run, { roots: area.roots }))

@@ -54,7 +54,7 @@ export class CompletionGate {
     const attempt = latestRecoveryAttempt(state, task.id)
     const last = state.tasks[task.id]?.decisions.at(-1)
     if (!attempt || last?.attemptId !== attempt.attemptId || last.action !== 'COMPLETE') return false
-    const candidate = await readCandidate(this.recovery.home, session.cwd, this.recovery.config.candidateSource)
+    const candidate = await readCandidate(this.recovery.kernel.workspace, session.cwd, this.recovery.config.candidateSource)
     return completionVeto(state, task.id, candidate.digest) === undefined
   }
 

@@ -10,7 +10,7 @@ import {
   type RecordReader, type RecoveryDecision, type RecoveryKind, type RecoveryPayloads, type RecoveryState,
 } from '@taskward/protocol'
 import { Config } from './config'
-import { observedParent, readCandidateOnce } from './candidate'
+import { observedParent, readCandidateOnce, type Workspace } from './candidate'
 import { taskStartSeq, turnEvidence } from './evidence'
 import { KeyedLock } from '@taskward/host'
 import { runOnCopies } from './copies'
@@ -95,7 +95,7 @@ export class Recovery {
    * costs ~0.1 ms a read. All are required injects, so this plugin restarts when one of them changes.
    * Only for calls: whatever registers something goes through `ctx` (see `original` in @taskward/host).
    */
-  readonly kernel: { readonly sessions: Sessions, readonly projections: Projections, readonly supervisor: Supervisor }
+  readonly kernel: { readonly sessions: Sessions, readonly projections: Projections, readonly supervisor: Supervisor, readonly workspace: Workspace }
 
   readonly config: Config
   /** Where the checks' copies go: in memory while they fit `memoryCopyBytes`, else the temp directory. */
@@ -103,7 +103,7 @@ export class Recovery {
 
   constructor(ctx: Context, config: Partial<Config> = {}) {
     this.home = ctx
-    this.kernel = { sessions: original(ctx.sessions), projections: original(ctx.projections), supervisor: original(ctx.supervisor) }
+    this.kernel = { sessions: original(ctx.sessions), projections: original(ctx.projections), supervisor: original(ctx.supervisor), workspace: original(ctx.workspace) }
     this.config = Config(loadedConfig('recovery', config))
     this.memoryCopies = new MemoryCopies(this.config.memoryCopyBytes)
     this.sandboxChoice = this.resolveSandbox()
@@ -240,14 +240,14 @@ export class Recovery {
     let checks: CheckResult[]
     for (let tries = 1; ; tries++) {
       // A rerun re-checks the same candidate; a new attempt reads the candidate now (never the agent's word).
-      const read = options.rerun ? { candidate: last!.candidate } : await readCandidateOnce(this.home, session.cwd, this.config.candidateSource)
+      const read = options.rerun ? { candidate: last!.candidate } : await readCandidateOnce(this.kernel.workspace, session.cwd, this.config.candidateSource)
       candidate = read.candidate
       // Observed, not assumed: in git mode a HEAD that does not descend from the authoritative commit
       // gets the parent git shows, and `decide` rejects it.
       parent = options.rerun ? last!.parentCandidate : await observedParent(state, session.cwd, candidate)
       try {
         checks = await runOnCopies({
-          home: this.home, config: this.config, pins: this.pins, signal: this.runs.signal, logger: this.logger, memory: this.memoryCopies,
+          workspace: this.kernel.workspace, config: this.config, pins: this.pins, signal: this.runs.signal, logger: this.logger, memory: this.memoryCopies,
         }, { cwd: session.cwd, specs, sandbox, state, taskId, candidate, parts: read.parts })
         break
       } catch (error) {
