@@ -95,12 +95,28 @@ interface Item {
   group?: Group
 }
 
+/**
+ * The system message of `instructions`, the same object step after step: its request text (body-text.ts)
+ * is then made once. Kept for as many instruction texts as prompts.ts keeps.
+ */
+function systemMessage(instructions: string): ChatMessage {
+  let message = systemMessages.get(instructions)
+  if (!message) {
+    message = { role: 'system', content: instructions }
+    systemMessages.set(instructions, message)
+    if (systemMessages.size > 4096) systemMessages.delete(systemMessages.keys().next().value!)
+  }
+  return message
+}
+const systemMessages = new Map<string, ChatMessage>()
+
 /** Characters a result of the newest call is cut to at the least: below that, the step does not fit. */
 export const MIN_RESULT_CHARS = 200
 
 /** The messages of one model step, within the limits, in the cache-stable layout. */
 export function layoutMessages(input: ContextInput, limits: ContextLimits, count: (message: ChatMessage) => number = estimateMessage): Layout {
-  const system: ChatMessage = { role: 'system', content: input.instructions }
+  const system = systemMessage(input.instructions)
+  const systemCost = count(system)
   const groups = eventsToGroups(input.events, limits, input.origins)
   const cost = (messages: ChatMessage[]) => messages.reduce((sum, message) => sum + count(message), 0)
   const nextSeq = (input.events.at(-1)?.seq ?? -1) + 1
@@ -113,7 +129,7 @@ export function layoutMessages(input: ContextInput, limits: ContextLimits, count
   const latest = state === undefined ? undefined : notes.at(-1)
 
   // The room of the conversation, independent of what changes per step (so the input's cut is stable).
-  const room = limits.contextTokens - count(system) - NOTE_TOKENS
+  const room = limits.contextTokens - systemCost - NOTE_TOKENS
   // The newest user message is the turn's input: it always stays (cut to half the room at most).
   // Host notes and slash commands (run at once, often while a turn runs) are not a turn's input.
   const inputIndex = groups.findLastIndex(isInput)
@@ -135,7 +151,7 @@ export function layoutMessages(input: ContextInput, limits: ContextLimits, count
   }
   for (; pending < older.length; pending++) items.push({ seq: older[pending].beforeSeq - 0.5, messages: [noteMessage(older[pending])], note: older[pending] })
   const latestMessages = latest ? [noteMessage(latest)] : []
-  const fixed = count(system) + NOTE_TOKENS + (inputMessages ? cost(inputMessages) : 0) + cost(latestMessages)
+  const fixed = systemCost + NOTE_TOKENS + (inputMessages ? cost(inputMessages) : 0) + cost(latestMessages)
   const budget = limits.contextTokens - fixed
   const costs = items.map((item) => cost(item.messages))
   // The newest tool call and its results always stay (the model acts on them next): older entries are

@@ -39,7 +39,22 @@ export const CONSULTATION_INSTRUCTIONS = [
   'You are consulted about a finished task. Read what you need and answer; propose a repair only when asked.',
 ].join(' ')
 
+/**
+ * Instructions made, by role and workspace: the same string object on every step of a session, so that
+ * looking its token count up hashes a short key once, not several kilobytes of new text every step.
+ */
+const made = new Map<string, string>()
+const MADE = 4096
+
 export function instructionsFor(role: string, cwd: string): string {
-  const base = role === 'reviewer' ? REVIEWER_INSTRUCTIONS : role === 'main' ? MAIN_INSTRUCTIONS : CONSULTATION_INSTRUCTIONS
-  return `${base}\n\nWorkspace directory: ${cwd}`
+  const key = `${role}\0${cwd}`
+  let text = made.get(key)
+  if (text === undefined) {
+    const base = role === 'reviewer' ? REVIEWER_INSTRUCTIONS : role === 'main' ? MAIN_INSTRUCTIONS : CONSULTATION_INSTRUCTIONS
+    text = `${base}\n\nWorkspace directory: ${cwd}`
+    made.set(key, text)
+    if (made.size > MADE) made.delete(made.keys().next().value!)
+  }
+  return text
 }
+

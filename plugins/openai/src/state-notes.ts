@@ -52,9 +52,25 @@ export function patchText(base: string, state: string): string | undefined {
   return text.length <= state.length * PATCH_SHARE ? text : undefined
 }
 
+/**
+ * Messages made, by note: a note is laid out on every step while the window shows it (and several times
+ * within one layout), and making its message — two parses, a patch, a deep comparison — cost more than
+ * the rest of the layout of a short task. Valid while the note patches the same base (or none).
+ */
+const made = new WeakMap<StateNote, { base?: StateNote, message: ChatMessage }>()
+
 /** The message of `note`; `baseOf` finds the note it patches (missing: shown whole). */
 export function noteMessage(note: StateNote, baseOf: (beforeSeq: number) => StateNote | undefined): ChatMessage {
   const base = note.base === undefined ? undefined : baseOf(note.base)
+  const kept = made.get(note)
+  // Notes are never changed in place (a note shown otherwise is a new object), so the same base object means the same text.
+  if (kept && kept.base === base) return kept.message
+  const message = render(note, base)
+  made.set(note, { base, message })
+  return message
+}
+
+function render(note: StateNote, base: StateNote | undefined): ChatMessage {
   const patch = base && patchText(base.state, note.state)
   if (base && patch !== undefined) {
     return {

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai'
 import type { StreamChunk } from './stream'
+import { bodyText } from './body-text'
 import { TaskwardError } from '@taskward/protocol'
 import { BODY_CHARS, STEP_HEADER, stopped, type ModelTransport, type OpenRequest, type TransportLog, type TransportRoute } from './transport'
 
@@ -348,7 +349,8 @@ export class WorkerTransport implements ModelTransport {
       try {
         // As JSON text: the SDK would serialize it on this thread anyway, and a string crosses threads as
         // one copy where an object graph is rebuilt there (and left as garbage by the SDK's own stringify).
-        worker.postMessage({ id, body: JSON.stringify(body) })
+        // Made of the texts of messages serialized on earlier steps (body-text.ts).
+        worker.postMessage({ id, body: bodyText(body) })
       } catch (error) {
         // A body that cannot be serialized (nothing a layout makes): the step fails with it.
         this.finish(id, error as Error)
