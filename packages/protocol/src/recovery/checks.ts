@@ -2,6 +2,7 @@ import Schema from 'schemastery'
 import { TaskwardError } from '../errors'
 import { failureSignature, SignatureOptions } from './signature'
 import { validatePins, type PinChange } from './pins'
+import { CHECK_FAILURE_REASONS, CHECK_VERDICTS, PATH_MAX, PIN_CHANGES, SHA256_PATTERN, SIGNAL_MAX } from './record-values'
 
 /**
  * A controller-owned validation check: an argv command (never a shell string) run against a copy of
@@ -61,16 +62,16 @@ export interface CheckResult {
 
 export const CheckResultSchema: Schema<CheckResult> = Schema.object({
   checkId: Schema.string().pattern(CHECK_ID_PATTERN).required(),
-  verdict: Schema.union(['PASS', 'FAIL', 'INCONCLUSIVE']).required(),
+  verdict: Schema.union([...CHECK_VERDICTS]).required(),
   exitCode: Schema.number(),
-  signal: Schema.string().max(32),
+  signal: Schema.string().max(SIGNAL_MAX),
   durationMs: Schema.natural().required(),
-  reason: Schema.union(['timeout', 'runner-fault', 'killed', 'not-runnable', 'pin_changed']),
-  signature: Schema.string().pattern(/^[0-9a-f]{64}$/),
+  reason: Schema.union([...CHECK_FAILURE_REASONS]),
+  signature: Schema.string().pattern(SHA256_PATTERN),
   outputExcerpt: Schema.string().max(OUTPUT_EXCERPT_MAX),
   pinChanges: Schema.union([Schema.array(Schema.object({
-    path: Schema.string().min(1).max(4096).required(),
-    change: Schema.union(['modified', 'deleted', 'added']).required(),
+    path: Schema.string().min(1).max(PATH_MAX).required(),
+    change: Schema.union([...PIN_CHANGES]).required(),
   })), Schema.const(undefined)]),
 }) as Schema<CheckResult>
 

@@ -6,6 +6,11 @@ import { Budgets, BudgetsUsed } from './budgets'
 import type { ProgressDelta } from './delta'
 import type { AggregateVerdict } from './verdict'
 import { MAX_PINNED_FILES, type PinBaselineReason, type PinnedFile } from './pins'
+import { RECOVERY_TODAY } from './today'
+import {
+  AGENT_CLAIMS, AGGREGATE_VERDICTS, CANDIDATE_SOURCES, CODE_PATTERN, DECISION_ACTIONS, DIGEST_PATTERN, ID_MAX, JOURNAL_STAGES, PATH_MAX,
+  PIN_HASH_PATTERN, PIN_REASONS, REASON_MAX, REQUEST_TYPES, SANDBOXES, SHA256_PATTERN, STRATEGY_PROPOSERS, TEXT_MAX,
+} from './record-values'
 
 export const RECOVERY_NAMESPACE = 'dsh-task-supervisor-recovery'
 /**
@@ -17,10 +22,10 @@ export const RECOVERY_NAMESPACE = 'dsh-task-supervisor-recovery'
 export const RECOVERY_SCHEMA_VERSION = 2
 
 /** A workspace digest (sha256) or a git commit id (sha1 or sha256). */
-const Digest = Schema.string().pattern(/^[0-9a-f]{40}(?:[0-9a-f]{24})?$/)
-const Id = Schema.string().min(1).max(200)
+const Digest = Schema.string().pattern(DIGEST_PATTERN)
+const Id = Schema.string().min(1).max(ID_MAX)
 const Time = Schema.natural()
-const Text = Schema.string().max(2000)
+const Text = Schema.string().max(TEXT_MAX)
 
 /** The candidate an attempt was verified on, read by the controller (never the agent's word). */
 export interface CandidateRef {
@@ -189,7 +194,7 @@ const AttemptSchema = Schema.object({
   rerunOf: Id,
   candidate: Schema.object({
     digest: Digest.required(),
-    source: Schema.union(['workspace', 'git']).required(),
+    source: Schema.union([...CANDIDATE_SOURCES]).required(),
     head: Digest,
     tree: Digest,
   }).required(),
@@ -197,13 +202,13 @@ const AttemptSchema = Schema.object({
   configuredChecks: Schema.array(Schema.string().pattern(CHECK_ID_PATTERN)).required(),
   checks: Schema.array(CheckResultSchema).required(),
   steps: Schema.natural(),
-  agentClaim: Schema.union(['done', 'progress', 'blocked']),
+  agentClaim: Schema.union([...AGENT_CLAIMS]),
   agentRequests: optional(Schema.array(Schema.object({
-    type: Schema.union(['retry', 'strategy']).required(),
+    type: Schema.union([...REQUEST_TYPES]).required(),
     text: Text.required(),
   }))),
   strategy: Schema.natural().required(),
-  sandbox: Schema.union(['copy', 'bwrap']),
+  sandbox: Schema.union([...SANDBOXES]),
   recordedAt: Time.required(),
 })
 
@@ -236,11 +241,11 @@ const DecisionSchema = Schema.object({
   decisionId: Id.required(),
   taskId: Id.required(),
   attemptId: Id,
-  verdict: Schema.union(['PASS', 'FAIL', 'INCONCLUSIVE', 'MISSING']).required(),
+  verdict: Schema.union([...AGGREGATE_VERDICTS]).required(),
   delta: optional(DeltaSchema),
-  action: Schema.union(['RETRY', 'REVERIFY', 'CHANGE_STRATEGY', 'COMPLETE', 'REJECT_CANDIDATE', 'STOP']).required(),
-  stopReason: Schema.string().max(100),
-  reason: Schema.string().pattern(/^[A-Z][A-Z0-9_]*$/).required(),
+  action: Schema.union([...DECISION_ACTIONS]).required(),
+  stopReason: Schema.string().max(REASON_MAX),
+  reason: Schema.string().pattern(CODE_PATTERN).required(),
   budgetsUsed: BudgetsUsedSchema.required(),
   budgets: optional(RecordedBudgetsSchema),
   decidedAt: Time.required(),
@@ -248,7 +253,7 @@ const DecisionSchema = Schema.object({
 
 const CandidateSchema = Schema.object({
   journalId: Id.required(),
-  stage: Schema.union(['proposed', 'verified', 'committed', 'rolled-back']).required(),
+  stage: Schema.union([...JOURNAL_STAGES]).required(),
   digest: Digest.required(),
   parent: Digest,
   attemptId: Id,
@@ -266,7 +271,7 @@ const StrategySchema = Schema.object({
   taskId: Id.required(),
   attemptId: Id,
   text: Text.required(),
-  proposedBy: Schema.union(['agent', 'manager', 'user']).required(),
+  proposedBy: Schema.union([...STRATEGY_PROPOSERS]).required(),
   at: Time.required(),
 })
 
@@ -280,11 +285,11 @@ const ChecksSchema = Schema.object({
 const PinsSchema = Schema.object({
   taskId: Id.required(),
   files: Schema.array(Schema.object({
-    path: Schema.string().min(1).max(4096).required(),
-    hash: Schema.string().pattern(/^(?:[0-9a-f]{64}|link:.{0,4096}|special)$/).required(),
+    path: Schema.string().min(1).max(PATH_MAX).required(),
+    hash: Schema.string().pattern(PIN_HASH_PATTERN).required(),
   })).max(MAX_PINNED_FILES).required(),
-  digest: Schema.string().pattern(/^[0-9a-f]{64}$/).required(),
-  reason: Schema.union(['task-start', 'reopen', 'checks-set', 'accepted', 'first-attempt']).required(),
+  digest: Schema.string().pattern(SHA256_PATTERN).required(),
+  reason: Schema.union([...PIN_REASONS]).required(),
   acceptanceCycle: Schema.natural().min(1),
   at: Time.required(),
 })
@@ -292,8 +297,8 @@ const PinsSchema = Schema.object({
 const UnverifiedSchema = Schema.object({
   taskId: Id.required(),
   nodeId: Id,
-  code: Schema.string().pattern(/^[A-Z][A-Z0-9_]*$/).required(),
-  reason: Schema.string().max(100).required(),
+  code: Schema.string().pattern(CODE_PATTERN).required(),
+  reason: Schema.string().max(REASON_MAX).required(),
   message: Text.required(),
   lostRounds: Schema.natural().required(),
   at: Time.required(),
@@ -305,16 +310,17 @@ const recoveryReaderSpec: ReaderSpec = {
   writes: RECOVERY_SCHEMA_VERSION,
   minVersion: 1,
   kinds: {
-    attempt: { schemas: { 1: AttemptSchema } },
-    decision: { schemas: { 1: DecisionSchema } },
-    candidate: { schemas: { 1: CandidateSchema } },
-    receipt: { schemas: { 1: ReceiptSchema } },
-    strategy: { schemas: { 1: StrategySchema } },
-    checks: { schemas: { 1: ChecksSchema } },
-    pins: { schemas: { 1: PinsSchema } },
+    // `today`: every kind's shape is its schema 1's, at both versions (see today.ts).
+    attempt: { schemas: { 1: AttemptSchema }, today: RECOVERY_TODAY.attempt },
+    decision: { schemas: { 1: DecisionSchema }, today: RECOVERY_TODAY.decision },
+    candidate: { schemas: { 1: CandidateSchema }, today: RECOVERY_TODAY.candidate },
+    receipt: { schemas: { 1: ReceiptSchema }, today: RECOVERY_TODAY.receipt },
+    strategy: { schemas: { 1: StrategySchema }, today: RECOVERY_TODAY.strategy },
+    checks: { schemas: { 1: ChecksSchema }, today: RECOVERY_TODAY.checks },
+    pins: { schemas: { 1: PinsSchema }, today: RECOVERY_TODAY.pins },
     // Written at 2 so that readers of 1 are refused it; read at 1 too, as main wrote it for a while
     // before that was decided (never in a release).
-    unverified: { schemas: { 1: UnverifiedSchema }, writesAt: 2 },
+    unverified: { schemas: { 1: UnverifiedSchema }, writesAt: 2, today: RECOVERY_TODAY.unverified },
   },
 }
 
