@@ -179,6 +179,22 @@ function renderedResult(event: SessionEvent, answer: Record<string, any>, chars:
   return content
 }
 
+/**
+ * What `eventsToGroups` made of an event, kept with it while the inputs it was made from are the same
+ * objects: a window's events are laid out again on every step, and the same message object each time
+ * lets what is derived from it — its request text (body-text.ts) — be made once, not every step.
+ * Messages are never changed once made (an assistant message is made whole when its group closes).
+ */
+const made = new WeakMap<object, { inputs: readonly unknown[], value: any }>()
+const assistants = new WeakMap<object, { inputs: readonly unknown[], value: any }>()
+function madeFrom<T>(kept: WeakMap<object, { inputs: readonly unknown[], value: any }>, event: object, inputs: readonly unknown[], make: () => T): T {
+  const previous = kept.get(event)
+  if (previous && previous.inputs.length === inputs.length && previous.inputs.every((input, i) => input === inputs[i])) return previous.value
+  const value = make()
+  kept.set(event, { inputs, value })
+  return value
+}
+
 /** One tool message: the result (or error) with its seq, fit to `chars`. */
 const toolContent = (seq: number, data: Record<string, any>, chars: number) => fitJson(
   data.error ? { seq, error: data.error } : { seq, result: data.result ?? null }, chars, resultHint(String(data.name ?? ''), data.args),
@@ -192,7 +208,7 @@ const toolContent = (seq: number, data: Record<string, any>, chars: number) => f
 export function eventsToGroups(events: readonly SessionEvent[], limits: { toolResultChars: number }, origins?: WeakMap<object, SessionEvent>): Group[] {
   const groups: Group[] = []
   // The assistant message tool calls attach to, while only its own calls and results follow it.
-  let open: { group: Group, message: Extract<ChatMessage, { role: 'assistant' }>, pending: Set<string>, calls: CallPart[], answers: Map<string, { seq: number, data: Record<string, any> }> } | undefined
+  let open: { event: SessionEvent, group: Group, message: Extract<ChatMessage, { role: 'assistant' }>, pending: Set<string>, calls: CallPart[], answers: Map<string, { seq: number, data: Record<string, any> }> } | undefined
   // Slash commands (and their replies) the operator ran while a call was still running: shown after
   // the call's results, since the API wants every result right after its call.
   let deferred: Group[] = []
@@ -201,6 +217,12 @@ export function eventsToGroups(events: readonly SessionEvent[], limits: { toolRe
       // A call without a recorded result (a crash mid-call): the API needs an answer for every call.
       for (const id of open.pending) open.group.messages.push({ role: 'tool', tool_call_id: id, content: NO_RESULT })
       open.group.recut = recutter(open.message.content, open.calls, open.answers)
+      // The assistant message as shown, made whole now that its calls are known: the same object on
+      // every step that shows the same calls.
+      const { content, tool_calls: calls } = open.message
+      const whole = madeFrom(assistants, open.event, [content, ...calls ?? []], (): ChatMessage => calls?.length ? { role: 'assistant', content, tool_calls: [...calls] } : { role: 'assistant', content })
+      if (origins?.has(open.message)) origins.set(whole, open.event)
+      open.group.messages[0] = whole
       open = undefined
     }
     groups.push(...deferred)
@@ -211,8 +233,10 @@ export function eventsToGroups(events: readonly SessionEvent[], limits: { toolRe
     const data = event.data ?? {}
     switch (event.type) {
       case 'user/message': {
-        const origin = data.origin && data.origin !== 'user' ? `[${data.origin}] ` : ''
-        const message: ChatMessage = { role: 'user', content: origin + String(data.text ?? '') }
+        const message = madeFrom(made, event, [data.origin, data.text], (): ChatMessage => {
+          const origin = data.origin && data.origin !== 'user' ? `[${data.origin}] ` : ''
+          return { role: 'user', content: origin + String(data.text ?? '') }
+        })
         origins?.set(message, event)
         const group: Group = { seq: event.seq, messages: [message] }
         if (waiting() && String(data.text ?? '').startsWith('/')) {
@@ -230,7 +254,7 @@ export function eventsToGroups(events: readonly SessionEvent[], limits: { toolRe
         origins?.set(message, event)
         const group: Group = { seq: event.seq, messages: [message] }
         groups.push(group)
-        open = { group, message, pending: new Set(), calls: [], answers: new Map() }
+        open = { event, group, message, pending: new Set(), calls: [], answers: new Map() }
         break
       }
       case 'tool/call': {
@@ -238,10 +262,11 @@ export function eventsToGroups(events: readonly SessionEvent[], limits: { toolRe
           const message: ChatMessage = { role: 'assistant', content: null }
           const group: Group = { seq: event.seq, messages: [message] }
           groups.push(group)
-          open = { group, message, pending: new Set(), calls: [], answers: new Map() }
+          open = { event, group, message, pending: new Set(), calls: [], answers: new Map() }
         }
         const id = String(data.callId ?? `call-${event.seq}`)
-        const call: ChatToolCall = { id, type: 'function', function: { name: String(data.name ?? ''), arguments: argumentsText(data.args ?? {}, limits.toolResultChars) } }
+        const call = madeFrom(made, event, [id, data.name, data.args, limits.toolResultChars], (): ChatToolCall =>
+          ({ id, type: 'function', function: { name: String(data.name ?? ''), arguments: argumentsText(data.args ?? {}, limits.toolResultChars) } }))
         origins?.set(call, event)
         ;(open.message.tool_calls ??= []).push(call)
         open.pending.add(id)
@@ -256,7 +281,8 @@ export function eventsToGroups(events: readonly SessionEvent[], limits: { toolRe
         // The seq lets the model cite this result as evidence (task_report_stage, repairs, verdicts).
         const answer = { ...data, args: open.calls.find((c) => c.id === id)?.args }
         open.answers.set(id, { seq: event.seq, data: answer })
-        const message: ChatMessage = { role: 'tool', tool_call_id: id, content: renderedResult(event, answer, limits.toolResultChars) }
+        const content = renderedResult(event, answer, limits.toolResultChars)
+        const message = madeFrom(made, event, [id, content], (): ChatMessage => ({ role: 'tool', tool_call_id: id, content }))
         origins?.set(message, event)
         open.group.messages.push(message)
         // Every call answered: what waited behind them follows now.
@@ -267,7 +293,7 @@ export function eventsToGroups(events: readonly SessionEvent[], limits: { toolRe
       case 'agent/refused':
       case 'agent/error': {
         const what = event.type === 'command/reply' ? 'command reply' : event.type === 'agent/refused' ? 'step refused' : 'model error'
-        const message: ChatMessage = { role: 'user', content: `[host: ${what}] ${cut(json(data), limits.toolResultChars)}` }
+        const message = madeFrom(made, event, [what, limits.toolResultChars], (): ChatMessage => ({ role: 'user', content: `[host: ${what}] ${cut(json(data), limits.toolResultChars)}` }))
         origins?.set(message, event)
         const group: Group = { seq: event.seq, messages: [message] }
         if (waiting() && event.type === 'command/reply') {
