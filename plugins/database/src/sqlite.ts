@@ -2,7 +2,7 @@ import { SQLiteDriver } from '@minatojs/driver-sqlite'
 import Schema from 'schemastery'
 import init from '@minatojs/sql.js'
 import { TaskwardError } from '@taskward/protocol'
-import { closeSync, fstatSync, fsyncSync, linkSync, openSync, statSync, unlinkSync } from 'node:fs'
+import { closeSync, fdatasyncSync, fstatSync, linkSync, openSync, statSync, unlinkSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { basename, dirname } from 'node:path'
 import { randomBytes } from 'node:crypto'
@@ -208,7 +208,8 @@ export class TaskwardSQLiteDriver extends (SQLiteDriver as any as typeof SQLiteD
     // otherwise leave the database holding pages of commits its WAL lost.
     if (this.durability === 'fsync' && this.flusher) this.flusher.syncNow()
     this.db.exec('PRAGMA wal_checkpoint(PASSIVE)')
-    if (this.durability === 'fsync' && this.dbFd !== undefined) fsyncSync(this.dbFd)
+    // Data and size, as SQLite syncs on Linux (fdatasync): the database's times need not be durable.
+    if (this.durability === 'fsync' && this.dbFd !== undefined) fdatasyncSync(this.dbFd)
   }
 
   /**
