@@ -68,6 +68,21 @@ function unsupported(envelope: Partial<RecordEnvelope>, seq: number, why: string
     { namespace: envelope.namespace, schemaVersion: envelope.schemaVersion, kind: envelope.kind, seq })
 }
 
+/**
+ * The payload read by a kind's `today` check, or undefined (then the schema reads it). Without
+ * `canonical` the copy is what is checked and returned: a payload read twice (checked, then copied)
+ * could answer differently the second time (a getter). A check or a copy that throws is a no.
+ */
+function todayPayload(kind: KindSpec, payload: unknown): unknown {
+  try {
+    if (kind.canonical) return kind.today!(payload) ? kind.canonical(payload) : undefined
+    const copy = structuredClone(payload)
+    return kind.today!(copy) ? copy : undefined
+  } catch {
+    return undefined
+  }
+}
+
 let fastPath = true
 
 /**
@@ -142,9 +157,8 @@ export function defineReader(spec: ReaderSpec): RecordReader {
       const schema = inTodayShape ? todaySchemas.get(kind) : schemaFor(kind, envelope.schemaVersion)
       if (!schema) throw unsupported(envelope, seq, `no schema for version ${envelope.schemaVersion}`)
       let payload: any
-      if (fastPath && inTodayShape && kind.today?.(envelope.payload)) {
-        // Today's shape: nothing to validate further or upgrade; copy so the caller owns the result.
-        payload = kind.canonical ? kind.canonical(envelope.payload) : structuredClone(envelope.payload)
+      if (fastPath && inTodayShape && kind.today && (payload = todayPayload(kind, envelope.payload)) !== undefined) {
+        // Today's shape: nothing to validate further or upgrade (the caller owns the copy).
       } else {
         try {
           // Validate a copy so that the caller's frozen event data is never touched.

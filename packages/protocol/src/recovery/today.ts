@@ -221,12 +221,23 @@ export const isUnverifiedPayload = objectOf({
  * added `unverified`, whose shape is the one it had at 1), so the reader asks these at both versions.
  */
 export const RECOVERY_TODAY: Readonly<Record<RecoveryKind, Check>> = {
-  attempt: isAttemptPayload,
-  decision: isDecisionPayload,
-  candidate: isCandidatePayload,
-  receipt: isReceiptPayload,
-  strategy: isStrategyPayload,
-  checks: isChecksPayload,
-  pins: isPinsPayload,
-  unverified: isUnverifiedPayload,
+  attempt: never(isAttemptPayload),
+  decision: never(isDecisionPayload),
+  candidate: never(isCandidatePayload),
+  receipt: never(isReceiptPayload),
+  strategy: never(isStrategyPayload),
+  checks: never(isChecksPayload),
+  pins: never(isPinsPayload),
+  unverified: never(isUnverifiedPayload),
+}
+
+/** A check that answers no where reading the value throws (a getter): these never throw. */
+function never(check: Check): Check {
+  return (value) => {
+    try {
+      return check(value)
+    } catch {
+      return false
+    }
+  }
 }
