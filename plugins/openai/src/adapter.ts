@@ -14,6 +14,7 @@ import { redact } from './redact'
 import { EventWindows } from './window'
 import { InlineTransport, type ModelTransport } from './transport'
 import { WorkerTransport } from './worker-transport'
+import { frozen } from './body-text'
 import { readWindowStart, windowRecord, WINDOW_EVENT } from './window-record'
 import { StepAssembler, type AssembledStep, type StreamChunk } from './stream'
 
@@ -145,7 +146,8 @@ export class OpenAIRoute implements ModelAdapter {
       type: 'function' as const,
       function: { name: tool.name, description: tool.description, parameters: toolParameters(tool.parameters) },
     }))
-    this.toolCache = { defs, tools, raw: this.counter.tools(tools) }
+    // Frozen: the same list on every request until the tools change, its request text made once (body-text.ts).
+    this.toolCache = { defs, tools: frozen(tools), raw: this.counter.tools(tools) }
     return this.toolCache
   }
 

@@ -1,6 +1,7 @@
 import type { SessionEvent } from '@taskward/protocol'
 import { cut, eventsToGroups, json, type ChatMessage, type Group } from './transcript'
 import { nextNote, noteMessage as renderNote, type StateNote } from './state-notes'
+import { frozen } from './body-text'
 
 export { TASK_STATE_HEADER, type StateNote } from './state-notes'
 
@@ -102,7 +103,7 @@ interface Item {
 function systemMessage(instructions: string): ChatMessage {
   let message = systemMessages.get(instructions)
   if (!message) {
-    message = { role: 'system', content: instructions }
+    message = frozen<ChatMessage>({ role: 'system', content: instructions })
     systemMessages.set(instructions, message)
     if (systemMessages.size > 4096) systemMessages.delete(systemMessages.keys().next().value!)
   }

@@ -47,7 +47,8 @@ const made = new Map<string, string>()
 const MADE = 4096
 
 export function instructionsFor(role: string, cwd: string): string {
-  const key = `${role}\0${cwd}`
+  // Unambiguous whatever the strings hold (a path may hold any byte but NUL, a role any character).
+  const key = JSON.stringify([role, cwd])
   let text = made.get(key)
   if (text === undefined) {
     const base = role === 'reviewer' ? REVIEWER_INSTRUCTIONS : role === 'main' ? MAIN_INSTRUCTIONS : CONSULTATION_INSTRUCTIONS

@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util'
 import { applyMergePatch, mergePatch } from '@taskward/protocol'
 import type { ChatMessage } from './transcript'
+import { frozen } from './body-text'
 
 /*
  * Task-state notes as the model reads them (pure). The first note a window shows holds the whole state
@@ -65,7 +66,7 @@ export function noteMessage(note: StateNote, baseOf: (beforeSeq: number) => Stat
   const kept = made.get(note)
   // Notes are never changed in place (a note shown otherwise is a new object), so the same base object means the same text.
   if (kept && kept.base === base) return kept.message
-  const message = render(note, base)
+  const message = frozen(render(note, base))
   made.set(note, { base, message })
   return message
 }

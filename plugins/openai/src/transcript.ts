@@ -1,4 +1,5 @@
 import { cutIndex, type SessionEvent } from '@taskward/protocol'
+import { frozen } from './body-text'
 
 /*
  * The session log as chat messages (pure): each conversation event mapped to a message, a call kept
@@ -183,14 +184,16 @@ function renderedResult(event: SessionEvent, answer: Record<string, any>, chars:
  * What `eventsToGroups` made of an event, kept with it while the inputs it was made from are the same
  * objects: a window's events are laid out again on every step, and the same message object each time
  * lets what is derived from it — its request text (body-text.ts) — be made once, not every step.
- * Messages are never changed once made (an assistant message is made whole when its group closes).
+ * Messages are frozen once made (an assistant message is made whole when its group closes).
  */
 const made = new WeakMap<object, { inputs: readonly unknown[], value: any }>()
 const assistants = new WeakMap<object, { inputs: readonly unknown[], value: any }>()
 function madeFrom<T>(kept: WeakMap<object, { inputs: readonly unknown[], value: any }>, event: object, inputs: readonly unknown[], make: () => T): T {
   const previous = kept.get(event)
   if (previous && previous.inputs.length === inputs.length && previous.inputs.every((input, i) => input === inputs[i])) return previous.value
-  const value = make()
+  // Frozen: handed to every later layout (and to callers of the exported layout functions), it must
+  // never change; and `bodyText` keeps the text only of what is frozen whole.
+  const value = frozen(make())
   kept.set(event, { inputs, value })
   return value
 }
@@ -220,7 +223,7 @@ export function eventsToGroups(events: readonly SessionEvent[], limits: { toolRe
       // The assistant message as shown, made whole now that its calls are known: the same object on
       // every step that shows the same calls.
       const { content, tool_calls: calls } = open.message
-      const whole = madeFrom(assistants, open.event, [content, ...calls ?? []], (): ChatMessage => calls?.length ? { role: 'assistant', content, tool_calls: [...calls] } : { role: 'assistant', content })
+      const whole: ChatMessage = madeFrom(assistants, open.event, [content, ...calls ?? []], (): ChatMessage => calls?.length ? { role: 'assistant', content, tool_calls: [...calls] } : { role: 'assistant', content })
       if (origins?.has(open.message)) origins.set(whole, open.event)
       open.group.messages[0] = whole
       open = undefined

@@ -10,7 +10,7 @@ describe('eventsToGroups: the same messages step after step', () => {
   const window = () => [
     ev('user/message', { text: 'write a', origin: 'user' }),
     ev('assistant/message', { text: 'writing' }),
-    ev('tool/call', { callId: 'c1', name: 'write', args: { path: 'a', content: 'x'.repeat(500) } }),
+    ev('tool/call', { callId: 'c1', name: 'write', args: { path: 'a', content: 'x'.repeat(5000) } }),
     ev('tool/result', { callId: 'c1', name: 'write', result: { path: 'a', bytes: 500 } }),
     ev('model/usage', { promptTokens: 1 }),
     ev('tool/call', { callId: 'c2', name: 'read', args: { path: 'a' } }),
@@ -27,12 +27,19 @@ describe('eventsToGroups: the same messages step after step', () => {
     expect(again).to.have.length(first.length)
     again.forEach((message, i) => expect(message, `message ${i}`).to.equal(first[i]))
     // Fresh event objects (a window read again from the store): new messages, the same content.
-    expect(messagesOf(structuredClone(events))).to.deep.equal(first)
+    const fresh = messagesOf(structuredClone(events))
+    expect(fresh).to.deep.equal(first)
+    fresh.forEach((message, i) => expect(message, `message ${i}`).to.not.equal(first[i]))
     // Another limit: the cut messages are made again (the call's arguments, the long result).
     const narrower = messagesOf(events, 300)
     const long = first.findIndex((message: any) => message.tool_call_id === 'c2')
     expect(narrower[long]).to.not.equal(first[long])
     expect((narrower[long] as any).content.length).to.be.below((first[long] as any).content.length)
+    // The write's arguments (5,000 characters) are cut at the narrower limit too.
+    const argumentsOf = (messages: typeof first) => (messages[1] as any).tool_calls[0].function.arguments as string
+    expect(argumentsOf(narrower).length).to.be.below(argumentsOf(first).length)
+    // Messages kept from step to step cannot be changed by whoever is handed them.
+    expect(Object.isFrozen(first[1]) && Object.isFrozen((first[1] as any).tool_calls[0].function)).to.equal(true)
     // And the request text of the same messages is the plain serialization.
     const body = { model: 'm', messages: again }
     expect(bodyText(body)).to.equal(JSON.stringify(body))
