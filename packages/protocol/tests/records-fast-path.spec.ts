@@ -10,7 +10,7 @@ import { isDeepStrictEqual } from 'node:util'
 import type { SessionEvent } from '../src/events'
 import { isRecordEnvelope, RecordEnvelope } from '../src/envelope'
 import { isEnvelopeShape } from '../src/records/shape'
-import { setRecordFastPath } from '../src/records/reader'
+import { bothWays, editedCopy, paths } from './fixtures/fast-path'
 import { repairReader } from '../src/repair'
 import {
   applyPlanReview, applySupervisorEvent, approve, clear, foldSupervisorEvents, initSupervisorState, isReviewJobV1, isTaskStateV11, newTask,
@@ -18,29 +18,6 @@ import {
 } from '../src/task'
 import { DIAMOND, Driver, job } from './fixtures/task'
 
-type Outcome = { value: unknown } | { error: { name: string, code?: unknown, message: string, details?: unknown } }
-
-function outcome(fn: () => unknown): Outcome {
-  try {
-    return { value: fn() }
-  } catch (error) {
-    const e = error as Error & { code?: unknown, details?: unknown }
-    return { error: { name: e.name, code: e.code, message: e.message, details: e.details } }
-  }
-}
-
-/** `fn` with the fast path on and with it off (schema only). */
-function bothWays<T>(fn: () => T): { fast: Outcome, slow: Outcome } {
-  const previous = setRecordFastPath(true)
-  try {
-    const fast = outcome(fn)
-    setRecordFastPath(false)
-    const slow = outcome(fn)
-    return { fast, slow }
-  } finally {
-    setRecordFastPath(previous)
-  }
-}
 
 function expectSame(fn: () => unknown, label: string | (() => string)) {
   const { fast, slow } = bothWays(fn)
@@ -147,17 +124,6 @@ function olderAndInvalidEnvelopes(): RecordEnvelope[] {
   ]
 }
 
-/** Every path to a value inside `value` (object keys and array indexes). */
-function paths(value: unknown, prefix: (string | number)[] = []): (string | number)[][] {
-  const out: (string | number)[][] = []
-  if (Array.isArray(value)) {
-    value.forEach((item, i) => { out.push([...prefix, i], ...paths(item, [...prefix, i])) })
-  } else if (value && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) out.push([...prefix, key], ...paths(item, [...prefix, key]))
-  }
-  return out
-}
-
 const REPLACEMENTS: unknown[] = [
   null, undefined, '', 'not a node id!', 0, -1, 1.5, 2 ** 60, Number.NaN, true, [], {}, [null],
   'reviewing', 'awaiting-user', 'recovery', 'progress', 'pass',
@@ -166,13 +132,7 @@ const REPLACEMENTS: unknown[] = [
 /** The payload with the value at `path` replaced (or deleted), and with an extra key at that level. */
 function mutations(payload: unknown): unknown[] {
   const out: unknown[] = []
-  const edit = (path: (string | number)[], change: (parent: any, key: string | number) => void) => {
-    const copy = structuredClone(payload) as any
-    let parent = copy
-    for (const key of path.slice(0, -1)) parent = parent[key]
-    change(parent, path.at(-1)!)
-    out.push(copy)
-  }
+  const edit = (path: (string | number)[], change: (parent: any, key: string | number) => void) => { out.push(editedCopy(payload, path, change)) }
   const done = new Set<string>()
   for (const path of paths(payload)) {
     // One place per field template (the first run, the first node…): the others are the same check.

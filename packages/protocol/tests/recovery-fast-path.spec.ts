@@ -12,34 +12,12 @@ import { fileURLToPath } from 'node:url'
 import { inspect, isDeepStrictEqual } from 'node:util'
 import type { RecordEnvelope } from '../src/envelope'
 import type { SessionEvent } from '../src/events'
-import { setRecordFastPath } from '../src/records/reader'
+import { bothWays, editedCopy, paths } from './fixtures/fast-path'
 import {
   foldRecoveryLog, MAX_PINNED_FILES, pinnedSetDigest, RECOVERY_NAMESPACE, recoveryReader, type RecoveryKind, type RecoveryPayloads,
 } from '../src/recovery'
 import { RECOVERY_TODAY } from '../src/recovery/today'
 
-type Outcome = { value: unknown } | { error: { name: string, code?: unknown, message: string, details?: unknown } }
-
-function outcome(fn: () => unknown): Outcome {
-  try {
-    return { value: fn() }
-  } catch (error) {
-    const e = error as Error & { code?: unknown, details?: unknown }
-    return { error: { name: e.name, code: e.code, message: e.message, details: e.details } }
-  }
-}
-
-/** `fn` with the fast path on and with it off (schema only). */
-function bothWays(fn: () => unknown): { fast: Outcome, slow: Outcome } {
-  const previous = setRecordFastPath(true)
-  try {
-    const fast = outcome(fn)
-    setRecordFastPath(false)
-    return { fast, slow: outcome(fn) }
-  } finally {
-    setRecordFastPath(previous)
-  }
-}
 
 /** Strictly equal, by `isDeepStrictEqual`: chai's deep equality overlooks an array's non-index keys. */
 function expectEqual(actual: unknown, expected: unknown, label: () => string) {
@@ -138,30 +116,13 @@ const REPLACEMENTS: unknown[] = [
   'bwrap', 'modified', 'added', 'timeout', 'pin_changed', 'rolled-back', 'committed', 'task-start', 'accepted',
 ]
 
-/** Every path to a value inside `value` (object keys and array indexes). */
-function paths(value: unknown, prefix: (string | number)[] = []): (string | number)[][] {
-  const out: (string | number)[][] = []
-  if (Array.isArray(value)) {
-    value.forEach((item, i) => { out.push([...prefix, i], ...paths(item, [...prefix, i])) })
-  } else if (value && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) out.push([...prefix, key], ...paths(item, [...prefix, key]))
-  }
-  return out
-}
-
 /**
  * The payload with each value replaced by each of `REPLACEMENTS`, deleted (a hole, in an array), and
  * with an extra key (an unknown field, or an array's non-index key) and a `__proto__` key beside it.
  */
 function mutations(payload: unknown): unknown[] {
   const out: unknown[] = []
-  const edit = (path: (string | number)[], change: (parent: any, key: string | number) => void) => {
-    const copy = structuredClone(payload) as any
-    let parent = copy
-    for (const key of path.slice(0, -1)) parent = parent[key]
-    change(parent, path.at(-1)!)
-    out.push(copy)
-  }
+  const edit = (path: (string | number)[], change: (parent: any, key: string | number) => void) => { out.push(editedCopy(payload, path, change)) }
   for (const path of paths(payload)) {
     edit(path, (parent, key) => { delete parent[key] })
     edit(path, (parent, key) => { parent[`${key}-extra`] = 1 })
