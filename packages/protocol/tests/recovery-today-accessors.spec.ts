@@ -1,11 +1,9 @@
 /*
- * The `today` predicates (recovery/today.ts) are documented as non-throwing and as accepting
- * only payloads the schema reads unchanged; the reader (records/reader.ts) asks them about the
- * caller's payload and then returns `structuredClone` of it, a second read. An accessor property
- * (a getter on an object whose prototype is Object.prototype, which `objectOf` takes as plain) is
- * read once by the predicate and again by the clone; the schema path reads it only once (the clone)
- * and validates what it read. Low practical reach (stored events are JSON-parsed), but the contract
- * "never more than the schema accepts" does not hold.
+ * The `today` checks (recovery/today.ts) never throw and accept only payloads the schema reads
+ * unchanged. A payload read twice — checked, then copied — could answer differently the second time
+ * (a getter on a plain object); so the reader copies first and checks and returns the copy, and a
+ * getter that throws sends the payload down the schema path, which refuses it RECORD_UNSUPPORTED.
+ * (Stored payloads are JSON-parsed and have no getters; in-memory ones may.)
  */
 import { expect } from 'chai'
 import type { RecordEnvelope } from '../src/envelope'

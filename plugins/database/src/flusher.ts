@@ -16,16 +16,16 @@ export interface FlusherParts {
 
 /**
  * Group commit for a SQLite file that the wasm engine writes with plain `pwrite` and never syncs.
- * The flush is `fdatasync`, as SQLite's own on Linux: the WAL's data and size reach stable storage,
+ * The flush is `fdatasync`, as SQLite's usual Linux builds sync: the WAL's data and size reach stable storage,
  * its modification time need not (an fsync also commits the inode's times to the filesystem's journal:
  * at 500 paced sessions the flushes' p99 was 31 ms with fsync, 23 ms with fdatasync).
- * After each commit a writer asks for `durable()`; one `fsync` of the WAL covers every commit made
+ * After each commit a writer asks for `durable()`; one flush of the WAL covers every commit made
  * before it started, so concurrent writers share a flush and a writer that committed during a running
  * flush waits for the next one.
  *
  * Why an fd of our own flushes the engine's writes: dirty pages belong to the file (the inode's page
- * cache), not to the descriptor that wrote them, so `fsync` on any descriptor of the same file writes
- * them all to stable storage (POSIX fsync: "all data for the open file").
+ * cache), not to the descriptor that wrote them, so `fdatasync` on any descriptor of the same file writes
+ * them all to stable storage (POSIX: "all data for the open file").
  */
 export class Flusher {
   private committed = 0
@@ -33,7 +33,7 @@ export class Flusher {
   private running?: Promise<void>
   private walFd?: number
   failure?: Error
-  /** fsyncs done (diagnostics and benchmarks: commits per flush). */
+  /** Flushes done (diagnostics and benchmarks: commits per flush). */
   flushes = 0
   /** The latest RECENT_FLUSHES flushes' waits (ms), oldest overwritten first. */
   private readonly waits = new Float64Array(RECENT_FLUSHES)
@@ -70,7 +70,7 @@ export class Flusher {
       this.flushes++
       this.synced = upTo
     } catch (error: any) {
-      // A failed fsync may have dropped dirty pages (Linux clears the error): nothing written since the
+      // A failed flush may have dropped dirty pages (Linux clears the error): nothing written since the
       // last good flush can be trusted any more, so the store stops acknowledging writes.
       this.failure = error
     } finally {
@@ -80,7 +80,7 @@ export class Flusher {
 
   /**
    * Flush the WAL now, blocking: for a checkpoint, which must not copy into the database a frame that
-   * is not yet on disk in the WAL (a commit made while the last flush ran). Throws what fsync threw.
+   * is not yet on disk in the WAL (a commit made while the last flush ran). Throws what the sync threw.
    */
   syncNow() {
     if (this.failure) throw this.failure
@@ -103,7 +103,7 @@ export class Flusher {
   }
 
   /**
-   * How long the latest flushes of the WAL took from the fsync's call to its answer on the event loop
+   * How long the latest flushes of the WAL took from the sync's call to its answer on the event loop
    * (ms, at most RECENT_FLUSHES, in no order): a commit that waits to be durable waits for one or two.
    */
   recentFlushMs(): number[] {

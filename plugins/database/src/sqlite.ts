@@ -208,7 +208,7 @@ export class TaskwardSQLiteDriver extends (SQLiteDriver as any as typeof SQLiteD
     // otherwise leave the database holding pages of commits its WAL lost.
     if (this.durability === 'fsync' && this.flusher) this.flusher.syncNow()
     this.db.exec('PRAGMA wal_checkpoint(PASSIVE)')
-    // Data and size, as SQLite syncs on Linux (fdatasync): the database's times need not be durable.
+    // Data and size (fdatasync, as SQLite's usual Linux builds sync): the database's times need not be durable.
     if (this.durability === 'fsync' && this.dbFd !== undefined) fdatasyncSync(this.dbFd)
   }
 
