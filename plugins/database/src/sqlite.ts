@@ -28,7 +28,7 @@ export interface StoreHealth {
 /** Check the WAL's size every this many commits; checkpoint past CHECKPOINT_BYTES. */
 const CHECKPOINT_EVERY = 256
 const CHECKPOINT_BYTES = 64 << 20
-/** SQLite's page cache, KiB. */
+/** SQLite's page cache, KiB (filled only as pages are used). */
 const CACHE_KIB = 32 * 1024
 
 // `__filename` in the CommonJS build (where import.meta is empty), import.meta.url in ESM and the sources.
@@ -109,9 +109,7 @@ export class TaskwardSQLiteDriver extends (SQLiteDriver as any as typeof SQLiteD
       this.verify()
       this.pragma('PRAGMA journal_mode = WAL')
       this.pragma('PRAGMA wal_autocheckpoint = 0')
-      // SQLite's page cache (2 MB by default) held too few pages of a store with hundreds of live
-      // sessions: inserts and reads went back to the file for index pages (synchronous reads on the
-      // host's thread, 2 % of its time at 500 sessions). Filled only as pages are used.
+      // 2 MB (the default) sent index-page reads of hundreds of live sessions back to the file, on the host's thread.
       this.pragma(`PRAGMA cache_size = -${CACHE_KIB}`)
       this.dbFd = openSync(this.path, 'r')
       this.flusher = new Flusher(this.path + '-wal', this.directory)

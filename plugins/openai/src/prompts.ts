@@ -58,4 +58,3 @@ export function instructionsFor(role: string, cwd: string): string {
   }
   return text
 }
-
