@@ -52,7 +52,9 @@ export class RecordIndexCache {
    * being built) is left for the next `get`, which sees the index is behind and catches up.
    */
   observe(session: Session, event: SessionEvent) {
-    const index = this.live.get(session.id)
+    // A session's first event, appended here: its index starts empty (nothing to read back), so that
+    // its first step is answered from memory too — without a projection read per new session.
+    const index = this.live.get(session.id) ?? (event.seq === 0 ? emptyRecordIndex() : undefined)
     if (!index || event.seq !== index.lastSeq + 1) return
     const next = indexRecordEvent(index, event)
     this.live.set(session.id, next)

@@ -40,6 +40,12 @@ export class AdmissionService {
     this.home = ctx
     // An observer, not a `session/event` listener: a direct call on every append (see `sessions.observe`).
     ctx.sessions.observe((session, event) => indexes.observe(session, event))
+    // A refused step's events were observed as they were staged: what followed them is dropped, and
+    // the next check reads the index back from the log as written.
+    ctx.sessions.observeRollback((session) => {
+      indexes.forget(session.id)
+      registry.forget(session.id)
+    })
     // The host forgot the session's projection caches (past its memory bound): so does this plugin, or
     // every session ever checked would stay in memory. Absent on a host that never forgets.
     ctx.projections.observeForgotten?.((sessionId) => {
