@@ -6,7 +6,7 @@ import type { Supervisor } from './service'
 /** Sessions whose repeat state is kept in memory (least recently used out first; read again from the log). */
 const KEPT = 1024
 /** Events read back from the log for a session whose state is not in memory (after a restart). */
-const READ_BACK = 400
+export const READ_BACK = 400
 const LIVE = ['planning', 'awaiting-approval', 'active', 'reviewing']
 
 /**
@@ -24,10 +24,14 @@ export function registerRepeatGuard(ctx: Context, supervisor: Supervisor, limit:
     states.set(id, entry)
     if (states.size > KEPT) states.delete(states.keys().next().value!)
   }
-  // Events appended while a session's log is being read back: folded on top of what the read returns.
+  // Sessions whose log is being read back (see `readBack`), and the events appended meanwhile: folded
+  // on top of what the read returns.
+  const reading = new Map<string, Promise<void>>()
   const arriving = new Map<string, SessionEvent[]>()
   ctx.sessions.observe((session, event) => {
     const entry = states.get(session.id)
+    // A session's first event, appended here: its state starts now, and its first turn reads nothing back.
+    if (!entry && event.seq === 0 && !reading.has(session.id)) return keep(session.id, { state: foldRepeat(REPEAT_INIT, event), next: 1 })
     if (!entry) return void arriving.get(session.id)?.push(event)
     // A gap (another writer, a missed event): read back from the log next time.
     if (event.seq !== entry.next) return void states.delete(session.id)
@@ -41,7 +45,6 @@ export function registerRepeatGuard(ctx: Context, supervisor: Supervisor, limit:
   // Reading the log back happens when a turn starts, or whenever nothing of the session is staged —
   // never while a step holds staged events: a read makes the MySQL store write them at once, and a step
   // refused afterwards (LEASE_LOST) would leave them in the log.
-  const reading = new Map<string, Promise<void>>()
   const readBack = (session: Session) => {
     let read = reading.get(session.id)
     if (!read) {

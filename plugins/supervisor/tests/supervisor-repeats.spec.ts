@@ -2,6 +2,7 @@ import { expect } from 'chai'
 import type { Agent, Session } from '@taskward/host'
 import { removeTree, type TestHost } from '@taskward/testkit'
 import { approvedTask, bootSupervisor, command, ok, supervisorOf, turn, until, workspace } from './fixtures'
+import { READ_BACK } from '../src/repeats'
 
 const read = { name: 'read', args: { path: 'README.md' } }
 
@@ -45,6 +46,23 @@ describe('supervisor: repeated tool calls', () => {
     // /task status says why.
     const status = await command(host, session, '/task status')
     expect(JSON.stringify(status)).to.include('"pauseReason":"loop"')
+  })
+
+  it('follows a session born here from its first event: its turns read none of its log back', async () => {
+    await boot()
+    const readBacks: number[] = []
+    const readLog = session.read.bind(session)
+    session.read = (options) => {
+      if (options?.limit === READ_BACK) readBacks.push(options.from ?? 0)
+      return readLog(options)
+    }
+    await approvedTask(host, session)
+    host.scripted.script('main', Array.from({ length: 6 }, () => ({ toolCalls: [read] })))
+    agent.followup('build node a', { origin: 'controller' })
+    await until(async () => (await supervisorOf(host).state(session)).current!.phase === 'paused', 'the pause')
+    await agent.whenIdle()
+    expect(await results()).to.deep.equal(['ok', 'ok', 'ok', 'TOOL_REPEATED', 'TOOL_REPEATED'])
+    expect(readBacks).to.deep.equal([])
   })
 
   it('another call, or a different result, breaks the row; a limit of 0 turns it off', async () => {
