@@ -1,5 +1,5 @@
 import type { Context } from 'cordis'
-import { storeDriver } from './store/health'
+import { driverOf } from './store/health'
 import { sqliteHandleOf, type SQLiteHandle } from './sessions/sqlite-handle'
 import type { ProjectionRow } from './tables'
 
@@ -16,7 +16,7 @@ const UPSERT = 'INSERT INTO `taskward_projection` (`sessionId`, `key`, `version`
  */
 export function saveProjectionCaches(ctx: Context, database: Context['database'], rows: ProjectionRow[]): Promise<void> {
   if (!rows.length) return Promise.resolve()
-  const handle = sqliteHandleOf(storeDriver(ctx), ctx)
+  const handle = sqliteHandleOf(driverOf(database), ctx)
   if (!handle) return database.upsert('taskward_projection', rows).then(() => {})
   return saveOnSQLite(handle, rows)
 }

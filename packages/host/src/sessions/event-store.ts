@@ -1,6 +1,6 @@
 import type { Context } from 'cordis'
 import type { SessionEvent } from '@taskward/protocol'
-import { storeDriver } from '../store/health'
+import { driverOf, storeDriver } from '../store/health'
 import type { Fence } from './lease'
 import { StagedBatches, type StagedBatch } from './staged'
 import { MySQLEventStore } from './mysql-event-store'
@@ -260,9 +260,12 @@ class SQLiteEventStore implements EventStore {
 
 const stores = new WeakMap<object, EventStore>()
 
-/** The event store for the driver behind `ctx.database` now (a restarted host gets a new driver). */
-export function eventStoreOf(ctx: Context): EventStore {
-  const driver = storeDriver(ctx)
+/**
+ * The event store for the driver behind `ctx.database` now (a restarted host gets a new driver), or
+ * behind `database` (the service, when the caller holds it: no lookup through `ctx`).
+ */
+export function eventStoreOf(ctx: Context, database?: unknown): EventStore {
+  const driver = database === undefined ? storeDriver(ctx) : driverOf(database)
   let store = driver && stores.get(driver)
   if (!store) {
     const sqlite = sqliteHandleOf(driver, ctx)

@@ -117,7 +117,7 @@ export class Sessions extends Service {
       model: options.model ?? '',
       createdAt: Date.now(),
     }
-    const store = options.ack === 'written' ? eventStoreOf(this.home) : undefined
+    const store = options.ack === 'written' ? eventStoreOf(this.home, database) : undefined
     let flush: Promise<void> | undefined
     if (store?.writtenAtOnce && store.insertSessionRow) flush = store.insertSessionRow(row)
     else await database.create('taskward_session', row)
