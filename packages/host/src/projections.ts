@@ -84,7 +84,6 @@ export class Projections extends Service {
    */
   private follow(session: Session, event: SessionEvent) {
     const prefix = session.id + '\u0000'
-    if (event.seq === 0) this.seed(session)
     for (const id of this.memory.idsOf(session.id)) {
       const cached = this.memory.get(id)
       if (!cached || this.pending.has(id) || cached.asOfSeq !== event.seq - 1) continue
@@ -103,21 +102,6 @@ export class Projections extends Service {
       this.unsaved.set(id, { session, key })
     }
     if (this.unsaved.size) this.schedulePersist()
-  }
-
-  /**
-   * A session's first event, appended by this process: every projection of it starts here from `init`
-   * and follows its appends, so that its first `get` neither queries a saved cache (none can be newer
-   * than an empty log), folds the log back, nor writes a cache of its own — the batched save writes
-   * them. At 500 new sessions a minute, those three were ~2 % of the host's thread. A seq 0 that is
-   * refused takes the seeded caches with it (`rollBack`).
-   */
-  private seed(session: Session) {
-    for (const def of this.defs.values()) {
-      const id = session.id + '\u0000' + def.key
-      if (this.pending.has(id) || this.memory.get(id)) continue
-      this.memory.set(id, { version: def.version, asOfSeq: -1, state: def.init() })
-    }
   }
 
   /** Save (and trim to `cachedSessions`) a moment from now, once: the batched save. */

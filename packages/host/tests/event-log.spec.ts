@@ -95,10 +95,9 @@ describe('host: the event log hot paths', () => {
   it('folds only the declared types, with unfrozen events, and stands at the end of the log', async () => {
     const folded: number[] = []
     const frozen: boolean[] = []
+    registerFrom(host, typedCounter(folded, frozen))
     const session = await host.ctx.sessions.create({ cwd: tmpdir() })
     for (let i = 0; i < 10; i++) await session.append(i % 2 ? 'keep' : 'skip', { n: i })
-    // Registered after the appends (a session born here is followed from its first event instead).
-    registerFrom(host, typedCounter(folded, frozen))
     expect(await host.ctx.projections.get(session, 'test-typed')).to.equal(1 + 3 + 5 + 7 + 9)
     expect(folded).to.deep.equal([1, 3, 5, 7, 9])
     expect(frozen).to.deep.equal([false, false, false, false, false])
@@ -111,9 +110,9 @@ describe('host: the event log hot paths', () => {
 
   it('writes a fold\'s cache in the background: describe waits for it, invalidate is not undone by it', async () => {
     const folded: number[] = []
+    registerFrom(host, typedCounter(folded))
     const session = await host.ctx.sessions.create({ cwd: tmpdir() })
     for (let i = 0; i < 4; i++) await session.append('keep', { n: 1 })
-    registerFrom(host, typedCounter(folded))
     expect(await host.ctx.projections.get(session, 'test-typed', { background: true })).to.equal(4)
     expect(await host.ctx.projections.describe(session, 'test-typed')).to.deep.equal({ version: 1, asOfSeq: 3 })
     await host.ctx.projections.invalidate(session, 'test-typed')

@@ -3,7 +3,6 @@ import type { Context } from 'cordis'
 import type { ProjectionDef } from '@taskward/host'
 import type { SessionEvent } from '@taskward/protocol'
 import { TestHost } from '@taskward/testkit'
-import { original, storeDriver } from '@taskward/host'
 import { tmpdir } from 'node:os'
 
 type Counts = Record<string, number>
@@ -42,10 +41,9 @@ describe('host: projections', () => {
 
   it('folds the log and caches state, version and asOfSeq in the database', async () => {
     const folded: number[] = []
+    registerFrom(host, countsByType(1, folded))
     const session = await host.ctx.sessions.create({ cwd: tmpdir() })
     for (const type of ['a', 'b', 'a', 'c', 'a']) await session.append(type, {})
-    // Registered after the appends: nothing followed them, the first get folds the log.
-    registerFrom(host, countsByType(1, folded))
     const state = await host.ctx.projections.get<Counts>(session, 'test-counts')
     expect(state).to.deep.equal({ a: 3, b: 1, c: 1 })
     expect(folded).to.deep.equal([0, 1, 2, 3, 4])
@@ -151,7 +149,6 @@ describe('host: projections', () => {
     const session = await host.ctx.sessions.create({ cwd: tmpdir() })
     for (const type of ['x', 'y', 'x', 'z']) await session.append(type, {})
     const first = await host.ctx.projections.get(session, 'test-counts')
-    await host.ctx.projections.flush()
     expect(await cacheRow(host, session.id)).to.include({ version: 1, asOfSeq: 3 })
     owner.dispose()
 
@@ -211,10 +208,9 @@ describe('host: projections', () => {
 
   it('a get of a cache kept current by the appends writes nothing; the batched save (or flush) writes it once', async () => {
     const folded: number[] = []
+    registerFrom(host, countsByType(1, folded))
     const session = await host.ctx.sessions.create({ cwd: tmpdir() })
     for (const type of ['a', 'b', 'a']) await session.append(type, {})
-    // Registered after the appends: the first get folds the log and writes its cache.
-    registerFrom(host, countsByType(1, folded))
     await host.ctx.projections.get(session, 'test-counts')
     expect(await cacheRow(host, session.id)).to.include({ asOfSeq: 2 })
     for (const c of [1, 2]) {
@@ -228,46 +224,5 @@ describe('host: projections', () => {
     const row = await cacheRow(host, session.id)
     expect(row).to.include({ asOfSeq: 4 })
     expect(row.state).to.deep.equal({ a: 2, b: 1, c: 2 })
-  })
-
-  it('follows a session born here from its first event: its first get queries no saved cache and folds nothing; the batched save writes it', async () => {
-    const folded: number[] = []
-    registerFrom(host, countsByType(1, folded))
-    const database = original(host.ctx.database)
-    const queried: string[] = []
-    const get = database.get
-    database.get = function (this: any, table: any, ...rest: any[]) {
-      queried.push(table)
-      return (get as any).call(this, table, ...rest)
-    } as any
-    try {
-      const session = await host.ctx.sessions.create({ cwd: tmpdir() })
-      for (const type of ['a', 'b', 'a']) await session.append(type, {})
-      expect(folded, 'each event folded as it was appended').to.deep.equal([0, 1, 2])
-      expect(host.ctx.projections.current<Counts>(session, 'test-counts')).to.deep.equal({ a: 2, b: 1 })
-      expect(await host.ctx.projections.get<Counts>(session, 'test-counts')).to.deep.equal({ a: 2, b: 1 })
-      expect(queried, 'no saved cache looked for').to.not.include('taskward_projection')
-      expect(folded, 'nothing read back from the log').to.have.length(3)
-      await host.ctx.projections.flush()
-      const row = await cacheRow(host, session.id)
-      expect(row).to.include({ version: 1, asOfSeq: 2 })
-      expect(row.state).to.deep.equal({ a: 2, b: 1 })
-    } finally {
-      database.get = get
-    }
-  })
-
-  it('drops what it followed of a session born here when its first step is refused, and folds the log as written', async () => {
-    registerFrom(host, countsByType(1, []))
-    const session = await host.ctx.sessions.create({ cwd: tmpdir() })
-    session.openStep()
-    await session.append('mine', {})
-    expect(host.ctx.projections.current<Counts>(session, 'test-counts'), 'the staged seq 0 followed').to.deep.equal({ mine: 1 })
-    // Another writer takes seq 0 before the step is written (straight on the engine: the store would
-    // write the staged event first): the step is refused.
-    storeDriver(host.ctx).db.run('INSERT INTO `taskward_event` (`sessionId`, `seq`, `type`, `time`, `data`) VALUES (?, 0, \'theirs\', ?, \'{}\')', [session.id, Date.now()])
-    await session.commitStep().then(() => expect.fail('the step must be refused'), () => {})
-    expect(host.ctx.projections.current<Counts>(session, 'test-counts')).to.equal(undefined)
-    expect(await host.ctx.projections.get<Counts>(session, 'test-counts')).to.deep.equal({ theirs: 1 })
   })
 })
