@@ -33,8 +33,10 @@ export class AdmissionService {
 
   constructor(ctx: Context, config: Partial<Config> = {}) {
     this.ctx = ctx
-    const indexes = new RecordIndexCache(ctx, Config(loadedConfig('admission', config)).persistEvery)
+    const { persistEvery, liveSessions } = Config(loadedConfig('admission', config))
+    const indexes = new RecordIndexCache(ctx, persistEvery, liveSessions)
     const registry = new ReaderRegistry(indexes)
+    indexes.onDropped = (sessionId) => registry.forget(sessionId)
     this.indexes = indexes
     this.registry = registry
     this.home = ctx

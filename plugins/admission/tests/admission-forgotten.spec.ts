@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { original } from '@taskward/host'
+import { original, type Session } from '@taskward/host'
 import { TestHost, removeTree, tempWorkspace } from '@taskward/testkit'
 import Admission, { RECORD_PAIRS_PROJECTION } from '../src'
 import { TASKS, appendRecord, readerPlugin, tasksReader } from './fixtures'
@@ -25,7 +25,38 @@ describe('admission: the record index of a session the projections forgot', () =
   })
 
   it('is dropped with the projection caches, and the check still answers from the saved cache', async () => {
-    const sessions = []
+    const sessions: Session[] = []
+    for (let i = 0; i < 5; i++) {
+      const session = await host.ctx.sessions.create({ cwd })
+      await appendRecord(session, TASKS, 10)
+      await appendRecord(session, TASKS, 11)
+      sessions.push(session)
+    }
+    // Opened by a later start (not born there): each check reads its index through the projection.
+    await host.restart()
+    host.ctx.plugin(readerPlugin(tasksReader(10)))
+    const reopened: Session[] = []
+    for (const { id } of sessions) {
+      const session = await host.ctx.sessions.get(id)
+      expect(await host.ctx.admission.check(session)).to.have.length(1)
+      reopened.push(session)
+    }
+    await host.ctx.projections.flush()
+    const cached = reopened.filter((session) => host.ctx.projections.current(session, RECORD_PAIRS_PROJECTION) !== undefined)
+    expect(cached).to.have.length(2)
+    const indexes = (original(host.ctx.admission) as any).indexes
+    const live = reopened.filter((session) => !(indexes.get(session) instanceof Promise))
+    expect(live.map((session) => session.id)).to.have.members(cached.map((session) => session.id))
+    // A forgotten session is checked as before: its v11 record has no reader.
+    const forgotten = reopened.find((session) => !cached.includes(session))!
+    expect(await host.ctx.admission.check(forgotten)).to.deep.equal([{ namespace: TASKS, schemaVersion: 11, firstSeq: 1 }])
+  })
+
+  it('keeps the indexes of at most `liveSessions` sessions born here (outside the projections\' memory); a dropped one is read back', async () => {
+    await host.dispose()
+    host = await TestHost.boot({ plugins: [[Admission, { liveSessions: 3 }]], waitFor: ['admission'] })
+    host.ctx.plugin(readerPlugin(tasksReader(10)))
+    const sessions: Session[] = []
     for (let i = 0; i < 5; i++) {
       const session = await host.ctx.sessions.create({ cwd })
       await appendRecord(session, TASKS, 10)
@@ -33,14 +64,11 @@ describe('admission: the record index of a session the projections forgot', () =
       expect(await host.ctx.admission.check(session)).to.have.length(1)
       sessions.push(session)
     }
-    await host.ctx.projections.flush()
-    const cached = sessions.filter((session) => host.ctx.projections.current(session, RECORD_PAIRS_PROJECTION) !== undefined)
-    expect(cached).to.have.length(2)
     const indexes = (original(host.ctx.admission) as any).indexes
-    const live = sessions.filter((session) => !(indexes.get(session) instanceof Promise))
-    expect(live.map((session) => session.id)).to.have.members(cached.map((session) => session.id))
-    // A forgotten session is checked as before: its v11 record has no reader.
-    const forgotten = sessions.find((session) => !cached.includes(session))!
-    expect(await host.ctx.admission.check(forgotten)).to.deep.equal([{ namespace: TASKS, schemaVersion: 11, firstSeq: 1 }])
+    const live = () => sessions.filter((session) => !(indexes.get(session) instanceof Promise)).map((session) => session.id)
+    expect(live(), 'the three born last').to.deep.equal(sessions.slice(2).map((session) => session.id))
+    // The first one's index went: its check reads it back (and its v11 record still has no reader).
+    expect(await host.ctx.admission.check(sessions[0])).to.deep.equal([{ namespace: TASKS, schemaVersion: 11, firstSeq: 1 }])
+    expect(live()).to.have.length.at.most(3)
   })
 })

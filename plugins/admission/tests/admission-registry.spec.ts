@@ -75,14 +75,15 @@ describe('admission: the reader registry', () => {
     const session = await host.ctx.sessions.create({ cwd })
     await appendRecord(session, TASKS, 1)
     await host.ctx.admission.check(session)
-    const cachedSeq = async () => (await host.ctx.projections.describe(session, RECORD_PAIRS_PROJECTION))?.asOfSeq
-    // Indexed as the events were appended (no read on the check); the host's batched save writes it.
-    await until(async () => await cachedSeq() === 0, 'the cache to reach seq 0')
-    // persistEvery is 3: the fourth event past the cache sends it to the database, and so on.
+    const cachedSeq = async () => (await host.ctx.projections.describe(session, RECORD_PAIRS_PROJECTION))?.asOfSeq ?? -1
+    // Born here: indexed from its first event, nothing read or written for the check.
+    expect(await cachedSeq()).to.equal(-1)
+    // persistEvery is 3: the fourth event past the cache (none: seq -1) sends it to the database, and so
+    // on; the write folds to where the log stands when it runs (the appends go on meanwhile).
     for (let i = 0; i < 4; i++) await session.append('user/message', { text: `m${i}` })
-    await until(async () => await cachedSeq() === 4, 'the cache to reach seq 4')
+    await until(async () => await cachedSeq() >= 3, 'the cache to reach seq 3')
     for (let i = 0; i < 4; i++) await session.append('user/message', { text: `n${i}` })
-    await until(async () => await cachedSeq() === 8, 'the cache to reach seq 8')
+    await until(async () => await cachedSeq() >= 7, 'the cache to reach seq 7')
 
     // After a restart the first check folds only what came after the cache.
     await session.append('user/message', { text: 'tail' })
