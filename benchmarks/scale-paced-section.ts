@@ -62,6 +62,9 @@ export async function pacedSection({ sizes, pace, tasks, spreadMs, profileSessio
     row(`    in-turn only (the request carries the answer's tool result): p50 / p99`, `${ms(host.inTurn.p50)} / ${ms(host.inTurn.p99)}`, `${ms(bare.inTurn.p50)} / ${ms(bare.inTurn.p99)}`, '')
     row(`    host RSS peak (idle), event-loop delay p99 / max`, `${mb(host.peak)} (${mb(host.idle)}), loop ${ms(host.loopDelay.p99)} / ${ms(host.loopDelay.max)}`,
       `${((host.peak - host.idle) / host.sessions / 2 ** 20).toFixed(2)} MB per live session over idle`, '')
+    row(`    host CPU per step: every thread / the main thread's busy time (share of the run)`,
+      `${ms(host.cpu.processMs / host.steps)} / ${ms(host.cpu.loopBusyMs / host.steps)} (${(100 * host.cpu.loopBusyMs / host.wall).toFixed(0)} %)`,
+      `${ms(bare.cpu.processMs / bare.steps)} / ${ms(bare.cpu.loopBusyMs / bare.steps)}`, 'reported, no goal')
     row(`    … by what the answer before the gap did (p50 / p99)`,
       Object.entries(host.byAnswer).map(([after, gap]) => `${after} ×${gap.count}: ${ms(gap.p50)} / ${ms(gap.p99)}`).join('; '), '', '')
     // Where the tail is: the pairs (what the answer did → what came next) with the highest p99, of those seen 20 times or more.

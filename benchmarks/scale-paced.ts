@@ -14,7 +14,7 @@ import { readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { monitorEventLoopDelay } from 'node:perf_hooks'
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import { Logger } from 'cordis'
 import { removeTree } from '@taskward/testkit'
 import { bareLoop, bootHost, Endpoint, quantile, runTasks, type AbortedRequest, type EndpointStats } from './scale-harness'
@@ -53,6 +53,13 @@ export interface PacedResult {
   served: number
   wall: number
   loopDelay: { p99: number, max: number }
+  /**
+   * What the run cost the process (host runs: the host, its threads and the harness driving it; the
+   * endpoint is a process of its own): CPU (user + system, every thread) and the main thread's busy
+   * time (its event loop's active time), both in ms. Steadier from run to run than a tail: the measure
+   * of a cut's worth where the p99 moves ±50 % by chance.
+   */
+  cpu: { processMs: number, loopBusyMs: number }
   /** Tasks that failed (their messages, the first 5) and requests whose client went away before the answer ended. */
   errors: number
   errorMessages: string[]
@@ -116,6 +123,8 @@ async function main([kind, ...rest]: string[]) {
     let ran: { wall: number, peak: number, loopDelay: { p99: number, max: number } }
     let profileOut: PacedResult['profile']
     let stats: EndpointStats | undefined
+    const cpuBefore = process.cpuUsage()
+    const loopBefore = performance.eventLoopUtilization()
     if (kind === 'host') {
       const run = () => runTasks(host, sessions, spreadMs, { tasksEach: tasks, errors, deadlineMs })
       if (profile) {
@@ -145,6 +154,8 @@ async function main([kind, ...rest]: string[]) {
         clearInterval(sampler)
       }
     }
+    const cpuUsed = process.cpuUsage(cpuBefore)
+    const cpu = { processMs: (cpuUsed.user + cpuUsed.system) / 1000, loopBusyMs: performance.eventLoopUtilization(loopBefore).active }
     stats ??= await endpoint.stats()
     const hostAdded = Object.entries(stats.hostAdded).flatMap(([after, gaps]) => gaps.map((gap) => ({ gap, after })))
     const split = splitByChecks(hostAdded, CHECK_TOOLS)
@@ -156,7 +167,7 @@ async function main([kind, ...rest]: string[]) {
       checks: { count: split.checks.length, p50: quantile(split.checks, 0.5), p99: quantile(split.checks, 0.99), share: split.checksShare },
       byAnswer: Object.fromEntries(Object.entries(stats.hostAdded).map(([after, gaps]) => [after, summary(gaps)])),
       byPair: Object.fromEntries(Object.entries(stats.hostAddedPairs ?? {}).map(([pair, gaps]) => [pair, summary(gaps)])), inTurn: summary(stats.inTurn),
-      peak: ran.peak, idle, served: stats.served, wall: ran.wall, loopDelay: ran.loopDelay,
+      peak: ran.peak, idle, served: stats.served, wall: ran.wall, loopDelay: ran.loopDelay, cpu,
       errors: errors.length, errorMessages: errors.slice(0, 5), aborted: stats.aborted ?? 0, abortedWhat: (stats.abortedWhat ?? []).slice(0, 5), streaming: stats.streaming ?? 0, ...profileOut ? { profile: profileOut } : {},
     }
     process.stdout.write(`paced ${JSON.stringify(result)}\n`)
