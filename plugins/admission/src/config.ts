@@ -9,9 +9,9 @@ export interface Config {
    */
   persistEvery: number
   /**
-   * How many sessions' indexes are kept in memory at most. A session born in this process is indexed
-   * from its first event, outside the host's projection memory (whose bound `observeForgotten` keeps for
-   * the rest): past this, the longest kept are dropped and read back on their next check.
+   * How many sessions' indexes are kept in memory at most: past it, the least recently checked are
+   * dropped and read back on their next check. (A session born in this process is indexed from its
+   * first event, outside the host's projection memory, whose trimming bounds the others too.)
    */
   liveSessions: number
 }
@@ -20,5 +20,5 @@ export const Config: Schema<Partial<Config>, Config> = strictConfig('admission',
   persistEvery: Schema.natural().default(100)
     .description('Events the reader-admission index may run ahead of its database cache before it is written again (bounds the work after a restart).'),
   liveSessions: Schema.natural().min(1).default(1000)
-    .description('Sessions whose reader-admission index is kept in memory at most; past it the longest kept are dropped and read back on their next check.'),
+    .description('Sessions whose reader-admission index is kept in memory at most; past it the least recently checked are dropped and read back on their next check.'),
 }))

@@ -45,7 +45,7 @@ export class AdmissionService {
     // A refused step's events were observed as they were staged: what followed them is dropped, and
     // the next check reads the index back from the log as written.
     ctx.sessions.observeRollback((session) => {
-      indexes.forget(session.id)
+      indexes.rolledBack(session.id)
       registry.forget(session.id)
     })
     // The host forgot the session's projection caches (past its memory bound): so does this plugin, or

@@ -141,7 +141,8 @@ describe('admission: the host guard', () => {
       expect(await drive(host, session)).to.deep.equal({ modelCalls: 1 })
       // Appended after the last check: the cached index is behind and must catch up after the restart.
       await appendRecord(session, 'downstream-notes', 2)
-      // No cache, or one behind the log (the batched save writes what the appends advanced, a moment later).
+      // No cache yet (a session born here is indexed from its first event; its cache is written
+      // persistEvery events on), or one behind the log.
       const before = await host.ctx.projections.describe(session, 'admission/record-pairs')
       expect(before?.asOfSeq ?? -1).to.be.below(6)
       const readers = host.ctx.admission.readers()
