@@ -123,8 +123,15 @@ async function main([kind, ...rest]: string[]) {
     let ran: { wall: number, peak: number, loopDelay: { p99: number, max: number } }
     let profileOut: PacedResult['profile']
     let stats: EndpointStats | undefined
+    // Taken around the tasks alone (not the endpoint's stats, nor the host's stop); with `profile`, the
+    // profiler's own cost is in it.
     const cpuBefore = process.cpuUsage()
     const loopBefore = performance.eventLoopUtilization()
+    let cpu = { processMs: NaN, loopBusyMs: NaN }
+    const cpuUntilNow = () => {
+      const used = process.cpuUsage(cpuBefore)
+      cpu = { processMs: (used.user + used.system) / 1000, loopBusyMs: performance.eventLoopUtilization(loopBefore).active }
+    }
     if (kind === 'host') {
       const run = () => runTasks(host, sessions, spreadMs, { tasksEach: tasks, errors, deadlineMs })
       if (profile) {
@@ -134,6 +141,7 @@ async function main([kind, ...rest]: string[]) {
       } else {
         ran = await run()
       }
+      cpuUntilNow()
       // Read before the host stops: its dispose cancels the turns still streaming once every task is
       // complete, and those would count as aborted requests.
       stats = await endpoint.stats()
@@ -145,6 +153,7 @@ async function main([kind, ...rest]: string[]) {
       delay.enable()
       try {
         const wall = await bareLoop(endpoint.baseURL, bodies, sessions, tasks, spreadMs)
+        cpuUntilNow()
         ran = { wall, peak, loopDelay: { p99: delay.percentile(99) / 1e6, max: delay.max / 1e6 } }
       } catch (error) {
         errors.push((error as Error).message)
@@ -154,8 +163,6 @@ async function main([kind, ...rest]: string[]) {
         clearInterval(sampler)
       }
     }
-    const cpuUsed = process.cpuUsage(cpuBefore)
-    const cpu = { processMs: (cpuUsed.user + cpuUsed.system) / 1000, loopBusyMs: performance.eventLoopUtilization(loopBefore).active }
     stats ??= await endpoint.stats()
     const hostAdded = Object.entries(stats.hostAdded).flatMap(([after, gaps]) => gaps.map((gap) => ({ gap, after })))
     const split = splitByChecks(hostAdded, CHECK_TOOLS)
