@@ -1,8 +1,6 @@
 import { expect } from 'chai'
 import { original, storeDriver } from '@taskward/host'
-import { TestHost, removeTree, tempWorkspace } from '@taskward/testkit'
-import Admission from '../src'
-import { TASKS, appendRecord, readerPlugin, tasksReader } from './fixtures'
+import { TASKS, appendRecord, hostWithTasksReader } from './fixtures'
 
 /*
  * A session born in this process is indexed from its first event (no projection read on its first
@@ -10,22 +8,10 @@ import { TASKS, appendRecord, readerPlugin, tasksReader } from './fixtures'
  * refused leaves nothing of its records in the index.
  */
 describe('admission: sessions born here, and refused steps', () => {
-  let host: TestHost
-  let cwd: string
-
-  beforeEach(async () => {
-    cwd = await tempWorkspace()
-    host = await TestHost.boot({ plugins: [[Admission, {}]], waitFor: ['admission'] })
-    host.ctx.plugin(readerPlugin(tasksReader(10)))
-  })
-
-  afterEach(async () => {
-    await host.dispose()
-    await removeTree(cwd)
-  })
+  const each = hostWithTasksReader()
 
   it('checks a new session from the index its appends built, without reading a projection', async () => {
-    const projections = original(host.ctx.projections)
+    const projections = original(each.host.ctx.projections)
     const get = projections.get
     let reads = 0
     projections.get = function (this: any, ...args: any[]) {
@@ -33,12 +19,12 @@ describe('admission: sessions born here, and refused steps', () => {
       return (get as any).apply(this, args)
     } as any
     try {
-      const session = await host.ctx.sessions.create({ cwd })
+      const session = await each.host.ctx.sessions.create({ cwd: each.cwd })
       await session.append('user/message', { text: 'hello' })
       await appendRecord(session, TASKS, 10)
-      expect(await host.ctx.admission.check(session)).to.deep.equal([])
+      expect(await each.host.ctx.admission.check(session)).to.deep.equal([])
       await appendRecord(session, TASKS, 11)
-      expect(await host.ctx.admission.check(session)).to.deep.equal([{ namespace: TASKS, schemaVersion: 11, firstSeq: 2 }])
+      expect(await each.host.ctx.admission.check(session)).to.deep.equal([{ namespace: TASKS, schemaVersion: 11, firstSeq: 2 }])
       expect(reads, 'answered from the index built as the events were appended').to.equal(0)
     } finally {
       projections.get = get
@@ -46,16 +32,16 @@ describe('admission: sessions born here, and refused steps', () => {
   })
 
   it('forgets the records of a step the store refused: the next check reads the log as written', async () => {
-    const session = await host.ctx.sessions.create({ cwd })
+    const session = await each.host.ctx.sessions.create({ cwd: each.cwd })
     await session.append('user/message', { text: 'hello' })
-    expect(await host.ctx.admission.check(session)).to.deep.equal([])
+    expect(await each.host.ctx.admission.check(session)).to.deep.equal([])
     session.openStep()
     // A record no loaded reader reads, staged (the index follows it at once) ...
     await appendRecord(session, TASKS, 11)
-    expect(await host.ctx.admission.check(session)).to.have.length(1)
+    expect(await each.host.ctx.admission.check(session)).to.have.length(1)
     // ... but another writer takes its seq first (straight on the engine): the step is refused.
-    storeDriver(host.ctx).db.run('INSERT INTO `taskward_event` (`sessionId`, `seq`, `type`, `time`, `data`) VALUES (?, 1, \'theirs\', ?, \'{}\')', [session.id, Date.now()])
+    storeDriver(each.host.ctx).db.run('INSERT INTO `taskward_event` (`sessionId`, `seq`, `type`, `time`, `data`) VALUES (?, 1, \'theirs\', ?, \'{}\')', [session.id, Date.now()])
     await session.commitStep().then(() => expect.fail('the step must be refused'), () => {})
-    expect(await host.ctx.admission.check(session), 'the refused record is not in the log').to.deep.equal([])
+    expect(await each.host.ctx.admission.check(session), 'the refused record is not in the log').to.deep.equal([])
   })
 })

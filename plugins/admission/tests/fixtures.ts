@@ -2,6 +2,8 @@ import Schema from 'schemastery'
 import type { Context } from 'cordis'
 import { RECORD_EVENT_TYPE, defineReader, type RecordReader } from '@taskward/protocol'
 import type { Session } from '@taskward/host'
+import { TestHost, removeTree, tempWorkspace } from '@taskward/testkit'
+import Admission from '../src'
 
 export const TASKS = 'dsh-task-supervisor'
 export const REPAIR = 'dsh-task-supervisor-repair'
@@ -38,4 +40,22 @@ export async function controlledSession(ctx: Context, cwd: string, id = 'control
   await appendRecord(session, TASKS, 10)
   await appendRecord(session, REPAIR, 1, 'proposal')
   return session
+}
+
+/**
+ * For each test of the calling `describe`: a host with the admission plugin and a task reader of
+ * versions 1–10, and a workspace of its own (`cwd`); both gone after it.
+ */
+export function hostWithTasksReader(): { host: TestHost, cwd: string } {
+  const each = {} as { host: TestHost, cwd: string }
+  beforeEach(async () => {
+    each.cwd = await tempWorkspace()
+    each.host = await TestHost.boot({ plugins: [[Admission, {}]], waitFor: ['admission'] })
+    each.host.ctx.plugin(readerPlugin(tasksReader(10)))
+  })
+  afterEach(async () => {
+    await each.host.dispose()
+    await removeTree(each.cwd)
+  })
+  return each
 }
