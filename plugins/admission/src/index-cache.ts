@@ -1,6 +1,6 @@
 import type { Context } from 'cordis'
 import { onDispose } from '@taskward/cordis-compat'
-import { original, type ProjectionDef, type Projections, type Session } from '@taskward/host'
+import { original, sharedStore, type ProjectionDef, type Projections, type Session } from '@taskward/host'
 import { RECORD_EVENT_TYPE, RecordIndex, SessionEvent, emptyRecordIndex, indexRecordEvent } from '@taskward/protocol'
 
 /** The host projection that caches each session's `(namespace, version)` pairs in the database. */
@@ -64,11 +64,13 @@ export class RecordIndexCache {
    */
   observe(session: Session, event: SessionEvent) {
     let index = this.live.get(session.id)
-    if (!index && event.seq === 0) {
+    if (!index && event.seq === 0 && !sharedStore(this.ctx)) {
       // A session's first event, appended here: its index starts empty (nothing to read back), so that
       // its first step is answered from memory too — without a projection read per new session (at 500
-      // paced sessions that read was ~2 % of the host's thread). The host's projection memory does not
-      // hold it (its trimming, `observeForgotten`, does not bound it): `liveSessions` does.
+      // paced sessions that read was ~2 % of the host's thread). Not on a store other hosts write to:
+      // this process would not see their appends (its first check reads the log as written instead).
+      // The host's projection memory does not hold it (its trimming, `observeForgotten`, does not bound
+      // it): `liveSessions` does.
       index = emptyRecordIndex()
       this.makeRoom()
     }

@@ -1,5 +1,5 @@
 import type { Context } from 'cordis'
-import { original, type Session } from '@taskward/host'
+import { original, sharedStore, type Session } from '@taskward/host'
 import { foldRepeat, judgeRepeat, pause, REPEAT_INIT, TOOL_REPEATED, type RepeatState, type SessionEvent } from '@taskward/protocol'
 import type { Supervisor } from './service'
 
@@ -30,8 +30,9 @@ export function registerRepeatGuard(ctx: Context, supervisor: Supervisor, limit:
   const arriving = new Map<string, SessionEvent[]>()
   ctx.sessions.observe((session, event) => {
     const entry = states.get(session.id)
-    // A session's first event, appended here: its state starts now, and its first turn reads nothing back.
-    if (!entry && event.seq === 0 && !reading.has(session.id)) return keep(session.id, { state: foldRepeat(REPEAT_INIT, event), next: 1 })
+    // A session's first event, appended here: its state starts now, and its first turn reads nothing back
+    // (not on a store other hosts write to: their appends would not be counted).
+    if (!entry && event.seq === 0 && !reading.has(session.id) && !sharedStore(ctx)) return keep(session.id, { state: foldRepeat(REPEAT_INIT, event), next: 1 })
     if (!entry) return void arriving.get(session.id)?.push(event)
     // A gap (another writer, a missed event): read back from the log next time.
     if (event.seq !== entry.next) return void states.delete(session.id)
@@ -70,7 +71,11 @@ export function registerRepeatGuard(ctx: Context, supervisor: Supervisor, limit:
     return read
   }
   ctx.on('agent/state', (agent: { state: string, session: Session }) => {
-    if (agent.state === 'running' && states.get(agent.session.id)?.next !== agent.session.seq) readBack(agent.session).catch(() => {})
+    const session = agent.session
+    if (agent.state !== 'running' || states.get(session.id)?.next === session.seq) return
+    // A session with no event yet (its first turn's message is its first event): nothing to read back.
+    if (session.seq === 0 && !reading.has(session.id) && !sharedStore(ctx)) return keep(session.id, { state: REPEAT_INIT, next: 0 })
+    readBack(session).catch(() => {})
   })
   const stateOf = async (session: Session): Promise<RepeatState> => {
     const current = () => {

@@ -65,6 +65,21 @@ describe('supervisor: repeated tool calls', () => {
     expect(readBacks).to.deep.equal([])
   })
 
+  it('reads nothing back for a session whose first event is its first turn\'s message', async () => {
+    await boot()
+    const readBacks: number[] = []
+    const readLog = session.read.bind(session)
+    session.read = (options) => {
+      if (options?.limit === READ_BACK) readBacks.push(options.from ?? 0)
+      return readLog(options)
+    }
+    host.scripted.script('main', [...turn([read], [read], [read], [read])])
+    agent.followup('hello', { origin: 'user' })
+    await agent.whenIdle()
+    expect(await results()).to.deep.equal(['ok', 'ok', 'ok', 'TOOL_REPEATED'])
+    expect(readBacks, 'found by a stranger review: the first turn read the (empty) log back').to.deep.equal([])
+  })
+
   it('another call, or a different result, breaks the row; a limit of 0 turns it off', async () => {
     await boot({ repeatedCallLimit: 2 })
     await approvedTask(host, session)

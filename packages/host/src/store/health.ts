@@ -17,6 +17,15 @@ export function storeDriver(ctx: Context): any {
   return driverOf(ctx.get('database'))
 }
 
+/**
+ * Whether other hosts may write to this store too (MySQL/MariaDB, "Several hosts" in docs/operations.md):
+ * then this process's appends are not all of a session's events, and what it folds from them alone (an
+ * index started at a session's first event) may miss another host's.
+ */
+export function sharedStore(ctx: Context): boolean {
+  return typeof storeDriver(ctx)?.pool?.query === 'function'
+}
+
 /** The driver of a database service (as `ctx.database`, or the object itself), unwrapped as `storeDriver` does. */
 export function driverOf(database: unknown): any {
   const service = database as any

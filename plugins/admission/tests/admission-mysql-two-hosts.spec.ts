@@ -1,0 +1,56 @@
+import { expect } from 'chai'
+import { randomUUID } from 'node:crypto'
+import { TestHost, mysqlTestConfig, removeTree, skipWithoutMysql, tempWorkspace } from '@taskward/testkit'
+import Admission from '../src'
+import { TASKS, appendRecord, readerPlugin, tasksReader } from './fixtures'
+
+/*
+ * Two hosts on one MySQL/MariaDB store: host A (admission, a task reader of versions 1–10) appended a
+ * session's first event, host B (a newer supervisor, say) then appends a v11 task record to it. A sees
+ * only its own appends: an index it started at the session's first event would miss B's record and
+ * admit the session. On a shared store the first check reads the log as written (found by a stranger
+ * review; both tests failed with the index started at seq 0). Runs when TASKWARD_TEST_MYSQL is set.
+ */
+const url = process.env.TASKWARD_TEST_MYSQL
+
+describe('admission: two hosts on one MySQL store', function () {
+  this.timeout(60_000)
+  let a: TestHost
+  let b: TestHost
+  let cwd: string
+
+  before(function () { skipWithoutMysql(this) })
+  beforeEach(async () => {
+    cwd = await tempWorkspace()
+    a = await TestHost.boot({ database: mysqlTestConfig(url!), plugins: [[Admission, {}]], waitFor: ['admission'] })
+    a.ctx.plugin(readerPlugin(tasksReader(10)))
+    b = await TestHost.boot({ database: mysqlTestConfig(url!) })
+  })
+  afterEach(async () => {
+    await a?.dispose()
+    await b?.dispose()
+    await removeTree(cwd)
+  })
+
+  /** A session whose seq 0 A appended, and whose seq 1 is B's v11 record. */
+  async function sharedSession() {
+    const atA = await a.ctx.sessions.create({ id: `two-hosts-${randomUUID()}`, cwd })
+    await atA.append('user/message', { text: '/task new x' })
+    await appendRecord(await b.ctx.sessions.get(atA.id), TASKS, 11)
+    expect((await atA.read({ from: 0, limit: 10 })).map((event) => event.seq)).to.deep.equal([0, 1])
+    return atA
+  }
+
+  it('refuses, at A, a session whose first event A appended and that holds B\'s v11 record', async () => {
+    const atA = await sharedSession()
+    expect(await a.ctx.admission.check(atA)).to.deep.equal([{ namespace: TASKS, schemaVersion: 11, firstSeq: 1 }])
+  })
+
+  it('refuses it in the middle of A\'s next step too (the guard\'s check, with A\'s event staged at the seq B took)', async () => {
+    const atA = await sharedSession()
+    atA.openStep()
+    await atA.append('user/message', { text: 'go' })
+    expect(await a.ctx.admission.check(atA)).to.deep.equal([{ namespace: TASKS, schemaVersion: 11, firstSeq: 1 }])
+    await atA.commitStep().catch(() => {})
+  })
+})
