@@ -1,6 +1,7 @@
 import { expect } from 'chai'
 import { randomUUID } from 'node:crypto'
-import { TestHost, mysqlTestConfig, removeTree, skipWithoutMysql, tempWorkspace } from '@taskward/testkit'
+import { original } from '@taskward/host'
+import { TestHost, mysqlTestConfig, removeTree, skipWithoutMysql, storeQuery, takeLeaseElsewhere, tempWorkspace } from '@taskward/testkit'
 import Admission from '../src'
 import { TASKS, appendRecord, readerPlugin, tasksReader } from './fixtures'
 
@@ -53,4 +54,32 @@ describe('admission: two hosts on one MySQL store', function () {
     expect(await a.ctx.admission.check(atA)).to.deep.equal([{ namespace: TASKS, schemaVersion: 11, firstSeq: 1 }])
     await atA.commitStep().catch(() => {})
   })
+
+  it('refuses to resume, at A, a session B wrote a v11 record into while it held the lease (A\'s seq caught up with the store first)', async () => {
+    await a.dispose()
+    a = await TestHost.boot({ database: mysqlTestConfig(url!), host: { agents: { leaseDuration: 1000, leaseRenewInterval: 100 } }, plugins: [[Admission, {}]], waitFor: ['admission'] })
+    a.ctx.plugin(readerPlugin(tasksReader(10)))
+    const agent = await a.ctx.agents.create({ cwd, model: 'scripted' })
+    const id = agent.session.id
+    await agent.session.append('user/message', { text: 'hello' })
+    expect(await a.ctx.admission.check(agent.session)).to.deep.equal([])
+    // A freezes past its lease; B takes it (its token grows) and appends a record of a newer supervisor.
+    const leases = (original(a.ctx.agents) as any).leases
+    await takeLeaseElsewhere(a.ctx, id, 'host-b')
+    await until(() => !leases.holds(id), 'A to notice it lost the lease')
+    await appendRecord(await b.ctx.sessions.get(id), TASKS, 11)
+    // B lets it lapse; A resumes the session it still has in memory.
+    await storeQuery(a.ctx)('UPDATE `taskward_lease` SET `expiresAt` = 0 WHERE `sessionId` = ?', [id])
+    const refusal = await a.ctx.agents.resume(id).then(() => undefined, (error) => error)
+    expect(refusal?.code, String(refusal)).to.equal('READER_UNAVAILABLE')
+    expect(await a.ctx.admission.check(agent.session)).to.deep.equal([{ namespace: TASKS, schemaVersion: 11, firstSeq: 1 }])
+  })
 })
+
+async function until(check: () => boolean, what: string) {
+  for (let i = 0; i < 300; i++) {
+    if (check()) return
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  throw new Error(`timed out waiting for ${what}`)
+}

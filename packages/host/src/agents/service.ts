@@ -7,6 +7,7 @@ import { SessionLeases, holderGone, leaseHeld, leaseOf, revokeLapsedLease, type 
 import type { Tools } from '../tools/service'
 import { original } from '../original'
 import { onExit } from '../exit'
+import { catchUpWithStore } from '../sessions/catch-up'
 import { directEmitter } from '../sessions/emit'
 
 export interface CreateAgentOptions {
@@ -168,6 +169,9 @@ export class Agents extends Service {
    */
   async resume(sessionId: string): Promise<Agent> {
     const session = await original(this).kernel.sessions.get(sessionId)
+    // Another host may have appended while it drove the session (MySQL): the listeners (admission, the
+    // repeat guard, recovery) judge the log as it is, not as this process last wrote it.
+    if (this.leases.enabled) await catchUpWithStore(this.home, session)
     // Another host drives it: refused before the listeners, which may write to the session (recovery
     // reconciles its journal) and would race that host's turn. Read only: a lapsed lease is taken below.
     if (session.role === 'main' && this.leases.enabled && !this.leases.holds(session.id)) {

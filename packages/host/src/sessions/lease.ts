@@ -5,6 +5,7 @@ import { readFileSync, readlinkSync } from 'node:fs'
 import { storeUnavailable, TaskwardError } from '@taskward/protocol'
 import { storeDriver } from '../store/health'
 import type { Session } from './session'
+import { catchUpWithStore } from './catch-up'
 
 export interface LeaseConfig {
   /** How long a lease lasts without renewal (ms). */
@@ -156,10 +157,20 @@ export class SessionLeases {
       if (stolen.affectedRows) this.logger.info('took over the lease of session %s from %s, which no longer runs', id, row.holder)
       // Read again either way: a refusal must name whoever won a race for the lease, not the dead holder.
       ;[row] = await this.query(`SELECT \`holder\`, \`token\`, \`expiresAt\` - ${NOW_MS} AS \`remaining\` FROM \`taskward_lease\` WHERE \`sessionId\` = ?`, [id])
-      if (stolen.affectedRows && row?.holder === this.holder) return this.hold(session, Number(row.token))
+      if (stolen.affectedRows && row?.holder === this.holder) return this.holdTaken(session, Number(row.token))
     }
     if (!taken.affectedRows || row?.holder !== this.holder) throw leaseHeld(id, row?.holder, Number(row?.remaining ?? 0))
-    this.hold(session, Number(row.token))
+    await this.holdTaken(session, Number(row.token))
+  }
+
+  /**
+   * Hold a lease just taken: first bring the session's seq up to the log's tail — the host that held
+   * it before may have appended (this process sees only its own appends), and every check of this
+   * host's next steps compares against that seq.
+   */
+  private async holdTaken(session: Session, token: number) {
+    this.hold(session, token)
+    await catchUpWithStore(this.ctx, session)
   }
 
   private hold(session: Session, token: number) {
