@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { randomUUID } from 'node:crypto'
-import { original } from '@taskward/host'
+import { original, storeDriver } from '@taskward/host'
 import { TestHost, mysqlTestConfig, removeTree, skipWithoutMysql, storeQuery, takeLeaseElsewhere, tempWorkspace } from '@taskward/testkit'
 import Admission from '../src'
 import { TASKS, appendRecord, readerPlugin, tasksReader } from './fixtures'
@@ -73,6 +73,43 @@ describe('admission: two hosts on one MySQL store', function () {
     const refusal = await a.ctx.agents.resume(id).then(() => undefined, (error) => error)
     expect(refusal?.code, String(refusal)).to.equal('READER_UNAVAILABLE')
     expect(await a.ctx.admission.check(agent.session)).to.deep.equal([{ namespace: TASKS, schemaVersion: 11, firstSeq: 1 }])
+  })
+
+  it('creates an agent again, at A, on the log as it stands once it took the lease back; a take whose catch-up failed lets the lease go', async () => {
+    await a.dispose()
+    a = await TestHost.boot({ database: mysqlTestConfig(url!), host: { agents: { leaseDuration: 1000, leaseRenewInterval: 100 } }, plugins: [[Admission, {}]], waitFor: ['admission'] })
+    a.ctx.plugin(readerPlugin(tasksReader(10)))
+    const agent = await a.ctx.agents.create({ cwd, model: 'scripted' })
+    const id = agent.session.id
+    await agent.session.append('user/message', { text: 'hello' })
+    expect(await a.ctx.admission.check(agent.session)).to.deep.equal([])
+    const leases = (original(a.ctx.agents) as any).leases
+    await takeLeaseElsewhere(a.ctx, id, 'host-b')
+    await until(() => !leases.holds(id), 'A to notice it lost the lease')
+    await a.ctx.agents.release(id)
+    await appendRecord(await b.ctx.sessions.get(id), TASKS, 11)
+    const query = storeQuery(a.ctx)
+    await query('UPDATE `taskward_lease` SET `expiresAt` = 0 WHERE `sessionId` = ?', [id])
+    // The store fails the take's catch-up once: the create is refused and the lease is not kept.
+    const pool = storeDriver(a.ctx).pool
+    const poolQuery = pool.query
+    pool.query = function (this: any, sql: string, ...rest: any[]) {
+      if (/max\(`seq`\)/i.test(sql)) {
+        pool.query = poolQuery
+        const callback = rest.at(-1)
+        return callback(Object.assign(new Error('connection lost'), { code: 'PROTOCOL_CONNECTION_LOST', fatal: true }))
+      }
+      return poolQuery.call(this, sql, ...rest)
+    }
+    const failed = await a.ctx.agents.create({ sessionId: id, model: 'scripted' }).then(() => undefined, (error) => error)
+    pool.query = poolQuery
+    expect(failed, 'the create is refused').to.be.instanceOf(Error)
+    expect(leases.holds(id), 'a lease taken on a seq that may be behind is let go').to.equal(false)
+    const [row] = await query('SELECT `expiresAt` FROM `taskward_lease` WHERE `sessionId` = ?', [id])
+    expect(Number(row.expiresAt)).to.equal(0)
+    // Taken again, caught up: the v11 record B wrote is seen.
+    const again = await a.ctx.agents.create({ sessionId: id, model: 'scripted' })
+    expect(await a.ctx.admission.check(again.session)).to.deep.equal([{ namespace: TASKS, schemaVersion: 11, firstSeq: 1 }])
   })
 })
 

@@ -169,15 +169,16 @@ export class Agents extends Service {
    */
   async resume(sessionId: string): Promise<Agent> {
     const session = await original(this).kernel.sessions.get(sessionId)
-    // Another host may have appended while it drove the session (MySQL): the listeners (admission, the
-    // repeat guard, recovery) judge the log as it is, not as this process last wrote it.
-    if (this.leases.enabled) await catchUpWithStore(this.home, session)
     // Another host drives it: refused before the listeners, which may write to the session (recovery
     // reconciles its journal) and would race that host's turn. Read only: a lapsed lease is taken below.
     if (session.role === 'main' && this.leases.enabled && !this.leases.holds(session.id)) {
       const lease = this.liveElsewhere(await leaseOf(this.home, session.id))
       if (lease) throw leaseHeld(session.id, lease.holder, lease.expiresInMs)
     }
+    // Another host may have appended while it drove the session (MySQL): the listeners (reader
+    // admission, recovery) judge the log as it stands, not as this process last wrote it. After the
+    // lease check: a host that released the lease no longer appends.
+    if (this.leases.enabled) await catchUpWithStore(this.home, session)
     let answer: unknown
     try {
       answer = await this.home.serial('agent/before-resume', session)

@@ -170,7 +170,14 @@ export class SessionLeases {
    */
   private async holdTaken(session: Session, token: number) {
     this.hold(session, token)
-    await catchUpWithStore(this.ctx, session)
+    try {
+      await catchUpWithStore(this.ctx, session)
+    } catch (error) {
+      // Not held on a seq that may be behind (the next take would only renew it, never catching up):
+      // let it go, so that the next take takes it again — here, or on another host.
+      await this.release(session.id).catch(() => {})
+      throw error
+    }
   }
 
   private hold(session: Session, token: number) {
