@@ -12,6 +12,7 @@ export { TokenStore } from '../../packages/host/src/connection/tokens.ts'
 // these unconditionally and get "nothing shared" (the relay itself is created only with `database`).
 export async function catchUpWithStore() {}
 export function storeDriver() { return undefined }
+export function sharedStore() { return false }
 export async function leaseOf() { return undefined }
 export async function revokeLapsedLease() { return false }
 
