@@ -55,7 +55,11 @@ describe('admission: two hosts on one MySQL store', function () {
     await atA.commitStep().catch(() => {})
   })
 
-  it('refuses to resume, at A, a session B wrote a v11 record into while it held the lease (A\'s seq caught up with the store first)', async () => {
+  /**
+   * A drives a session (an agent under a short lease) and has checked it; then A freezes past its
+   * lease, B takes it (its token grows) and appends a record of a newer supervisor, and lets it lapse.
+   */
+  async function drivenElsewhere() {
     await a.dispose()
     a = await TestHost.boot({ database: mysqlTestConfig(url!), host: { agents: { leaseDuration: 1000, leaseRenewInterval: 100 } }, plugins: [[Admission, {}]], waitFor: ['admission'] })
     a.ctx.plugin(readerPlugin(tasksReader(10)))
@@ -63,33 +67,26 @@ describe('admission: two hosts on one MySQL store', function () {
     const id = agent.session.id
     await agent.session.append('user/message', { text: 'hello' })
     expect(await a.ctx.admission.check(agent.session)).to.deep.equal([])
-    // A freezes past its lease; B takes it (its token grows) and appends a record of a newer supervisor.
     const leases = (original(a.ctx.agents) as any).leases
     await takeLeaseElsewhere(a.ctx, id, 'host-b')
     await until(() => !leases.holds(id), 'A to notice it lost the lease')
     await appendRecord(await b.ctx.sessions.get(id), TASKS, 11)
-    // B lets it lapse; A resumes the session it still has in memory.
     await storeQuery(a.ctx)('UPDATE `taskward_lease` SET `expiresAt` = 0 WHERE `sessionId` = ?', [id])
+    return { agent, id, leases }
+  }
+
+  it('refuses to resume, at A, a session B wrote a v11 record into while it held the lease (A\'s seq caught up with the store first)', async () => {
+    const { agent, id } = await drivenElsewhere()
+    // A resumes the session it still has in memory.
     const refusal = await a.ctx.agents.resume(id).then(() => undefined, (error) => error)
     expect(refusal?.code, String(refusal)).to.equal('READER_UNAVAILABLE')
     expect(await a.ctx.admission.check(agent.session)).to.deep.equal([{ namespace: TASKS, schemaVersion: 11, firstSeq: 1 }])
   })
 
   it('creates an agent again, at A, on the log as it stands once it took the lease back; a take whose catch-up failed lets the lease go', async () => {
-    await a.dispose()
-    a = await TestHost.boot({ database: mysqlTestConfig(url!), host: { agents: { leaseDuration: 1000, leaseRenewInterval: 100 } }, plugins: [[Admission, {}]], waitFor: ['admission'] })
-    a.ctx.plugin(readerPlugin(tasksReader(10)))
-    const agent = await a.ctx.agents.create({ cwd, model: 'scripted' })
-    const id = agent.session.id
-    await agent.session.append('user/message', { text: 'hello' })
-    expect(await a.ctx.admission.check(agent.session)).to.deep.equal([])
-    const leases = (original(a.ctx.agents) as any).leases
-    await takeLeaseElsewhere(a.ctx, id, 'host-b')
-    await until(() => !leases.holds(id), 'A to notice it lost the lease')
+    const { id, leases } = await drivenElsewhere()
     await a.ctx.agents.release(id)
-    await appendRecord(await b.ctx.sessions.get(id), TASKS, 11)
     const query = storeQuery(a.ctx)
-    await query('UPDATE `taskward_lease` SET `expiresAt` = 0 WHERE `sessionId` = ?', [id])
     // The store fails the take's catch-up once: the create is refused and the lease is not kept.
     const pool = storeDriver(a.ctx).pool
     const poolQuery = pool.query

@@ -22,6 +22,17 @@ describe('supervisor: repeated tool calls', () => {
     await removeTree(cwd)
   })
 
+  /** Where the guard read the session's log back from (its reads of READ_BACK events), from now on. */
+  const readBacksOf = (session: Session) => {
+    const readBacks: number[] = []
+    const readLog = session.read.bind(session)
+    session.read = (options) => {
+      if (options?.limit === READ_BACK) readBacks.push(options.from ?? 0)
+      return readLog(options)
+    }
+    return readBacks
+  }
+
   const results = async () => (await session.read({ from: 0, limit: 10_000 }))
     .filter((e) => e.type === 'tool/result' && e.data.name === 'read').map((e) => e.data.error?.code ?? 'ok')
 
@@ -50,12 +61,7 @@ describe('supervisor: repeated tool calls', () => {
 
   it('follows a session born here from its first event: its turns read none of its log back', async () => {
     await boot()
-    const readBacks: number[] = []
-    const readLog = session.read.bind(session)
-    session.read = (options) => {
-      if (options?.limit === READ_BACK) readBacks.push(options.from ?? 0)
-      return readLog(options)
-    }
+    const readBacks = readBacksOf(session)
     await approvedTask(host, session)
     host.scripted.script('main', Array.from({ length: 6 }, () => ({ toolCalls: [read] })))
     agent.followup('build node a', { origin: 'controller' })
@@ -67,12 +73,7 @@ describe('supervisor: repeated tool calls', () => {
 
   it('reads nothing back for a session whose first event is its first turn\'s message', async () => {
     await boot()
-    const readBacks: number[] = []
-    const readLog = session.read.bind(session)
-    session.read = (options) => {
-      if (options?.limit === READ_BACK) readBacks.push(options.from ?? 0)
-      return readLog(options)
-    }
+    const readBacks = readBacksOf(session)
     host.scripted.script('main', [...turn([read], [read], [read], [read])])
     agent.followup('hello', { origin: 'user' })
     await agent.whenIdle()
