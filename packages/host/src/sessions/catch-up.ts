@@ -1,5 +1,5 @@
 import type { Context } from 'cordis'
-import { storeDriver } from '../store/health'
+import { sharedStore } from '../store/health'
 import { eventStoreOf } from './event-store'
 import type { Session } from './session'
 
@@ -11,6 +11,6 @@ import type { Session } from './session'
  * nothing to read. For reads that must not show a state the log has moved past (e.g. a click).
  */
 export async function catchUpWithStore(ctx: Context, session: Session): Promise<void> {
-  if (typeof storeDriver(ctx)?.pool?.query !== 'function') return
+  if (!sharedStore(ctx)) return
   session.catchUp(await eventStoreOf(ctx).nextSeq(session.id) - 1)
 }
