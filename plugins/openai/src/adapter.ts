@@ -3,11 +3,11 @@ import type { Context } from 'cordis'
 import type { ModelAdapter, ModelRequest, Session } from '@taskward/host'
 import { TaskwardError, type SessionEvent } from '@taskward/protocol'
 import type { ContextConfig, RouteConfig } from './config'
-import { layoutMessages, MIN_RESULT_CHARS, type ChatMessage, type Layout, type StateNote } from './context'
+import { layoutMessages, MIN_RESULT_CHARS, shownTokens, type ChatMessage, type Layout, type StateNote } from './context'
 import { modelFault } from './model-fault'
 import { discoverContext } from './discovery'
 import { judgePromptReport, RouteContext } from './route-context'
-import { SAFETY_MARGIN, TokenCounter } from './tokens'
+import { DeferredCounts, SAFETY_MARGIN, TokenCounter } from './tokens'
 import { toolParameters, type JsonSchema } from './json-schema'
 import { instructionsFor } from './prompts'
 import { redact } from './redact'
@@ -47,6 +47,14 @@ interface Plan {
    * head (instructions, tools) sent before. Undefined: nothing known to be cached.
    */
   fresh?: number
+  /**
+   * What the layout counted by bound, to be counted before `raw`, `estimate` and `fresh` are set (they
+   * are 0 and undefined till then): `counts`, the route's thread's counts of its texts, when they came.
+   */
+  deferred?: DeferredCounts
+  counts?: number[]
+  /** Sets `raw`, `estimate` and `fresh` from the counts (`OpenAIRoute.settle`). */
+  count: (plan: Plan) => void
 }
 
 /**
@@ -97,7 +105,7 @@ export class OpenAIRoute implements ModelAdapter {
       warn: (text: string) => logger.warn('%s', redact(text, config.apiKey)),
       debug: (text: string) => logger.debug('%s', redact(text, config.apiKey)),
     }
-    this.transport = transport === 'inline' ? new InlineTransport(config, log) : new WorkerTransport(config, log)
+    this.transport = transport === 'inline' ? new InlineTransport(config, log) : new WorkerTransport(config, log, { encoding: this.counter.encoding, exact: this.counter.exact })
   }
 
   /** Ends the route's requests in flight and its thread (the plugin's dispose). */
@@ -168,15 +176,24 @@ export class OpenAIRoute implements ModelAdapter {
     const previous = this.starts.get(session.id)
     const instructions = instructionsFor(request.role, session.cwd)
     // In raw counts: the room left by the tools, shrunk by the route's calibration and the margin.
-    const room = Math.floor(limit / (this.counter.ratio * SAFETY_MARGIN)) - toolTokens
-    const layout = layoutMessages(
-      { instructions, taskState, events, unread, origins: this.origins, ...(known ? { keepFrom: known.keepFrom, notes: known.notes } : {}) },
-      { contextTokens: Math.max(0, room), toolResultChars: this.context.toolResultChars, taskStateChars: this.context.taskStateChars, lowWater: this.context.lowWater },
-      (message) => this.counter.message(message, this.origins),
-    )
-    const raw = layout.tokens + (tools.length ? toolTokens : 0)
+    const ratio = this.counter.ratio
+    const room = Math.floor(limit / (ratio * SAFETY_MARGIN)) - toolTokens
+    const input = { instructions, taskState, events, unread, origins: this.origins, ...(known ? { keepFrom: known.keepFrom, notes: known.notes } : {}) }
+    const limits = { contextTokens: Math.max(0, room), toolResultChars: this.context.toolResultChars, taskStateChars: this.context.taskStateChars, lowWater: this.context.lowWater }
+    // Where the route's thread counts, a text with no count kept (the new tool result, the new note) is
+    // laid out by its bound and counted there once the request is sent: the host's thread spends a byte
+    // count instead of BPE on it. When no bound decided anything (the window has room), that layout is
+    // the one exact counts make; else the layout is made again, counting here.
+    let deferred = this.transport.countsTexts && this.counter.defers ? new DeferredCounts() : undefined
+    let layout = layoutMessages(input, limits, (message) => this.counter.message(message, this.origins, deferred))
+    if (deferred && !deferred.bounded) deferred = undefined
+    else if (deferred && (layout.fitted || !layout.fits)) {
+      deferred = undefined
+      layout = layoutMessages(input, limits, (message) => this.counter.message(message, this.origins))
+    }
+    const start: { keepFrom: number, notes: StateNote[], raw?: number, tools?: unknown } = { keepFrom: layout.keepFrom, notes: layout.notes, tools: toolSet }
     this.starts.delete(session.id)
-    this.starts.set(session.id, { keepFrom: layout.keepFrom, notes: layout.notes, raw, tools: toolSet })
+    this.starts.set(session.id, start)
     while (this.starts.size > WINDOWS) this.starts.delete(this.starts.keys().next().value!)
     if (layout.dropped) this.ctx.logger('openai').debug('route %s, session %s: window starts at seq %d now', this.config.route, session.id, layout.keepFrom)
     // Tools before messages: the serialized request, too, starts with what does not change.
@@ -191,14 +208,31 @@ export class OpenAIRoute implements ModelAdapter {
     }
     // What a prefix cache may have served: the session's previous request, or (a session's first request,
     // as each review is) the head — instructions and tools — an earlier request of the route sent.
-    let fresh: number | undefined
-    if (previous?.raw !== undefined && previous.tools === toolSet && !layout.dropped) fresh = Math.max(0, raw - previous.raw)
-    else if (this.heads.tools === toolSet && this.heads.sent.has(instructions)) fresh = Math.max(0, raw - toolTokens - this.counter.message({ role: 'system', content: instructions }))
+    const previousRaw = previous?.raw !== undefined && previous.tools === toolSet && !layout.dropped ? previous.raw : undefined
+    const headSent = this.heads.tools === toolSet && this.heads.sent.has(instructions)
     if (this.heads.tools !== toolSet) this.heads = { tools: toolSet, sent: new Set() }
     this.heads.sent.add(instructions)
     if (this.heads.sent.size > WINDOWS) this.heads.sent.delete(this.heads.sent.values().next().value!)
     const record = windowRecord(known, layout)
-    return { body, layout, raw, estimate: this.counter.calibrated(raw), limit, ...(fresh !== undefined ? { fresh } : {}), ...(record ? { record } : {}) }
+    const count = (plan: Plan) => {
+      const raw = (plan.deferred ? shownTokens(layout, (message) => this.counter.message(message, this.origins)) : layout.tokens) + (tools.length ? toolTokens : 0)
+      plan.raw = start.raw = raw
+      plan.estimate = Math.ceil(raw * ratio)
+      if (previousRaw !== undefined) plan.fresh = Math.max(0, raw - previousRaw)
+      else if (headSent) plan.fresh = Math.max(0, raw - toolTokens - this.counter.message({ role: 'system', content: instructions }))
+    }
+    const plan: Plan = { body, layout, raw: 0, estimate: 0, limit, count, ...(deferred ? { deferred } : {}), ...(record ? { record } : {}) }
+    if (!deferred) count(plan)
+    return plan
+  }
+
+  /** Sets a deferred plan's counts (once): the route's thread's, else counted here (it failed, or the request ended first). */
+  private settle(plan: Plan) {
+    const deferred = plan.deferred
+    if (!deferred) return
+    this.counter.settle(deferred, plan.counts)
+    plan.count(plan)
+    plan.deferred = undefined
   }
 
   async step(request: ModelRequest): Promise<AssembledStep> {
@@ -277,7 +311,8 @@ export class OpenAIRoute implements ModelAdapter {
     const refused: { body?: string } = {}
     let completed = false
     try {
-      const stream = await Promise.race([this.transport.open({ body: plan.body, signal: abort.signal, refused }), cancelled])
+      const count = plan.deferred && { texts: plan.deferred.texts, onCounts: (counts: number[]) => { plan.counts = counts } }
+      const stream = await Promise.race([this.transport.open({ body: plan.body, signal: abort.signal, refused, ...(count ? { count } : {}) }), cancelled])
       lastChunk = performance.now()
       watch(this.config.timeoutMs)
       // An abort (cancel, stall) ends the SDK's stream quietly: the check after the loop tells it from
@@ -290,6 +325,7 @@ export class OpenAIRoute implements ModelAdapter {
       // The SDK read the body to its end (it returns early only when aborted): nothing is left to close.
       completed = true
       const step = assembler.finish()
+      this.settle(plan)
       step.estimatedPromptTokens = plan.estimate
       const report = step.usage && judgePromptReport({
         estimate: plan.estimate, reported: step.usage.promptTokens, cached: step.usage.cachedTokens,
@@ -316,6 +352,7 @@ export class OpenAIRoute implements ModelAdapter {
       if (step.reasoningExcerpt) this.ctx.logger('openai').debug('reasoning excerpt (%s): %s', this.config.route, step.reasoningExcerpt)
       return step
     } catch (error) {
+      this.settle(plan)
       if (request.signal.aborted) throw new TaskwardError('MODEL_UNAVAILABLE', 'The model request was cancelled.', { route: this.config.route, cancelled: true })
       throw modelFault(error, this.config, { stalled, body: refused.body, estimate: plan.estimate })
     } finally {

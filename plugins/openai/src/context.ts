@@ -70,6 +70,13 @@ export interface Layout {
   newest?: { seq: number, cut: boolean }
   /** The task-state notes shown: hand them back as `notes` next step. */
   notes: StateNote[]
+  /**
+   * Whether a count decided something: the turn's input or the newest call cut to fit, or the window's
+   * start chosen to fit. A layout whose `count` gave upper bounds is the exact one when this is false
+   * (every decision would fall alike with counts at or below them); then `shownTokens` gives its exact
+   * `tokens` from exact counts.
+   */
+  fitted: boolean
 }
 
 export const CHARS_PER_TOKEN = 4
@@ -134,10 +141,13 @@ export function layoutMessages(input: ContextInput, limits: ContextLimits, count
   // The newest user message is the turn's input: it always stays (cut to half the room at most).
   // Host notes and slash commands (run at once, often while a turn runs) are not a turn's input.
   const inputIndex = groups.findLastIndex(isInput)
+  let fitted = false
   let inputMessages: ChatMessage[] | undefined
   if (inputIndex >= 0) {
     const text = (groups[inputIndex].messages[0] as { content: string }).content
-    inputMessages = [{ role: 'user', content: cutInput(text, Math.floor(room / 2), count) }]
+    const [shown, cutToFit] = cutInput(text, Math.floor(room / 2), count)
+    inputMessages = [{ role: 'user', content: shown }]
+    fitted ||= cutToFit
   }
   // Groups and notes in order: a note goes before the first group at or after its seq.
   const items: Item[] = []
@@ -171,6 +181,7 @@ export function layoutMessages(input: ContextInput, limits: ContextLimits, count
       items[newestIndex] = { ...items[newestIndex], messages }
       costs[newestIndex] = cost(messages)
       cutHere = true
+      fitted = true
     }
     if (costs[newestIndex] + newer <= budget) newest = { seq: items[newestIndex].seq, cut: cutHere }
     // What the step cannot do without: the newest call of this turn. One from before the turn's input (a
@@ -191,6 +202,7 @@ export function layoutMessages(input: ContextInput, limits: ContextLimits, count
     if (first && !input.unread && costFrom(0) <= budget) {
       keepFrom = 0
     } else {
+      fitted = true
       // One jump, down to the low-water mark: newest items first while they fit it; the start is a group's.
       const target = budget * (limits.lowWater ?? 0.5)
       let index = items.length
@@ -244,23 +256,37 @@ export function layoutMessages(input: ContextInput, limits: ContextLimits, count
     ...(newest ? { newest } : {}),
     // Notes the window dropped are not kept: they are never shown again.
     notes: notes.filter((note) => note === shownLatest || note.beforeSeq - 0.5 >= from),
+    fitted,
   }
+}
+
+/**
+ * `layout.tokens` again, from `count`: the reserve for the note on dropped entries and every message
+ * shown but that note (`layoutMessages` sums the same). For a layout made with upper bounds and not
+ * `fitted`, once its texts are counted.
+ */
+export function shownTokens(layout: Layout, count: (message: ChatMessage) => number): number {
+  let tokens = NOTE_TOKENS
+  for (const [index, message] of layout.messages.entries()) if (!(index === 1 && layout.keepFrom > 0)) tokens += count(message)
+  return tokens
 }
 
 /**
  * The turn's input cut to `tokens` as `count` counts them: first at ≈ 4 characters a token, then, where
  * a script is denser (CJK: about one a character), shorter in proportion to what it still counts over.
  */
-function cutInput(text: string, tokens: number, count: (message: ChatMessage) => number): string {
+function cutInput(text: string, tokens: number, count: (message: ChatMessage) => number): [shown: string, byCount: boolean] {
   let chars = Math.max(200, tokens * CHARS_PER_TOKEN)
   let shown = cut(text, chars)
+  let byCount = false
   for (let round = 0; round < 4 && shown !== text && chars > 200; round++) {
     const counted = count({ role: 'user', content: shown })
     if (counted <= tokens) break
+    byCount = true
     chars = Math.max(200, Math.floor(chars * tokens / counted * 0.95))
     shown = cut(text, chars)
   }
-  return shown
+  return [shown, byCount]
 }
 
 /**

@@ -56,28 +56,66 @@ export const TOOL_OVERHEAD = 8
 /** Applied to every estimate of a whole request: what a window must leave free of the limit. */
 export const SAFETY_MARGIN = 1.1
 
-/** Characters in one run past which the run is encoded in pieces (BPE time grows with the square of a run). */
-const RUN = 64
-/** What the encodings' pre-tokenizers keep as one piece: letters with their marks, or anything but letters and digits. */
-const LONG_RUN = new RegExp(`[\\p{L}\\p{M}]{${RUN},}|[^\\p{L}\\p{M}\\p{N}]{${RUN},}`, 'gu')
+/**
+ * How one text is counted with a loaded encoder, as source: this thread and a route's own thread
+ * (worker-transport.ts, which counts what a layout left to it) run this same code, so their counts
+ * cannot differ. `exact` false (not the model's own encoding): never less than one token a CJK character.
+ *
+ * A long run the pre-tokenizer would keep whole — letters (a model writing 100 KB of `x`, unpunctuated
+ * CJK, letters with combining marks) or punctuation, spaces, emoji — is encoded in pieces of 64: BPE
+ * over one run is quadratic (100,000 letters take 16 s whole, 50,000 `!` 1.5 s), in pieces linear, and
+ * a piece boundary costs at most one token. Special-token text (`<|endoftext|>`) is counted as plain
+ * text, never refused: it is content.
+ */
+export const TEXT_TOKENS_SOURCE = String.raw`(() => {
+  const RUN = 64
+  const longRun = /[\p{L}\p{M}]{64,}|[^\p{L}\p{M}\p{N}]{64,}/gu
+  const cjk = ${CJK}
+  return (encoder, text, exact) => {
+    let tokens = 0
+    let at = 0
+    for (const run of text.matchAll(longRun)) {
+      if (run.index > at) tokens += encoder(text.slice(at, run.index))
+      for (let i = 0; i < run[0].length; i += RUN) tokens += encoder(run[0].slice(i, i + RUN))
+      at = run.index + run[0].length
+    }
+    if (at < text.length) tokens += encoder(at ? text.slice(at) : text)
+    if (exact) return tokens
+    const found = text.match(cjk)
+    return Math.max(tokens, found ? found.length : 0)
+  }
+})()`
+
+/** Tokens of `text` with a loaded encoder (TEXT_TOKENS_SOURCE). */
+export const textTokens: (encoder: Encoder, text: string, exact: boolean) => number = new Function(`return ${TEXT_TOKENS_SOURCE}`)()
 
 /**
- * Tokens of `text`. A long run the pre-tokenizer would keep whole — letters (a model writing 100 KB of
- * `x`, unpunctuated CJK, letters with combining marks) or punctuation, spaces, emoji — is encoded in
- * pieces of 64: BPE over one run is quadratic (100,000 letters take 16 s whole, 50,000 `!` 1.5 s), in
- * pieces linear, and a piece boundary costs at most one token. Special-token text (`<|endoftext|>`) is counted
- * as plain text, never refused: it is content.
+ * Tokens `text` can take at most, whatever the encoding: its UTF-8 bytes (a byte-level BPE token is at
+ * least one byte; a CJK character, counted one token at least, is three). Cheap: what a layout counts
+ * with where the exact count can wait (DeferredCounts).
  */
-export function encodedLength(encoder: Encoder, text: string): number {
-  let tokens = 0
-  let at = 0
-  for (const run of text.matchAll(LONG_RUN)) {
-    if (run.index > at) tokens += encoder(text.slice(at, run.index))
-    for (let i = 0; i < run[0].length; i += RUN) tokens += encoder(run[0].slice(i, i + RUN))
-    at = run.index + run[0].length
+export const tokenBound = (text: string) => Buffer.byteLength(text, 'utf8')
+
+/**
+ * The texts a layout counted by their bound (`tokenBound`) because no count of them was kept, to be
+ * counted after the request is sent (off the host's thread where the transport can: worker-transport.ts),
+ * and what to keep of them then (`TokenCounter.settle`).
+ */
+export class DeferredCounts {
+  /** Each text once, in the order first met. */
+  readonly texts: string[] = []
+  private readonly seen = new Set<string>()
+  /** Counts given out as bounds (a text met twice, twice). */
+  bounded = 0
+  /** The events whose shown parts had a text among them: their counts are kept with them once counted. */
+  readonly events: { event: object, chars: number, texts: string[] }[] = []
+
+  add(text: string) {
+    this.bounded++
+    if (this.seen.has(text)) return
+    this.seen.add(text)
+    this.texts.push(text)
   }
-  if (at < text.length) tokens += encoder(at ? text.slice(at) : text)
-  return tokens
 }
 
 /** The parts of a chat message that are counted. */
@@ -114,15 +152,28 @@ export class TokenCounter {
     return this
   }
 
-  /** Raw tokens of `text`. */
-  count(text: string): number {
+  /** Whether counts can be deferred (`DeferredCounts`): only once the encoder is loaded (before, counts are estimates). */
+  get defers() {
+    return !!this.encoder
+  }
+
+  /**
+   * Raw tokens of `text`. With `deferred`, a text with no count kept is not counted: its bound is
+   * returned and it is left to `deferred`.
+   */
+  count(text: string, deferred?: DeferredCounts): number {
     if (!text) return 0
     const cached = this.cache.get(text)
     if (cached !== undefined) return cached
-    let tokens = this.encoder ? encodedLength(this.encoder, text) : Math.ceil(text.length / 3)
-    if (!this.exact || !this.encoder) tokens = Math.max(tokens, countCjk(text))
-    // Until the encoder is loaded the count is an estimate: not kept, so the real count replaces it.
-    if (this.encoder) this.cache.set(text, tokens)
+    if (deferred && this.encoder) {
+      deferred.add(text)
+      return tokenBound(text)
+    }
+    // Until the encoder is loaded the count is an estimate (≈ 3 characters a token, one a CJK character
+    // at least): not kept, so the real count replaces it.
+    if (!this.encoder) return Math.max(Math.ceil(text.length / 3), countCjk(text))
+    const tokens = textTokens(this.encoder, text, this.exact)
+    this.cache.set(text, tokens)
     return tokens
   }
 
@@ -130,12 +181,13 @@ export class TokenCounter {
    * Raw tokens of one chat message, its framing included. With `origins` (see `eventsToGroups`), the
    * count of what a message or call shows of its event is kept with that event: a window's events
    * are the same objects from step to step, so an event is counted once for as long as a window holds
-   * it, whatever the cache keeps, and the memory goes with the event.
+   * it, whatever the cache keeps, and the memory goes with the event. With `deferred`, see `count`.
    */
-  message(message: CountedMessage, origins?: WeakMap<object, unknown>): number {
-    let tokens = MESSAGE_OVERHEAD + this.ofEvent(message, origins, message.content ?? '', () => this.count(message.content ?? ''))
+  message(message: CountedMessage, origins?: WeakMap<object, unknown>, deferred?: DeferredCounts): number {
+    const content = message.content ?? ''
+    let tokens = MESSAGE_OVERHEAD + this.ofEvent(message, origins, content, [content], deferred)
     for (const call of message.tool_calls ?? []) {
-      tokens += this.ofEvent(call, origins, call.function.arguments, () => this.count(call.function.name) + this.count(call.function.arguments)) + 3
+      tokens += this.ofEvent(call, origins, call.function.arguments, [call.function.name, call.function.arguments], deferred) + 3
     }
     return tokens
   }
@@ -143,14 +195,37 @@ export class TokenCounter {
   /** Counts by event (see `message`); `shown` guards against an event shown otherwise since (its length must match). */
   private readonly byEvent = new WeakMap<object, { chars: number, tokens: number }>()
 
-  private ofEvent(piece: object, origins: WeakMap<object, unknown> | undefined, shown: string, count: () => number): number {
+  private ofEvent(piece: object, origins: WeakMap<object, unknown> | undefined, shown: string, texts: string[], deferred?: DeferredCounts): number {
     const event = origins?.get(piece) as object | undefined
     const kept = event && this.byEvent.get(event)
     if (kept && kept.chars === shown.length) return kept.tokens
-    const tokens = count()
-    // An estimate (encoder not loaded yet) is not kept.
-    if (event && this.encoder) this.byEvent.set(event, { chars: shown.length, tokens })
+    const bounded = deferred?.bounded ?? 0
+    let tokens = 0
+    for (const text of texts) tokens += this.count(text, deferred)
+    // An estimate (encoder not loaded yet) is not kept; a bound is kept once counted (`settle`).
+    if (!event || !this.encoder) return tokens
+    if (deferred && deferred.bounded > bounded) deferred.events.push({ event, chars: shown.length, texts })
+    else this.byEvent.set(event, { chars: shown.length, tokens })
     return tokens
+  }
+
+  /**
+   * Keeps the counts of what `deferred` left (`counts`, in its `texts`' order, from the route's thread;
+   * counted here when missing or not one a text) and returns a count of any text that uses them first.
+   */
+  settle(deferred: DeferredCounts, counts?: readonly number[]): (text: string) => number {
+    const usable = counts?.length === deferred.texts.length && counts.every((tokens) => Number.isInteger(tokens) && tokens >= 0)
+    const known = new Map<string, number>()
+    for (const [index, text] of deferred.texts.entries()) {
+      const tokens = usable ? counts[index] : textTokens(this.encoder!, text, this.exact)
+      known.set(text, tokens)
+      this.cache.set(text, tokens)
+    }
+    const count = (text: string) => known.get(text) ?? this.count(text)
+    for (const { event, chars, texts } of deferred.events) {
+      this.byEvent.set(event, { chars, tokens: texts.reduce((sum, text) => sum + count(text), 0) })
+    }
+    return count
   }
 
   /** Raw tokens of the tool schemas as offered. */

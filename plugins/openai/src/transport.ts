@@ -29,6 +29,11 @@ export interface OpenRequest {
   signal: AbortSignal
   /** Where the transport leaves a refused request's body (the SDK keeps only its `error.message`). */
   refused: { body?: string }
+  /**
+   * Texts to count (TEXT_TOKENS_SOURCE) once the request is sent, where `countsTexts`: their counts in
+   * order go to `onCounts` (or nowhere, when they could not be made).
+   */
+  count?: { texts: string[], onCounts: (counts: number[]) => void }
 }
 
 /**
@@ -38,6 +43,8 @@ export interface OpenRequest {
  * end in a throw) with the SDK's errors — the route turns them into coded ones (model-fault.ts).
  */
 export interface ModelTransport {
+  /** Whether `open` counts `count.texts` off the host's thread (else it ignores them). */
+  readonly countsTexts: boolean
   open(request: OpenRequest): Promise<AsyncIterable<StreamChunk>>
   close(): void
 }
@@ -56,6 +63,8 @@ export function logText(value: unknown): string {
 /** The official SDK on the host's thread (config `transport: inline`). */
 export class InlineTransport implements ModelTransport {
   readonly client: OpenAI
+  /** Counting here would be on the host's thread all the same: the route counts as it lays out. */
+  readonly countsTexts = false
   /** Requests in flight, by their STEP_HEADER id: where the fetch leaves a refused request's body. */
   private readonly refusals = new Map<string, { body?: string }>()
   private ids = 0

@@ -5,6 +5,7 @@ import type { StreamChunk } from './stream'
 import { bodyText } from './body-text'
 import { TaskwardError } from '@taskward/protocol'
 import { BODY_CHARS, STEP_HEADER, stopped, type ModelTransport, type OpenRequest, type TransportLog, type TransportRoute } from './transport'
+import { TEXT_TOKENS_SOURCE, type EncodingName } from './tokens'
 
 /** An SDK error as the thread sends it (errors do not cross threads with their classes). */
 export type ErrorShape =
@@ -17,6 +18,8 @@ export type ErrorShape =
 /** What the thread sends, in batches (one message per turn of its loop). */
 type FromThread =
   | { id: number, opened: true }
+  /** The counts of the request's `count` texts, in order. */
+  | { id: number, counts: number[] }
   /** A chunk as JSON text: copying an object between threads recurses (a chunk nested thousands deep would not arrive). */
   | { id: number, chunk: string }
   | { id: number, done: true }
@@ -58,6 +61,21 @@ const text = (args) => args.map((value) => {
 // What the SDK prints past its logger (an SSE event it cannot parse, raw, key and all) goes to the host's
 // log like its logger's lines, scrubbed there: the thread's own stderr would reach the process's as is.
 for (const name of ['error', 'warn', 'log', 'info', 'debug', 'trace']) console[name] = (...args) => send({ log: name === 'debug' || name === 'trace' ? 'debug' : 'warn', text: text(args) })
+// The route's encoding, loaded as the thread starts (the host's thread loads its own meanwhile): what a
+// layout left uncounted is counted here once its request is sent, with the host's own counting code.
+const countTexts = (() => {
+  if (!workerData.tokenizer) return undefined
+  try {
+    const { countTokens } = require(workerData.tokenizer.path)
+    const plain = { disallowedSpecial: new Set() }
+    const encoder = (text) => countTokens(text, plain)
+    const textTokens = ${TEXT_TOKENS_SOURCE}
+    return (texts) => texts.map((text) => textTokens(encoder, text, workerData.tokenizer.exact))
+  } catch (error) {
+    send({ log: 'warn', text: "the route's thread could not load its tokenizer (" + (error && error.message) + "); the host's thread counts instead" })
+    return undefined
+  }
+})()
 const client = new OpenAI({
   apiKey: route.apiKey, baseURL: route.baseURL, timeout: route.timeoutMs, maxRetries: route.maxRetries, logLevel: 'info',
   fetch: async (url, init) => {
@@ -88,7 +106,7 @@ const shape = (error) => {
   }
   return { kind: 'other', name: String((error && error.name) || 'Error'), message: String(error && error.message !== undefined ? error.message : error) }
 }
-const run = async (id, body) => {
+const run = async (id, body, count) => {
   const request = { controller: new AbortController(), ahead: 0, resume: undefined }
   requests.set(id, request)
   const step = String(id)
@@ -99,6 +117,9 @@ const run = async (id, body) => {
       body, stream: true, signal: request.controller.signal, headers: { 'content-type': 'application/json', ${JSON.stringify(STEP_HEADER)}: step },
     })
     send({ id, opened: true })
+    // After the endpoint has the request: counting delays none of it. A text that cannot be counted
+    // sends nothing (the host's thread counts them all then).
+    if (count && countTexts) { try { send({ id, counts: countTexts(count) }) } catch {} }
     for await (const chunk of stream) {
       // Inside the request's own try: a chunk too deep to serialize fails this request, not the thread.
       const text = JSON.stringify(chunk)
@@ -125,11 +146,14 @@ parentPort.on('message', (message) => {
     if (request) { request.controller.abort(); wake(request) }
   } else if (message.read !== undefined) {
     if (request) { request.ahead -= message.read; wake(request) }
-  } else run(message.id, message.body)
+  } else run(message.id, message.body, message.count)
 })
 `
 
 let openaiPath: string | undefined
+
+/** `__filename` in the CommonJS build (where import.meta is empty), import.meta.url in ESM and the sources. */
+const requireHere = () => createRequire(typeof __filename === 'string' ? __filename : import.meta.url)
 
 /** The SDK's error again, of its class, from what the thread sent: the route reads status, body and message as the SDK left them. */
 export function errorOf(shape: ErrorShape): Error {
@@ -222,6 +246,7 @@ interface InFlight {
   stream: ThreadStream
   refused: { body?: string }
   opened?: { resolve: (stream: ThreadStream) => void, reject: (error: unknown) => void }
+  onCounts?: (counts: number[]) => void
   signal: AbortSignal
   onAbort: () => void
 }
@@ -240,7 +265,20 @@ export class WorkerTransport implements ModelTransport {
   private ids = 0
   private closed = false
 
-  constructor(private route: TransportRoute, private log: TransportLog) {}
+  /** True when the thread loads the route's encoding (`tokenizer`): it counts what `open` is given to count. */
+  readonly countsTexts: boolean
+  private readonly tokenizer?: { path: string, exact: boolean }
+
+  constructor(private route: TransportRoute, private log: TransportLog, tokenizer?: { encoding: EncodingName, exact: boolean }) {
+    if (tokenizer) {
+      try {
+        this.tokenizer = { path: requireHere().resolve(`gpt-tokenizer/cjs/encoding/${tokenizer.encoding}`), exact: tokenizer.exact }
+      } catch {
+        // Not where a thread can load it (a bundle without it): the host's thread counts, as inline.
+      }
+    }
+    this.countsTexts = !!this.tokenizer
+  }
 
   /** Starts the thread now (the SDK loads in it before the first request needs it). */
   warm() {
@@ -264,11 +302,10 @@ export class WorkerTransport implements ModelTransport {
 
   private thread(): Worker {
     if (this.worker) return this.worker
-    // `__filename` in the CommonJS build (where import.meta is empty), import.meta.url in ESM and the sources.
-    openaiPath ??= createRequire(typeof __filename === 'string' ? __filename : import.meta.url).resolve('openai')
+    openaiPath ??= requireHere().resolve('openai')
     const { apiKey, baseURL, timeoutMs, maxRetries } = this.route
     const worker = new Worker(WORKER_SOURCE, {
-      eval: true, execArgv: [], workerData: { openai: openaiPath, bodyChars: BODY_CHARS, windowChars: WINDOW_CHARS, route: { apiKey, baseURL, timeoutMs, maxRetries } },
+      eval: true, execArgv: [], workerData: { openai: openaiPath, tokenizer: this.tokenizer, bodyChars: BODY_CHARS, windowChars: WINDOW_CHARS, route: { apiKey, baseURL, timeoutMs, maxRetries } },
     })
     worker.unref()
     worker.on('message', (batch: FromThread[]) => {
@@ -299,6 +336,7 @@ export class WorkerTransport implements ModelTransport {
     const request = this.inFlight.get(entry.id)
     if (!request) return
     if ('chunk' in entry) request.stream.push(entry.chunk)
+    else if ('counts' in entry) request.onCounts?.(entry.counts)
     else if ('opened' in entry) {
       request.opened?.resolve(request.stream)
       request.opened = undefined
@@ -320,7 +358,7 @@ export class WorkerTransport implements ModelTransport {
     if (!this.inFlight.size) this.worker?.unref()
   }
 
-  open({ body, signal, refused }: OpenRequest): Promise<AsyncIterable<StreamChunk>> {
+  open({ body, signal, refused, count }: OpenRequest): Promise<AsyncIterable<StreamChunk>> {
     if (this.closed) return Promise.reject(stopped())
     if (signal.aborted) return Promise.reject(new APIUserAbortError())
     let worker: Worker
@@ -343,14 +381,14 @@ export class WorkerTransport implements ModelTransport {
       const stream = new ThreadStream(() => {
         if (this.inFlight.has(id)) onAbort()
       }, (chars) => this.worker?.postMessage({ id, read: chars }))
-      this.inFlight.set(id, { stream, refused, opened: { resolve, reject }, signal, onAbort })
+      this.inFlight.set(id, { stream, refused, opened: { resolve, reject }, signal, onAbort, ...(count && this.tokenizer ? { onCounts: count.onCounts } : {}) })
       signal.addEventListener('abort', onAbort, { once: true })
       worker.ref()
       try {
         // As JSON text: the SDK would serialize it on this thread anyway, and a string crosses threads as
         // one copy where an object graph is rebuilt there (and left as garbage by the SDK's own stringify).
         // Made of the texts of messages serialized on earlier steps (body-text.ts).
-        worker.postMessage({ id, body: bodyText(body) })
+        worker.postMessage({ id, body: bodyText(body), ...(count && this.tokenizer ? { count: count.texts } : {}) })
       } catch (error) {
         // A body that cannot be serialized (nothing a layout makes): the step fails with it.
         this.finish(id, error as Error)

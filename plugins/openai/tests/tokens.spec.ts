@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { countCjk, openAIEncoding, StepAssembler, TokenCounter, usageTokens } from '../src'
-import { encodedLength, loadEncoding, type Encoder } from '../src/tokens'
+import { textTokens, loadEncoding, type Encoder } from '../src/tokens'
 
 /** A text of random runs from `alphabet` (letters, marks, digits, punctuation, spaces, CJK, emoji). */
 function runs(random: () => number, length: number) {
@@ -71,13 +71,13 @@ describe('token counts', () => {
     for (let i = 0; i < 3000; i++) {
       // Recent texts come back often (as a window's do), old ones now and then: hits and evictions both.
       const text = texts[random() < 0.7 ? Math.floor(random() * 150) : Math.floor(random() * 20)]
-      expect(counter.count(text)).to.equal(encodedLength(encoder, text))
+      expect(counter.count(text)).to.equal(textTokens(encoder, text, true))
       expect(counter.cache.size).to.be.at.most(40)
       expect(counter.cache.chars).to.be.at.most(6000)
     }
     // A text longer than a quarter of the characters is counted, not kept.
     const long = 'word '.repeat(400)
-    expect(counter.count(long)).to.equal(encodedLength(encoder, long))
+    expect(counter.count(long)).to.equal(textTokens(encoder, long, true))
     expect(counter.cache.get(long)).to.equal(undefined)
   })
 
