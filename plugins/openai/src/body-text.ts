@@ -41,6 +41,9 @@ export function bodyText(body: Record<string, unknown>): string {
   return `${head}"messages":[${list}]}`
 }
 
+/** Whether `frozen` froze `value` whole: nothing in it can change. */
+export const isFrozenWhole = (value: object) => whole.has(value)
+
 /** `value` frozen, and every object in it: what `bodyText` may keep the text of. Returns `value`. */
 export function frozen<T>(value: T): T {
   freezeAll(value)

@@ -13,6 +13,7 @@
  */
 
 import { CountCache, type CountCacheLimits } from './count-cache'
+import { isFrozenWhole } from './body-text'
 
 export type EncodingName = 'o200k_base' | 'cl100k_base'
 
@@ -184,13 +185,26 @@ export class TokenCounter {
    * it, whatever the cache keeps, and the memory goes with the event. With `deferred`, see `count`.
    */
   message(message: CountedMessage, origins?: WeakMap<object, unknown>, deferred?: DeferredCounts): number {
+    // A message made whole and frozen that is no event's (the instructions, a task-state note: laid out on
+    // every step as the same object) keeps its count with it, as an event's does: no text lookup.
+    const unchanging = !origins?.has(message) && isFrozenWhole(message)
+    if (unchanging) {
+      const kept = this.byMessage.get(message)
+      if (kept !== undefined) return kept
+    }
+    const bounded = deferred?.bounded ?? 0
     const content = message.content ?? ''
     let tokens = MESSAGE_OVERHEAD + this.ofEvent(message, origins, content, [content], deferred)
     for (const call of message.tool_calls ?? []) {
       tokens += this.ofEvent(call, origins, call.function.arguments, [call.function.name, call.function.arguments], deferred) + 3
     }
+    // Not an estimate, nor a bound.
+    if (unchanging && this.encoder && (deferred?.bounded ?? 0) === bounded) this.byMessage.set(message, tokens)
     return tokens
   }
+
+  /** Counts of unchanging messages (see `message`). */
+  private readonly byMessage = new WeakMap<object, number>()
 
   /** Counts by event (see `message`); `shown` guards against an event shown otherwise since (its length must match). */
   private readonly byEvent = new WeakMap<object, { chars: number, tokens: number }>()
