@@ -71,8 +71,8 @@ export interface Layout {
   /** The task-state notes shown: hand them back as `notes` next step. */
   notes: StateNote[]
   /**
-   * Whether a count decided something: the turn's input or the newest call cut to fit, or the window's
-   * start chosen to fit. A layout whose `count` gave upper bounds is the exact one when this is false
+   * Whether a count decided something: the turn's input cut (its share of the room is what the system
+   * message's count leaves), the newest call cut to fit, or the window's start chosen to fit. A layout whose `count` gave upper bounds is the exact one when this is false
    * (every decision would fall alike with counts at or below them); then `shownTokens` gives its exact
    * `tokens` from exact counts.
    */
@@ -278,7 +278,8 @@ export function shownTokens(layout: Layout, count: (message: ChatMessage) => num
 function cutInput(text: string, tokens: number, count: (message: ChatMessage) => number): [shown: string, byCount: boolean] {
   let chars = Math.max(200, tokens * CHARS_PER_TOKEN)
   let shown = cut(text, chars)
-  let byCount = false
+  // Any cut is: `tokens` is a share of the room the system message's count leaves.
+  let byCount = shown !== text
   for (let round = 0; round < 4 && shown !== text && chars > 200; round++) {
     const counted = count({ role: 'user', content: shown })
     if (counted <= tokens) break

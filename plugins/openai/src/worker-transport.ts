@@ -61,8 +61,10 @@ const text = (args) => args.map((value) => {
 // What the SDK prints past its logger (an SSE event it cannot parse, raw, key and all) goes to the host's
 // log like its logger's lines, scrubbed there: the thread's own stderr would reach the process's as is.
 for (const name of ['error', 'warn', 'log', 'info', 'debug', 'trace']) console[name] = (...args) => send({ log: name === 'debug' || name === 'trace' ? 'debug' : 'warn', text: text(args) })
-// The route's encoding, loaded as the thread starts (the host's thread loads its own meanwhile): what a
-// layout left uncounted is counted here once its request is sent, with the host's own counting code.
+// The route's encoding, loaded as the thread starts (the host's thread loads its own meanwhile; a
+// thread's first request waits the few hundred ms it takes — loaded later, it would stall the streams
+// of the requests then in flight, whose cancels then come late): what a layout left uncounted is
+// counted here once its request is sent, with the host's own counting code.
 const countTexts = (() => {
   if (!workerData.tokenizer) return undefined
   try {
@@ -119,7 +121,11 @@ const run = async (id, body, count) => {
     send({ id, opened: true })
     // After the endpoint has the request: counting delays none of it. A text that cannot be counted
     // sends nothing (the host's thread counts them all then).
-    if (count && countTexts) { try { send({ id, counts: countTexts(count) }) } catch {} }
+    if (count && countTexts) {
+      try {
+        send({ id, counts: countTexts(count) })
+      } catch {}
+    }
     for await (const chunk of stream) {
       // Inside the request's own try: a chunk too deep to serialize fails this request, not the thread.
       const text = JSON.stringify(chunk)
