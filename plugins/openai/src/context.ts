@@ -72,9 +72,9 @@ export interface Layout {
   notes: StateNote[]
   /**
    * Whether a count decided something: the turn's input cut (its share of the room is what the system
-   * message's count leaves), the newest call cut to fit, or the window's start chosen to fit. A layout whose `count` gave upper bounds is the exact one when this is false
-   * (every decision would fall alike with counts at or below them); then `shownTokens` gives its exact
-   * `tokens` from exact counts.
+   * message's count leaves), the newest call cut to fit, or the window's start chosen to fit. A layout
+   * whose `count` gave upper bounds is the exact one when this is false (every decision would fall alike
+   * with counts at or below them); then `shownTokens` gives its exact `tokens` from exact counts.
    */
   fitted: boolean
 }
