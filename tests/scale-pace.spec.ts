@@ -1,6 +1,8 @@
 import { expect } from 'chai'
 import { CLOCK_SLACK_MS, carriedTool, lognormalOf, mulberry32, pacedDurability, paceSampler, splitByChecks, stepGaps, type StepRecord } from '../benchmarks/scale-pace'
 import { quantile } from '../benchmarks/scale-harness'
+import { medianRun } from '../benchmarks/scale-paced-section'
+import type { PacedResult } from '../benchmarks/scale-paced'
 
 describe('scale benchmark: the paced endpoint\'s latency', () => {
   it('draws the same latencies from one seed and others from another (runs compare)', () => {
@@ -206,5 +208,22 @@ describe('scale benchmark: host-added latency per step', () => {
     expect(split.checks).to.deep.equal([60])
     expect(split.checksShare).to.equal(0.6)
     expect(splitByChecks([], ['task_request_completion']).checksShare).to.equal(0)
+  })
+})
+
+describe('scale benchmark: the paced section\'s repeated runs', () => {
+  const run = (p99: number, busy: number) => ({ p99, steps: 100, cpu: { loopBusyMs: busy * 100, processMs: 0 } }) as unknown as PacedResult
+
+  it('reports the run of median p99, and every run\'s p99 and busy time in run order', () => {
+    const runs = [run(375, 6.3), run(67, 4.9), run(154, 6.1)]
+    const { median, spread } = medianRun(runs)
+    expect(median).to.equal(runs[2])
+    expect(spread).to.equal('375.0 ms (6.3 ms busy/step), 67.0 ms (4.9 ms busy/step), 154.0 ms (6.1 ms busy/step)')
+  })
+
+  it('takes the upper middle of an even count (the less kind of the two)', () => {
+    const runs = [run(90, 5), run(30, 5), run(60, 5), run(120, 5)]
+    expect(medianRun(runs).median).to.equal(runs[0])
+    expect(medianRun([runs[0]]).median).to.equal(runs[0])
   })
 })
