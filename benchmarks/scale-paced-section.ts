@@ -80,6 +80,10 @@ export async function pacedSection({ sizes, pace, tasks, repeats = 1, spreadMs, 
     row(`    host CPU per step: every thread / the main thread's busy time (share of the run)`,
       `${ms(host.cpu.processMs / host.steps)} / ${ms(host.cpu.loopBusyMs / host.steps)} (${(100 * host.cpu.loopBusyMs / host.wall).toFixed(0)} %)`,
       `${ms(bare.cpu.processMs / bare.steps)} / ${ms(bare.cpu.loopBusyMs / bare.steps)}`, 'reported, no goal')
+    if (host.writes) {
+      row(`    the store: commits / flushes of the WAL per step (one flush covers the commits made before it began)`,
+        `${(host.writes.commits / host.steps).toFixed(2)} / ${(host.writes.flushes / host.steps).toFixed(2)}`, '', 'reported, no goal')
+    }
     row(`    … by what the answer before the gap did (p50 / p99)`,
       Object.entries(host.byAnswer).map(([after, gap]) => `${after} ×${gap.count}: ${ms(gap.p50)} / ${ms(gap.p99)}`).join('; '), '', '')
     // Where the tail is: the pairs (what the answer did → what came next) with the highest p99, of those seen 20 times or more.

@@ -60,6 +60,8 @@ export interface PacedResult {
    * of a cut's worth where the p99 moves ±50 % by chance.
    */
   cpu: { processMs: number, loopBusyMs: number }
+  /** The host's store over the tasks: commits, and flushes of the WAL (group commit) (host runs). */
+  writes?: { commits: number, flushes: number }
   /** Tasks that failed (their messages, the first 5) and requests whose client went away before the answer ended. */
   errors: number
   errorMessages: string[]
@@ -132,7 +134,9 @@ async function main([kind, ...rest]: string[]) {
       const used = process.cpuUsage(cpuBefore)
       cpu = { processMs: (used.user + used.system) / 1000, loopBusyMs: performance.eventLoopUtilization(loopBefore).active }
     }
+    let writes: PacedResult['writes']
     if (kind === 'host') {
+      const before = host.writeStats()
       const run = () => runTasks(host, sessions, spreadMs, { tasksEach: tasks, errors, deadlineMs })
       if (profile) {
         const { result, top, callers, longest } = await profiled(run)
@@ -142,6 +146,8 @@ async function main([kind, ...rest]: string[]) {
         ran = await run()
       }
       cpuUntilNow()
+      const after = host.writeStats()
+      writes = { commits: after.commits - before.commits, flushes: after.flushes - before.flushes }
       // Read before the host stops: its dispose cancels the turns still streaming once every task is
       // complete, and those would count as aborted requests.
       stats = await endpoint.stats()
@@ -174,7 +180,7 @@ async function main([kind, ...rest]: string[]) {
       checks: { count: split.checks.length, p50: quantile(split.checks, 0.5), p99: quantile(split.checks, 0.99), share: split.checksShare },
       byAnswer: Object.fromEntries(Object.entries(stats.hostAdded).map(([after, gaps]) => [after, summary(gaps)])),
       byPair: Object.fromEntries(Object.entries(stats.hostAddedPairs ?? {}).map(([pair, gaps]) => [pair, summary(gaps)])), inTurn: summary(stats.inTurn),
-      peak: ran.peak, idle, served: stats.served, wall: ran.wall, loopDelay: ran.loopDelay, cpu,
+      peak: ran.peak, idle, served: stats.served, wall: ran.wall, loopDelay: ran.loopDelay, cpu, ...writes ? { writes } : {},
       errors: errors.length, errorMessages: errors.slice(0, 5), aborted: stats.aborted ?? 0, abortedWhat: (stats.abortedWhat ?? []).slice(0, 5), streaming: stats.streaming ?? 0, ...profileOut ? { profile: profileOut } : {},
     }
     process.stdout.write(`paced ${JSON.stringify(result)}\n`)
