@@ -30,11 +30,12 @@
  *      session's (SCALE_PACE_ONE_TASKS tasks in a row, default 8, at the pace divided by
  *      SCALE_PACE_ONE_DIVIDE, default 10: one session's host is idle between steps whatever the pace);
  *      RSS growth per live session (the peak's slope from the smallest to the largest size); errors. The gaps after the completion gate's sandboxed checks are
- *      reported apart, with their share (SCALE_PROFILE_PACED=<sessions> profiles that host run). Goals: p99 at each size ≤ 3× the 1-session p99 and ≤ 50 ms;
+ *      reported apart, with their share (SCALE_PROFILE_PACED=<sessions> profiles one more host run at that size, kept out of the figures). Goals: p99 at each size ≤ 3× the 1-session p99 and ≤ 50 ms;
  *      RSS ≤ 1 MB per live session; no task failed, no request aborted. Each run is a fresh process.
  *      SCALE_PACE_DURABILITY=os runs those hosts' store with durability os (default fsync).
- *      SCALE_PACE_REPEATS host runs at each size (default 3): the figures are the run of median p99's,
- *      with every run's p99 and main-thread busy time beside them (one run's tail moves with the VM).
+ *      SCALE_PACE_REPEATS host runs at each size and of the 1-session baseline (default 3): the figures
+ *      are the run of median p99's (a void run — a failed task, an aborted request — ranks last) and
+ *      the median RSS peak, with every run's p99 and main-thread busy time beside them.
  *
  * SCALE_FULL_WITHOUT=recovery (a comma-separated list of workspace, admission, repair, recovery,
  * console; another name is refused) drops those plugins from the full set: what each one costs. The
@@ -114,8 +115,9 @@ if (PACE.p99Ms <= PACE.medianMs) {
 }
 const PACE_TASKS = number('SCALE_PACE_TASKS', 1)
 /**
- * SCALE_PACE_REPEATS: host runs at each size (default 3); the rows and the goal take the run of median
- * p99. On this 2-core VM one run's p99 at 500 sessions ranged 67–375 ms for the same code on one day.
+ * SCALE_PACE_REPEATS: host runs at each size and of the 1-session baseline (default 3); the rows and the
+ * goals take the run of median p99 and the median RSS peak. On this 2-core VM one run's p99 at 500
+ * sessions ranged 67–375 ms for the same code within a morning (14 runs).
  */
 const PACE_REPEATS = number('SCALE_PACE_REPEATS', 3)
 /** SCALE_PACE_SPREAD_MS: the paced sessions' starts spread over that long (default 10 s; 0: all at once). */
@@ -138,7 +140,7 @@ try {
 }
 const PACE_ONE_TASKS = number('SCALE_PACE_ONE_TASKS', 8)
 const PACE_ONE_DIVIDE = number('SCALE_PACE_ONE_DIVIDE', 10)
-/** SCALE_PROFILE_PACED=<sessions>: profile the paced host run with that many sessions (top functions, longest stretches). */
+/** SCALE_PROFILE_PACED=<sessions>: one more paced host run at that size, profiled (top functions, longest stretches), out of the figures. */
 const PROFILE_PACED = process.env.SCALE_PROFILE_PACED ? number('SCALE_PROFILE_PACED', 50) : undefined
 /** SCALE_PROFILE_FLAT=<sessions>: also profile the flat run with that many sessions (its longest stretches). */
 const PROFILE_FLAT = process.env.SCALE_PROFILE_FLAT ? number('SCALE_PROFILE_FLAT', 50) : undefined

@@ -212,7 +212,7 @@ describe('scale benchmark: host-added latency per step', () => {
 })
 
 describe('scale benchmark: the paced section\'s repeated runs', () => {
-  const run = (p99: number, busy: number) => ({ p99, steps: 100, cpu: { loopBusyMs: busy * 100, processMs: 0 } }) as unknown as PacedResult
+  const run = (p99: number, busy: number, extra: Partial<PacedResult> = {}) => ({ p99, steps: 100, errors: 0, aborted: 0, cpu: { loopBusyMs: busy * 100, processMs: 0 }, ...extra }) as unknown as PacedResult
 
   it('reports the run of median p99, and every run\'s p99 and busy time in run order', () => {
     const runs = [run(375, 6.3), run(67, 4.9), run(154, 6.1)]
@@ -225,5 +225,19 @@ describe('scale benchmark: the paced section\'s repeated runs', () => {
     const runs = [run(90, 5), run(30, 5), run(60, 5), run(120, 5)]
     expect(medianRun(runs).median).to.equal(runs[0])
     expect(medianRun([runs[0]]).median).to.equal(runs[0])
+  })
+
+  it('ranks a void run (no gap measured, a task failed, a request aborted) after every sound one', () => {
+    // A p99 of NaN compared "equal" to everything and let the kinder run be picked.
+    expect(medianRun([run(NaN, 5, { errors: 4 }), run(100, 5), run(50, 5)]).median.p99).to.equal(100)
+    expect(medianRun([run(30, 5, { errors: 3 }), run(100, 5), run(120, 5)]).median.p99).to.equal(120)
+    expect(medianRun([run(30, 5, { aborted: 1 }), run(100, 5), run(120, 5)]).median.p99).to.equal(120)
+    // Half or more void: a void one is judged (and its goal fails, as it should).
+    expect(medianRun([run(30, 5, { errors: 1 }), run(20, 5, { errors: 1 }), run(100, 5)]).median.errors).to.equal(1)
+  })
+
+  it('says so for a run that measured no step instead of printing NaN', () => {
+    const { spread } = medianRun([run(NaN, 5, { steps: 0 }), run(10, 5), run(12, 5, { errors: 1 })])
+    expect(spread).to.equal('no step measured, 10.0 ms (5.0 ms busy/step), 12.0 ms (5.0 ms busy/step), void')
   })
 })
