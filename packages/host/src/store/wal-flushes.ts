@@ -23,15 +23,15 @@ export function walFlushFinding(durability: string | undefined, recentMs: number
   const check = 'WAL flushes'
   if (recentMs.length < ENOUGH_FLUSHES) return { check, verdict: 'ok', detail: `${recentMs.length} flushes of the WAL so far: too few to judge` }
   const p99 = quantile(recentMs, 0.99)
-  const figures = `p50 ${quantile(recentMs, 0.5).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${Math.max(...recentMs).toFixed(1)} ms over the latest ${recentMs.length} flushes, each from its fsync's call to its answer`
+  const figures = `p50 ${quantile(recentMs, 0.5).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${Math.max(...recentMs).toFixed(1)} ms over the latest ${recentMs.length} flushes, each from its fdatasync's call to its answer`
   if (p99 <= SLOW_FLUSH_P99_MS) return { check, verdict: 'ok', detail: figures }
   return {
     check,
     verdict: 'warn',
-    detail: `${figures}: an agent's turn that starts after a review, an approval or a text answer, and a tool that changes something, `
-      + `waits for one or two of these, so this p99 (over the ${SLOW_FLUSH_P99_MS} ms a step may add) is added to them. `
+    detail: `${figures}: a tool that changes something (its call recorded first) and every acknowledged change (an HTTP answer, `
+      + `a command's reply) wait for one or two of these, so this p99 (over the ${SLOW_FLUSH_P99_MS} ms a step may add) is added to them. `
       + 'Look at the disk (put the data directory on one of its own, not the workspaces\'), libuv\'s pool (the file-system threads above) '
-      + 'and the host\'s CPU (its event loop answers the fsync); or choose durability os and accept losing the last commits to a power loss '
+      + 'and the host\'s CPU (its event loop answers the flush); or choose durability os and accept losing the last commits to a power loss '
       + '(docs/operations.md, "Sizing a host")',
   }
 }
