@@ -81,7 +81,7 @@ export async function pacedSection({ sizes, pace, tasks, repeats = 3, spreadMs, 
   const ones = await repeated(repeats, () => pacedRun('host', 1, oneTasks, onePace, 0))
   if (!ones.length) throw new Error(`every 1-session paced run failed: ${failures.join('; ')}`)
   const { median: one, spread: oneSpread } = medianRun(ones)
-  const runs: { host: PacedResult, bare: PacedResult, all: PacedResult[], spread: string, peak: number }[] = []
+  const runs: { host: PacedResult, bare: PacedResult, all: PacedResult[], profiled: PacedResult[], spread: string, peak: number }[] = []
   for (const sessions of sizes) {
     // The profiled run is one more of its own (the profiler's cost would skew the median), out of every figure but its profile.
     const all = await repeated(repeats, () => pacedRun('host', sessions, tasks, pace, spreadMs))
@@ -94,13 +94,13 @@ export async function pacedSection({ sizes, pace, tasks, repeats = 3, spreadMs, 
     }
     const { median, spread } = medianRun(all)
     // RSS: the median peak of the runs at this size, not the peak of the run picked for its p99.
-    runs.push({ host: { ...median, profile: profiled[0]?.profile }, bare, all, spread, peak: medianOf(all.map((result) => result.peak)) })
+    runs.push({ host: { ...median, profile: profiled[0]?.profile }, bare, all, profiled, spread, peak: medianOf(all.map((result) => result.peak)) })
   }
   row(`paced endpoint (${paceName}): host-added latency per step (answer's end → the next request it leads to), p50 / p99`, 'full set', 'bare loop (same SDK and requests, no host)', `p99 ÷ 1 session's (${ms(one.p99)})`)
   row(`  1 session, ${oneTasks} tasks in a row at the pace ÷ ${oneDivide} (${one.steps} steps)`, gaps(one), '', '1.00x')
   if (ones.length > 1) row(`    the run of median p99 of ${ones.length}; each run's p99 (main-thread busy per step), in run order`, oneSpread, '', '')
   const problems: string[] = failures.map((failure) => `a paced run failed: ${failure}`)
-  for (const { host, bare } of [...ones.map((host) => ({ host, bare: undefined })), ...runs.flatMap(({ all, bare }) => all.map((host, index) => ({ host, bare: index ? undefined : bare })))]) {
+  for (const { host, bare } of [...ones.map((host) => ({ host, bare: undefined })), ...runs.flatMap(({ all, profiled, bare }) => [...all, ...profiled].map((host, index) => ({ host, bare: index ? undefined : bare })))]) {
     if (host.errors) problems.push(`${host.errors} task(s) failed at ${host.sessions} sessions: ${host.errorMessages.join('; ')}`)
     if (host.aborted) problems.push(`${host.aborted} request(s) aborted at ${host.sessions} sessions: ${host.abortedWhat.map(describeAborted).join('; ')}`)
     if (bare?.errors) problems.push(`the bare loop failed at ${bare.sessions} sessions: ${bare.errorMessages.join('; ')}`)
