@@ -7,7 +7,7 @@
 import type { Goals } from './goals'
 import { pacedDurability, type PaceSpec } from './scale-pace'
 import { CHECK_TOOLS, pacedRun, type PacedResult } from './scale-paced'
-import { describeAborted } from './scale-harness'
+import { describeAborted, quantile } from './scale-harness'
 
 export interface PacedSectionOptions {
   sizes: number[]
@@ -49,15 +49,13 @@ const sound = (result: PacedResult) => result.steps > 0 && Number.isFinite(resul
 export function medianRun(results: PacedResult[]): { median: PacedResult, spread: string } {
   const rank = (result: PacedResult) => sound(result) ? result.p99 : Infinity
   const byTail = [...results].sort((a, b) => rank(a) - rank(b))
+  // `quantile`'s convention (nearest rank rounded down), applied to the runs themselves.
   const median = byTail[Math.floor(byTail.length / 2)]
   const spread = results.map((result) => result.steps > 0
     ? `${ms(result.p99)} (${ms(result.cpu.loopBusyMs / result.steps)} busy/step)${sound(result) ? '' : ', void'}`
     : 'no step measured').join(', ')
   return { median, spread }
 }
-
-/** The median of numbers (the upper middle of an even count). */
-const medianOf = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
 
 export async function pacedSection({ sizes, pace, tasks, repeats = 3, spreadMs, profileSessions, oneTasks, oneDivide, setName, row, goals }: PacedSectionOptions): Promise<string[]> {
   const durability = pacedDurability(process.env.SCALE_PACE_DURABILITY)
@@ -94,7 +92,7 @@ export async function pacedSection({ sizes, pace, tasks, repeats = 3, spreadMs, 
     }
     const { median, spread } = medianRun(all)
     // RSS: the median peak of the runs at this size, not the peak of the run picked for its p99.
-    runs.push({ host: { ...median, profile: profiled[0]?.profile }, bare, all, profiled, spread, peak: medianOf(all.map((result) => result.peak)) })
+    runs.push({ host: { ...median, profile: profiled[0]?.profile }, bare, all, profiled, spread, peak: quantile(all.map((result) => result.peak), 0.5) })
   }
   row(`paced endpoint (${paceName}): host-added latency per step (answer's end → the next request it leads to), p50 / p99`, 'full set', 'bare loop (same SDK and requests, no host)', `p99 ÷ 1 session's (${ms(one.p99)})`)
   row(`  1 session, ${oneTasks} tasks in a row at the pace ÷ ${oneDivide} (${one.steps} steps)`, gaps(one), '', '1.00x')
